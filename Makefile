@@ -1,0 +1,42 @@
+# Entry points for users and CI. Every target runs scripts/setup.sh first (a no-op when
+# everything is already installed).
+SHELL := /bin/bash
+PRESET ?= release
+export PATH := $(CURDIR)/.venv/bin:$(PATH)
+PARITY := build/$(PRESET)/tools/parity/parity
+DEMO_MODEL := examples/models/small_cnn.onnx
+
+.PHONY: all setup build build-asan demo test test-unit test-cli test-asan clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@cmake --preset $(PRESET) >/dev/null
+	@cmake --build --preset $(PRESET)
+
+build-asan: setup
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan
+
+# Parity's main job on a bundled example.
+demo: build
+	$(PARITY) inspect model $(DEMO_MODEL) --show layers
+
+test-unit: build
+	ctest --preset $(PRESET) -j 2
+
+test-cli: build
+	PARITY_BIN=$(CURDIR)/$(PARITY) python -m pytest -q tests/cli
+
+# The same unit tests and bad-input CLI tests under AddressSanitizer + UBSan.
+test-asan: build-asan
+	ctest --preset asan -j 2
+	PARITY_BIN=$(CURDIR)/build/asan/tools/parity/parity python -m pytest -q tests/cli/test_bad_input.py
+
+test: test-unit test-asan test-cli
+
+clean:
+	rm -rf build

@@ -1,0 +1,48 @@
+// Whole-file reads with clear errors, and atomic writes (temp file in the same folder, then
+// rename), so no command ever leaves a half-written output file.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace parity {
+
+// Reads a whole file. FileError names the path and the reason (missing, a directory, unreadable).
+std::string read_file(const std::filesystem::path& path);
+
+class Storage;
+
+// Maps a whole file copy-on-write (reads never copy; writes stay private to this process).
+// An empty file maps to an empty storage.
+std::shared_ptr<Storage> map_file(const std::filesystem::path& path);
+
+// Writes `path.parity-tmp-XXXX` beside `path`, then renames it over `path`. On any failure the
+// temp file is removed and FileError is thrown; `path` is untouched.
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+
+// Streaming version: write() as often as needed, then commit(). Destroyed without commit(), it
+// removes the temp file.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::filesystem::path path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(std::string_view bytes);
+  void write(const void* data, std::size_t size) {
+    write(std::string_view(static_cast<const char*>(data), size));
+  }
+  void commit();
+  const std::filesystem::path& temp_path() const { return temp_; }
+
+ private:
+  std::filesystem::path path_, temp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+}  // namespace parity

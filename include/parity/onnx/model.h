@@ -1,0 +1,88 @@
+// ONNX models: load and save through protobuf with ONNX's schema (onnx-ml.proto), external data
+// kept safely inside the model's folder, ONNX's checker and shape inference on demand.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <onnx/onnx_pb.h>
+
+#include "parity/core/tensor_metadata.h"
+
+namespace parity::onnx {
+
+namespace fs = std::filesystem;
+
+struct LoadOptions {
+  // Read external tensors into the protobuf's raw_data (like onnx.load). When false, external
+  // references are still validated (path inside the model folder, file exists, range in bounds)
+  // and tensors are read on demand by tensor_from_proto.
+  bool load_external_data = false;
+  // Deepest nesting of If/Loop/Scan subgraphs accepted.
+  int max_subgraph_depth = 64;
+};
+
+// A model and the folder its external data are relative to.
+struct Model {
+  std::shared_ptr<::onnx::ModelProto> proto;
+  fs::path path;      // file it was loaded from; empty when loaded from bytes
+  fs::path base_dir;  // folder external data locations are relative to
+
+  ::onnx::ModelProto& operator*() const { return *proto; }
+  ::onnx::ModelProto* operator->() const { return proto.get(); }
+};
+
+// Throws InvalidInputError / FileError naming the file and what is wrong.
+Model load_model(const fs::path& path, const LoadOptions& options = {});
+Model load_model_from_bytes(std::string_view bytes, const fs::path& base_dir,
+                            const LoadOptions& options = {}, const std::string& what = "<bytes>");
+
+enum class ExternalData { kAuto, kAlways, kNever };
+
+struct SaveOptions {
+  // kAuto: external only when the serialized model would reach protobuf's 2 GB limit.
+  ExternalData external_data = ExternalData::kAuto;
+  // Tensors at least this large go to the external file when external data is used.
+  std::size_t size_threshold = 1024;
+  // File name of the external data, relative to the model's folder; default "<model>.data".
+  std::string location;
+};
+
+// Atomic: model (and external data file) are written to temp files and renamed into place.
+void save_model(const Model& model, const fs::path& path, const SaveOptions& options = {});
+std::string serialize_model(const ::onnx::ModelProto& model);  // bytes; throws over 2 GB
+
+// Copies every external tensor's bytes into raw_data (so the model no longer depends on files).
+void load_external_data(Model& model);
+
+// ONNX's checker (full_check also runs shape inference strictly). Throws InvalidInputError with
+// the checker's text.
+void check_model(const Model& model, bool full_check = false);
+
+struct ShapeInferenceResult {
+  bool ok = true;
+  std::string error;  // ONNX's message when inference stopped early
+};
+// Runs ONNX's shape inference in place (value_info filled, data propagation on). Errors are
+// returned, not thrown: a model shape inference cannot fully handle is still a model.
+ShapeInferenceResult infer_shapes(::onnx::ModelProto& model);
+
+// Metadata of graph inputs (initializers excluded) and outputs.
+TensorMetadata graph_inputs(const ::onnx::GraphProto& graph);
+TensorMetadata graph_outputs(const ::onnx::GraphProto& graph);
+TensorInfo tensor_info_from_type(const ::onnx::TypeProto& type);
+
+// Calls fn(graph, depth) for the main graph, every subgraph in node attributes (recursively) and
+// every function body; throws ResourceLimitError past max_depth.
+void for_each_graph(const ::onnx::ModelProto& model,
+                    const std::function<void(const ::onnx::GraphProto&, int depth)>& fn,
+                    int max_depth = 64);
+
+// Opset version of the default ("" / "ai.onnx") domain, or 0 when absent.
+int64_t default_opset(const ::onnx::ModelProto& model);
+
+}  // namespace parity::onnx

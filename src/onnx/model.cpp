@@ -1,0 +1,313 @@
+#include "parity/onnx/model.h"
+
+#include <climits>
+#include <cstring>
+#include <set>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "parity/core/error.h"
+#include "parity/core/file_io.h"
+#include "parity/core/logger.h"
+#include "parity/onnx/tensor_proto.h"
+
+namespace parity::onnx {
+namespace {
+
+using ::onnx::GraphProto;
+using ::onnx::ModelProto;
+using ::onnx::NodeProto;
+using ::onnx::TensorProto;
+
+constexpr std::size_t kProtobufLimit = static_cast<std::size_t>(INT_MAX);
+
+std::string node_label(const NodeProto& node) {
+  return node.name().empty() ? fmt::format("node <unnamed> (op {})", node.op_type())
+                             : fmt::format("node '{}' (op {})", node.name(), node.op_type());
+}
+
+void visit_graph(const GraphProto& graph, int depth, int max_depth,
+                 const std::function<void(const GraphProto&, int)>& fn) {
+  if (depth > max_depth)
+    raise<ResourceLimitError>("graph '{}' is nested {} levels deep in subgraphs, over the limit of {}",
+                              graph.name(), depth, max_depth);
+  fn(graph, depth);
+  for (const auto& node : graph.node()) {
+    for (const auto& attribute : node.attribute()) {
+      if (attribute.has_g()) visit_graph(attribute.g(), depth + 1, max_depth, fn);
+      for (const auto& g : attribute.graphs()) visit_graph(g, depth + 1, max_depth, fn);
+    }
+  }
+}
+
+// Every TensorProto that carries data: initializers, Constant/attribute tensors, sparse values.
+template <typename Fn>
+void for_each_data_tensor(GraphProto& graph, Fn&& fn) {
+  for (auto& t : *graph.mutable_initializer()) fn(t);
+  for (auto& s : *graph.mutable_sparse_initializer()) {
+    fn(*s.mutable_values());
+    fn(*s.mutable_indices());
+  }
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attribute : *node.mutable_attribute()) {
+      if (attribute.has_t()) fn(*attribute.mutable_t());
+      for (auto& t : *attribute.mutable_tensors()) fn(t);
+      if (attribute.has_g()) for_each_data_tensor(*attribute.mutable_g(), fn);
+      for (auto& g : *attribute.mutable_graphs()) for_each_data_tensor(g, fn);
+    }
+  }
+}
+
+template <typename Fn>
+void for_each_data_tensor(ModelProto& model, Fn&& fn) {
+  for_each_data_tensor(*model.mutable_graph(), fn);
+  for (auto& function : *model.mutable_functions())
+    for (auto& node : *function.mutable_node())
+      for (auto& attribute : *node.mutable_attribute())
+        if (attribute.has_t()) fn(*attribute.mutable_t());
+}
+
+void check_value_info_dims(const GraphProto& graph) {
+  auto check = [&](const ::onnx::ValueInfoProto& value, const char* kind) {
+    if (!value.type().has_tensor_type() || !value.type().tensor_type().has_shape()) return;
+    const auto& dims = value.type().tensor_type().shape().dim();
+    for (int i = 0; i < dims.size(); ++i) {
+      if (dims[i].has_dim_value() && dims[i].dim_value() < 0)
+        raise<InvalidInputError>("{} '{}' has a negative dimension {} at axis {}", kind, value.name(),
+                                 dims[i].dim_value(), i);
+    }
+  };
+  for (const auto& v : graph.input()) check(v, "graph input");
+  for (const auto& v : graph.output()) check(v, "graph output");
+  for (const auto& v : graph.value_info()) check(v, "value");
+}
+
+// Structural checks that make a loaded model safe to walk: a graph, sane dims, tensors whose
+// declared sizes match the data they carry, external data inside the model's folder.
+void validate(Model& model, const LoadOptions& options) {
+  ModelProto& proto = *model.proto;
+  if (!proto.has_graph())
+    raise<InvalidInputError>("not an ONNX model: the protobuf message has no graph");
+  if (proto.ir_version() <= 0)
+    raise<InvalidInputError>("not an ONNX model: IR version is {} (missing or invalid)", proto.ir_version());
+  for_each_graph(proto, [](const GraphProto& graph, int) { check_value_info_dims(graph); },
+                 options.max_subgraph_depth);
+  for_each_data_tensor(proto, [&](TensorProto& tensor) { validate_tensor_data(tensor, model.base_dir); });
+}
+
+Model parse(std::string_view bytes, const fs::path& base_dir, const LoadOptions& options) {
+  if (bytes.empty()) raise<InvalidInputError>("the file is empty, expected an ONNX model");
+  if (bytes.size() >= kProtobufLimit)
+    raise<InvalidInputError>("the file is {:.2f} GB; protobuf cannot parse a message of 2 GB or more. Store "
+                             "large tensors as external data", static_cast<double>(bytes.size()) / 1e9);
+  Model model;
+  model.proto = std::make_shared<ModelProto>();
+  model.base_dir = base_dir;
+  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(INT_MAX);
+  coded.SetRecursionLimit(400);  // deeply nested subgraphs are refused, not a stack overflow
+  if (!model.proto->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    raise<InvalidInputError>("cannot parse the file as an ONNX model (invalid or truncated protobuf)");
+  validate(model, options);
+  if (options.load_external_data) load_external_data(model);
+  return model;
+}
+
+}  // namespace
+
+void for_each_graph(const ModelProto& model, const std::function<void(const GraphProto&, int)>& fn,
+                    int max_depth) {
+  visit_graph(model.graph(), 0, max_depth, fn);
+  for (const auto& function : model.functions()) {
+    for (const auto& node : function.node())
+      for (const auto& attribute : node.attribute()) {
+        if (attribute.has_g()) visit_graph(attribute.g(), 1, max_depth, fn);
+        for (const auto& g : attribute.graphs()) visit_graph(g, 1, max_depth, fn);
+      }
+  }
+}
+
+Model load_model(const fs::path& path, const LoadOptions& options) {
+  std::string bytes = with_context(path.string(), [&] { return read_file(path); });
+  // read_file's message already names the path; parse errors get it prepended here.
+  Model model = with_context(path.string(), [&] {
+    return parse(bytes, path.has_parent_path() ? path.parent_path() : fs::path("."), options);
+  });
+  model.path = path;
+  return model;
+}
+
+Model load_model_from_bytes(std::string_view bytes, const fs::path& base_dir, const LoadOptions& options,
+                            const std::string& what) {
+  return with_context(what, [&] { return parse(bytes, base_dir, options); });
+}
+
+void load_external_data(Model& model) {
+  for_each_data_tensor(*model.proto, [&](TensorProto& tensor) {
+    if (!uses_external_data(tensor)) return;
+    Tensor data = tensor_from_proto(tensor, model.base_dir);
+    tensor.set_raw_data(data.raw(), data.byte_size());
+    tensor.clear_external_data();
+    tensor.clear_data_location();
+  });
+}
+
+std::string serialize_model(const ModelProto& model) {
+  std::size_t size = model.ByteSizeLong();
+  if (size >= kProtobufLimit)
+    raise<InvalidInputError>("the model serializes to {:.2f} GB, over protobuf's 2 GB limit; save it with "
+                             "external data", static_cast<double>(size) / 1e9);
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) raise<InternalError>("protobuf failed to serialize the model");
+  return bytes;
+}
+
+void save_model(const Model& model, const fs::path& path, const SaveOptions& options) {
+  with_context(path.string(), [&] {
+    ModelProto proto = *model.proto;
+    // Bytes of every tensor that will carry data, external ones read through their memory map.
+    uint64_t external_bytes = 0;
+    for_each_data_tensor(proto, [&](TensorProto& tensor) {
+      if (uses_external_data(tensor)) external_bytes += resolve_external_location(tensor, model.base_dir).length.value_or(
+                                          storage_bytes(dtype_from_onnx(tensor.data_type()), declared_element_count(tensor)));
+    });
+    bool external = options.external_data == ExternalData::kAlways ||
+                    (options.external_data == ExternalData::kAuto &&
+                     proto.ByteSizeLong() + external_bytes >= kProtobufLimit - (1u << 20));
+    if (!external) {
+      if (proto.ByteSizeLong() + external_bytes >= kProtobufLimit)
+        raise<InvalidInputError>("the model with its tensors inlined would be {:.2f} GB, over protobuf's 2 GB "
+                                 "limit; save it with external data",
+                                 static_cast<double>(proto.ByteSizeLong() + external_bytes) / 1e9);
+      for_each_data_tensor(proto, [&](TensorProto& tensor) {
+        if (!uses_external_data(tensor)) return;
+        Tensor data = tensor_from_proto(tensor, model.base_dir);
+        tensor.set_raw_data(data.raw(), data.byte_size());
+        tensor.clear_external_data();
+        tensor.clear_data_location();
+      });
+      write_file_atomic(path, serialize_model(proto));
+      return;
+    }
+    std::string location = options.location.empty() ? path.filename().string() + ".data" : options.location;
+    if (fs::path(location).is_absolute() || location.find("..") != std::string::npos || location.find('/') != std::string::npos)
+      raise<InvalidInputError>("external data location '{}' must be a plain file name (it is written beside the model)",
+                               location);
+    fs::path data_path = (path.has_parent_path() ? path.parent_path() : fs::path(".")) / location;
+    AtomicFileWriter data_file(data_path);
+    uint64_t offset = 0;
+    for_each_data_tensor(proto, [&](TensorProto& tensor) {
+      std::string_view bytes;
+      Tensor mapped;
+      if (uses_external_data(tensor)) {
+        mapped = tensor_from_proto(tensor, model.base_dir);
+        bytes = std::string_view(static_cast<const char*>(mapped.raw()), mapped.byte_size());
+      } else if (tensor.has_raw_data() && tensor.raw_data().size() >= options.size_threshold) {
+        bytes = tensor.raw_data();
+      } else {
+        return;
+      }
+      constexpr uint64_t kAlign = 4096;  // page-aligned offsets so readers can mmap
+      uint64_t padding = (kAlign - offset % kAlign) % kAlign;
+      data_file.write(std::string(padding, '\0'));
+      offset += padding;
+      data_file.write(bytes);
+      uint64_t length = bytes.size();
+      tensor.clear_external_data();
+      auto add = [&](const char* key, std::string value) {
+        auto* entry = tensor.add_external_data();
+        entry->set_key(key);
+        entry->set_value(std::move(value));
+      };
+      add("location", location);
+      add("offset", std::to_string(offset));
+      add("length", std::to_string(length));
+      offset += length;
+      tensor.clear_raw_data();
+      tensor.set_data_location(TensorProto::EXTERNAL);
+    });
+    std::string serialized = serialize_model(proto);
+    data_file.commit();
+    write_file_atomic(path, serialized);
+  });
+}
+
+void check_model(const Model& model, bool full_check) {
+  try {
+    ModelProto copy = *model.proto;
+    Model materialized{std::make_shared<ModelProto>(std::move(copy)), model.path, model.base_dir};
+    load_external_data(materialized);
+    ::onnx::checker::check_model(*materialized.proto, full_check, false, false);
+  } catch (const ::onnx::checker::ValidationError& error) {
+    raise<InvalidInputError>("ONNX checker: {}", error.what());
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& error) {
+    raise<InvalidInputError>("ONNX checker: {}", error.what());
+  }
+}
+
+ShapeInferenceResult infer_shapes(ModelProto& model) {
+  ShapeInferenceResult result;
+  try {
+    ::onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/true};
+    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& error) {
+    result.ok = false;
+    result.error = error.what();
+  }
+  return result;
+}
+
+TensorInfo tensor_info_from_type(const ::onnx::TypeProto& type) {
+  TensorInfo info;
+  const ::onnx::TypeProto_Tensor* tensor = nullptr;
+  if (type.has_tensor_type()) tensor = &type.tensor_type();
+  else if (type.has_sparse_tensor_type()) {
+    // Sparse tensors share the elem_type/shape layout.
+    const auto& sparse = type.sparse_tensor_type();
+    info.dtype = sparse.elem_type() > 0 && sparse.elem_type() <= 28 ? dtype_from_onnx(sparse.elem_type()) : DType::kUndefined;
+    return info;
+  }
+  if (!tensor) return info;
+  int32_t elem = tensor->elem_type();
+  info.dtype = (elem > 0 && elem <= 28) ? dtype_from_onnx(elem) : DType::kUndefined;
+  if (tensor->has_shape()) {
+    std::vector<Dim> dims;
+    for (const auto& d : tensor->shape().dim()) {
+      if (d.has_dim_value()) dims.push_back(Dim::fixed(d.dim_value()));
+      else if (d.has_dim_param() && !d.dim_param().empty()) dims.push_back(Dim::named(d.dim_param()));
+      else dims.push_back(Dim::unknown());
+    }
+    info.shape = std::move(dims);
+  }
+  return info;
+}
+
+TensorMetadata graph_inputs(const GraphProto& graph) {
+  std::set<std::string> initializers;
+  for (const auto& t : graph.initializer()) initializers.insert(t.name());
+  TensorMetadata metadata;
+  for (const auto& input : graph.input())
+    if (!initializers.count(input.name())) metadata.add(input.name(), tensor_info_from_type(input.type()));
+  return metadata;
+}
+
+TensorMetadata graph_outputs(const GraphProto& graph) {
+  TensorMetadata metadata;
+  for (const auto& output : graph.output()) metadata.add(output.name(), tensor_info_from_type(output.type()));
+  return metadata;
+}
+
+int64_t default_opset(const ModelProto& model) {
+  for (const auto& opset : model.opset_import())
+    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
+  return 0;
+}
+
+}  // namespace parity::onnx

@@ -1,0 +1,44 @@
+#include "args/logging_args.h"
+
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+
+namespace parity::cli {
+
+void LoggingArgs::add_to(CLI::App& app) {
+  const char* group = "Logging";
+  app.add_flag("-v,--verbose", verbose_count_, "Increase logging verbosity; repeat for more (-vv, -vvv)")->group(group);
+  app.add_flag("-q,--quiet", quiet_count_, "Decrease logging verbosity; repeat for less (-qq, -qqq)")->group(group);
+  app.add_option("--verbosity", verbosity_,
+                 "Set the severity directly: ultra_verbose, super_verbose, extra_verbose, verbose, info, "
+                 "start, finish, warning, error, critical (overrides -v/-q)")->group(group);
+  app.add_flag("--silent", silent_, "Print nothing")->group(group);
+  app.add_option("--log-file", log_file_, "Also write the log to this file (without colours)")->group(group);
+  app.add_option("--log-format", log_format_, "Log format: any of timestamp, line-info, no-colors")
+      ->check(CLI::IsMember({"timestamp", "line-info", "no-colors"}))
+      ->group(group);
+}
+
+void LoggingArgs::apply() const {
+  auto& logger = Logger::global();
+  Severity severity = Severity::kInfo;
+  static constexpr Severity kMoreVerbose[] = {Severity::kVerbose, Severity::kExtraVerbose,
+                                              Severity::kSuperVerbose, Severity::kUltraVerbose};
+  static constexpr Severity kLessVerbose[] = {Severity::kStart, Severity::kFinish, Severity::kWarning,
+                                              Severity::kError, Severity::kCritical};
+  if (verbose_count_ > 0) severity = kMoreVerbose[std::min(verbose_count_, 4) - 1];
+  else if (quiet_count_ > 0) severity = kLessVerbose[std::min(quiet_count_, 5) - 1];
+  if (!verbosity_.empty()) severity = severity_from_name(verbosity_);
+  logger.set_severity(severity);
+  logger.set_silent(silent_);
+  LogFormat format;
+  for (const auto& f : log_format_) {
+    if (f == "timestamp") format.timestamp = true;
+    if (f == "line-info") format.line_info = true;
+    if (f == "no-colors") format.no_colors = true;
+  }
+  logger.set_format(format);
+  if (!log_file_.empty()) logger.set_log_file(log_file_);
+}
+
+}  // namespace parity::cli

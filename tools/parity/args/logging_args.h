@@ -1,0 +1,28 @@
+// Logging options shared by every command: -v/-q (repeatable), --verbosity, --silent,
+// --log-file, --log-format (Polygraphy's names and meanings).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace parity::cli {
+
+class LoggingArgs {
+ public:
+  void add_to(CLI::App& app);
+  // Applies the options to the global logger; call once after parsing.
+  void apply() const;
+  bool verbose() const { return verbose_count_ > 0; }
+
+ private:
+  int verbose_count_ = 0;
+  int quiet_count_ = 0;
+  std::string verbosity_;
+  bool silent_ = false;
+  std::string log_file_;
+  std::vector<std::string> log_format_;
+};
+
+}  // namespace parity::cli

@@ -1,0 +1,34 @@
+#include "args/model_args.h"
+
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+
+namespace parity::cli {
+
+void ModelArgs::add_to(CLI::App& app) {
+  const char* group = "ONNX Model Loading";
+  app.add_option("model_file", path_, "Path to the ONNX model")->required();
+  app.add_option("--external-data-dir,--load-external-data,--ext", external_data_dir_,
+                 "Folder holding the model's external data (default: the model's folder)")->group(group);
+  app.add_flag("--no-shape-inference", no_shape_inference_, "Do not run ONNX shape inference")->group(group);
+  app.add_flag("--check", check_, "Run ONNX's checker on the model and fail on any error")->group(group);
+}
+
+onnx::Model ModelArgs::load() const {
+  log::info("Loading model: {}", path_);
+  onnx::Model model = onnx::load_model(path_);
+  if (!external_data_dir_.empty()) model.base_dir = external_data_dir_;
+  if (check_) {
+    with_context(path_, [&] { onnx::check_model(model, /*full_check=*/false); });
+    log::info("ONNX checker: the model is valid");
+  }
+  if (!no_shape_inference_) {
+    auto result = onnx::infer_shapes(*model.proto);
+    if (!result.ok)
+      log::warning("ONNX shape inference stopped with an error; shapes shown may be incomplete.\n"
+                   "Note: error was: {}", result.error);
+  }
+  return model;
+}
+
+}  // namespace parity::cli

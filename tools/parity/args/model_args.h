@@ -1,0 +1,28 @@
+// Model loading options shared by commands that read an ONNX model: the model path,
+// --external-data-dir, --no-shape-inference, --check.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "parity/onnx/model.h"
+
+namespace parity::cli {
+
+class ModelArgs {
+ public:
+  void add_to(CLI::App& app);
+  // Loads (and, unless disabled, shape-infers) the model, logging what it does.
+  onnx::Model load() const;
+  const std::string& path() const { return path_; }
+  bool shape_inference() const { return !no_shape_inference_; }
+
+ private:
+  std::string path_;
+  std::string external_data_dir_;
+  bool no_shape_inference_ = false;
+  bool check_ = false;
+};
+
+}  // namespace parity::cli

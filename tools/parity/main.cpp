@@ -1,0 +1,95 @@
+// `parity`: runs deep-learning models on several backends, compares them, and finds where and
+// why they disagree. Commands live in commands/, one per file, and register themselves.
+#include <map>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "args/logging_args.h"
+#include "command.h"
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+
+namespace parity::cli {
+
+std::vector<CommandFactory>& command_factories() {
+  static std::vector<CommandFactory> factories;
+  return factories;
+}
+
+namespace {
+
+struct Registered {
+  std::unique_ptr<Command> command;
+  CLI::App* app;
+  std::unique_ptr<LoggingArgs> logging;
+};
+
+int run_main(int argc, char** argv) {
+  CLI::App app{"Parity: run a model on several backends, compare their outputs, find where they diverge"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "parity 0.1.0");
+  std::map<std::string, CLI::App*> groups;  // "inspect" -> its App
+  std::vector<Registered> commands;
+  for (const auto& factory : command_factories()) {
+    Registered r{factory(), nullptr, std::make_unique<LoggingArgs>()};
+    auto path = r.command->path();
+    CLI::App* parent = &app;
+    std::string key;
+    for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+      key += path[i] + " ";
+      auto& group = groups[key];
+      if (!group) {
+        group = parent->add_subcommand(path[i], "");
+        group->require_subcommand(1);
+      }
+      parent = group;
+    }
+    r.app = parent->add_subcommand(path.back(), r.command->description());
+    r.command->add_options(*r.app);
+    r.logging->add_to(*r.app);
+    commands.push_back(std::move(r));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    log::error("{}", e.what());
+    log::error("Run with --help for usage");
+    return 1;
+  }
+  for (auto& r : commands) {
+    if (!r.app->parsed()) continue;
+    r.logging->apply();
+    try {
+      return r.command->run();
+    } catch (const Error& e) {
+      log::error("{}", e.what());
+      return 1;
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+}  // namespace parity::cli
+
+int main(int argc, char** argv) {
+  try {
+    return parity::cli::run_main(argc, argv);
+  } catch (const parity::Error& e) {
+    parity::log::error("{}", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    parity::log::error("out of memory");
+    return 1;
+  } catch (const std::exception& e) {
+    parity::log::error("internal error: {}", e.what());
+    return 1;
+  }
+}
