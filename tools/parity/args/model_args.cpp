@@ -1,5 +1,7 @@
 #include "args/model_args.h"
 
+#include <chrono>
+
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 
@@ -16,13 +18,18 @@ void ModelArgs::add_to(CLI::App& app) {
 
 onnx::Model ModelArgs::load() const {
   log::info("Loading model: {}", path_);
+  auto start = std::chrono::steady_clock::now();
   onnx::Model model = onnx::load_model(path_);
+  log::verbose("Loaded {} bytes of protobuf ({} nodes in the main graph, {} initializers) in {:.3f} ms",
+               model->ByteSizeLong(), model->graph().node_size(), model->graph().initializer_size(),
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   if (!external_data_dir_.empty()) model.base_dir = external_data_dir_;
   if (check_) {
     with_context(path_, [&] { onnx::check_model(model, /*full_check=*/false); });
     log::info("ONNX checker: the model is valid");
   }
   if (!no_shape_inference_) {
+    log::verbose("Running ONNX shape inference (data propagation on)");
     auto result = onnx::infer_shapes(*model.proto);
     if (!result.ok)
       log::warning("ONNX shape inference stopped with an error; shapes shown may be incomplete.\n"

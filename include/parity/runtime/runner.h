@@ -1,0 +1,101 @@
+// The runner lifecycle shared by every backend (Polygraphy's BaseRunner): construct (cheap) ->
+// activate (load, allocate, dlopen) -> infer(feed) many times -> deactivate. ActiveRunner does
+// activation RAII-style. Feeds are validated against input_metadata() before every inference.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "parity/core/array_io.h"
+#include "parity/core/tensor_metadata.h"
+
+namespace parity::runtime {
+
+// Which intermediate tensors a runner returns besides the graph outputs (Polygraphy's
+// --onnx-outputs): none, a list of names, or every tensor in the graph ("mark all").
+struct IntermediateOutputs {
+  enum class Mode { kNone, kList, kAll };
+  Mode mode = Mode::kNone;
+  std::vector<std::string> names;
+
+  static IntermediateOutputs none() { return {}; }
+  static IntermediateOutputs all() { return {Mode::kAll, {}}; }
+  static IntermediateOutputs list(std::vector<std::string> names) { return {Mode::kList, std::move(names)}; }
+};
+
+// Called for each tensor as it is produced, in execution (topological) order: the tensor's name,
+// its value, and the producing node's name and op type. The tensor may be freed right after.
+struct ProducedTensor {
+  const std::string& name;
+  const Tensor& tensor;
+  const std::string& node_name;
+  const std::string& op_type;
+};
+using TensorCallback = std::function<void(const ProducedTensor&)>;
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  // "ref-runner-N0-11/21/26-18:06:00", like Polygraphy's names.
+  const std::string& name() const { return name_; }
+
+  void activate();
+  void deactivate();
+  bool is_active() const { return active_; }
+
+  // Inputs (names, dtypes, shapes with dynamic dims). Requires an active runner.
+  TensorMetadata input_metadata();
+
+  // Validates `feed` (unknown or missing names, dtype, rank, static dims) then runs. Returns the
+  // graph outputs, then requested intermediates, in order.
+  NamedTensors infer(const NamedTensors& feed);
+  // Seconds taken by the last infer() (the backend's run, excluding validation).
+  double last_inference_time() const { return last_inference_time_; }
+
+  void set_intermediate_outputs(IntermediateOutputs outputs) { intermediates_ = std::move(outputs); }
+  // Streams intermediates (and outputs) to `callback` instead of holding them; nullptr to stop.
+  void set_tensor_callback(TensorCallback callback) { callback_ = std::move(callback); }
+
+ protected:
+  explicit Runner(std::string_view prefix);
+  virtual void activate_impl() = 0;
+  virtual void deactivate_impl() = 0;
+  virtual TensorMetadata input_metadata_impl() = 0;
+  virtual NamedTensors infer_impl(const NamedTensors& feed) = 0;
+
+  IntermediateOutputs intermediates_;
+  TensorCallback callback_;
+
+ private:
+  std::string name_;
+  bool active_ = false;
+  double last_inference_time_ = 0;
+};
+
+// Activates on construction, deactivates on destruction.
+class ActiveRunner {
+ public:
+  explicit ActiveRunner(Runner& runner) : runner_(runner) { runner_.activate(); }
+  ~ActiveRunner() {
+    if (runner_.is_active()) runner_.deactivate();
+  }
+  ActiveRunner(const ActiveRunner&) = delete;
+  ActiveRunner& operator=(const ActiveRunner&) = delete;
+  Runner* operator->() { return &runner_; }
+  Runner& operator*() { return runner_; }
+
+ private:
+  Runner& runner_;
+};
+
+// Throws InvalidInputError naming the input (with a "did you mean" hint for unknown names).
+void validate_feed(const TensorMetadata& metadata, const NamedTensors& feed, const std::string& runner_name);
+
+}  // namespace parity::runtime

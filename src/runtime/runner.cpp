@@ -1,0 +1,118 @@
+#include "parity/runtime/runner.h"
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+#include <mutex>
+
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+
+namespace parity::runtime {
+namespace {
+
+std::string runner_name(std::string_view prefix) {
+  static std::mutex mutex;
+  static std::map<std::string, int, std::less<>> counts;
+  int index;
+  {
+    std::lock_guard lock(mutex);
+    index = counts[std::string(prefix)]++;
+  }
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%m/%d/%y-%H:%M:%S", std::localtime(&now));
+  return fmt::format("{}-N{}-{}", prefix, index, stamp);
+}
+
+// Levenshtein distance, for "did you mean" hints.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+Runner::Runner(std::string_view prefix) : name_(runner_name(prefix)) {}
+
+void Runner::activate() {
+  if (active_) {
+    log::warning("{} | Runner is already active; ignoring activate()", name_);
+    return;
+  }
+  with_context(name_, [&] { activate_impl(); });
+  active_ = true;
+}
+
+void Runner::deactivate() {
+  if (!active_) return;
+  active_ = false;
+  deactivate_impl();
+}
+
+TensorMetadata Runner::input_metadata() {
+  if (!active_) raise<InternalError>("{}: input_metadata() needs an active runner; call activate() first", name_);
+  return input_metadata_impl();
+}
+
+NamedTensors Runner::infer(const NamedTensors& feed) {
+  if (!active_) raise<InternalError>("{}: infer() needs an active runner; call activate() first", name_);
+  validate_feed(input_metadata_impl(), feed, name_);
+  auto start = std::chrono::steady_clock::now();
+  NamedTensors outputs = with_context(name_, [&] { return infer_impl(feed); });
+  last_inference_time_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return outputs;
+}
+
+void validate_feed(const TensorMetadata& metadata, const NamedTensors& feed, const std::string& runner_name) {
+  for (const auto& [name, tensor] : feed) {
+    const TensorInfo* info = metadata.find(name);
+    if (!info) {
+      std::string hint;
+      std::size_t best = SIZE_MAX;
+      for (const auto& [known, _] : metadata) {
+        std::size_t d = edit_distance(name, known);
+        if (d < best) {
+          best = d;
+          hint = known;
+        }
+      }
+      std::vector<std::string> names;
+      for (const auto& [known, _] : metadata) names.push_back(known);
+      raise<InvalidInputError>("{}: input '{}' is not an input of the model{} (inputs: {})", runner_name, name,
+                               best <= std::max<std::size_t>(2, name.size() / 3) ? fmt::format("; did you mean '{}'?", hint) : "",
+                               fmt::join(names, ", "));
+    }
+    if (info->dtype != DType::kUndefined && tensor.dtype() != info->dtype)
+      raise<InvalidInputError>("{}: input '{}' has dtype {}, but the model expects {}", runner_name, name,
+                               dtype_name(tensor.dtype()), dtype_name(info->dtype));
+    if (info->shape) {
+      const auto& dims = *info->shape;
+      if (dims.size() != tensor.shape().size())
+        raise<InvalidInputError>("{}: input '{}' has shape {} (rank {}), but the model expects rank {} {}",
+                                 runner_name, name, shape_to_string(tensor.shape()), tensor.shape().size(),
+                                 dims.size(), info->to_string());
+      for (std::size_t i = 0; i < dims.size(); ++i)
+        if (dims[i].value && *dims[i].value != tensor.shape()[i])
+          raise<InvalidInputError>("{}: input '{}' has shape {}, but the model expects {} (dimension {} must be {})",
+                                   runner_name, name, shape_to_string(tensor.shape()), info->to_string(), i,
+                                   *dims[i].value);
+    }
+  }
+  for (const auto& [name, info] : metadata) {
+    bool given = std::any_of(feed.begin(), feed.end(), [&](const auto& entry) { return entry.first == name; });
+    if (!given) raise<InvalidInputError>("{}: input '{}' {} is missing from the feed", runner_name, name, info.to_string());
+  }
+}
+
+}  // namespace parity::runtime
