@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 PARITY := build/$(PRESET)/tools/parity/parity
 DEMO_MODEL := examples/models/small_cnn.onnx
 
-.PHONY: all setup build build-asan demo test test-unit test-cli test-asan clean
+.PHONY: all setup build build-asan demo test test-unit test-cli test-asan conformance-report bench clean
 
 all: build
 
@@ -37,6 +37,14 @@ test-asan: build-asan
 	PARITY_BIN=$(CURDIR)/build/asan/tools/parity/parity python -m pytest -q tests/cli/test_bad_input.py
 
 test: test-unit test-asan test-cli
+
+# Regenerates docs/conformance.md from a run of every ONNX backend test case.
+conformance-report: build
+	build/$(PRESET)/tests/conformance/parity_conformance --report docs/conformance.md
+
+# Speed and memory against the peers (prints ratios; not part of `make test`).
+bench: build
+	python bench/bench_ref.py --build build/$(PRESET)
 
 clean:
 	rm -rf build

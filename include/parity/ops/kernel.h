@@ -18,8 +18,14 @@
 
 namespace parity::ops {
 
+// Bytes of physical memory on this machine.
+int64_t physical_memory_bytes();
+// Threads used by the reference kernels' BLAS calls (OpenBLAS); 0 = the library's default.
+void set_compute_threads(int threads);
+
 struct ExecutionLimits {
-  int64_t max_elements = int64_t{1} << 36;  // per tensor; refused before allocating
+  // Per tensor, refused before allocating. Default: as many float32 elements as fit in memory.
+  int64_t max_elements = physical_memory_bytes() / 4;
   int64_t max_loop_iterations = 100000000;   // Loop trip count bound
   int max_subgraph_depth = 64;
 };

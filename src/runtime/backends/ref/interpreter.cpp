@@ -6,7 +6,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include <onnx/defs/function.h>
 #include <onnx/defs/schema.h>
 
 #include "parity/core/error.h"
@@ -199,52 +198,101 @@ struct Interpreter::Impl {
     return *slot;
   }
 
-  // The function body for a node without a kernel, expanded into a graph of plain nodes, and the
-  // opsets that body uses. nullptr when there is none.
+  // The function body for a node without a kernel, as a graph whose inputs are the function's
+  // formal inputs (omitted optional inputs already blanked out) with attribute references resolved,
+  // and the opsets that body uses. nullptr when the op has no function body.
   const GraphProto* expansion_for(const NodeProto& node, int64_t opset, const std::vector<const Value*>& inputs,
                                   Opsets& body_opsets) {
     const std::string domain = canonical_domain(node.domain());
+    std::string key = fmt::format("{}:{}", static_cast<const void*>(&node), opset);
+    for (const auto* v : inputs)
+      key += v && v->is_tensor() ? fmt::format(":{}", static_cast<int>(v->tensor().dtype())) : std::string(":-");
+    if (auto it = expansions.find(key); it != expansions.end()) {
+      body_opsets = function_opsets[it->second.get()];
+      return it->second.get();
+    }
     const FunctionProto* function = nullptr;
+    const ::onnx::OpSchema* schema = nullptr;
     auto local = local_functions.find({domain, node.op_type()});
-    std::string key = fmt::format("{}:{}:{}:{}", static_cast<const void*>(&node), domain, node.op_type(), opset);
     if (local != local_functions.end()) {
       function = local->second;
     } else {
-      const auto* schema = ::onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), domain);
+      schema = ::onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), domain);
       if (!schema) return nullptr;
       if (schema->HasContextDependentFunction()) {
         std::vector<::onnx::TypeProto> types;
-        for (const auto* v : inputs) {
-          types.push_back(v ? type_of(*v) : ::onnx::TypeProto());
-          if (v && v->is_tensor()) key += fmt::format(":{}", static_cast<int>(v->tensor().dtype()));
-        }
-        if (!expansions.count(key)) {
-          auto built = std::make_unique<FunctionProto>();
-          ::onnx::FunctionBodyBuildContextImpl context(node, types);
-          if (!schema->BuildContextDependentFunction(context, *built, static_cast<int>(opset))) return nullptr;
+        for (const auto* v : inputs) types.push_back(v ? type_of(*v) : ::onnx::TypeProto());
+        auto built = std::make_unique<FunctionProto>();
+        ::onnx::FunctionBodyBuildContextImpl context(node, types);
+        if (schema->BuildContextDependentFunction(context, *built, static_cast<int>(opset))) {
           function = built.get();
           built_functions.push_back(std::move(built));
         }
-      } else if (schema->HasFunction()) {
-        function = schema->GetFunction(static_cast<int>(opset));
       }
-      if (!function && !expansions.count(key)) return nullptr;
+      if (!function && schema->HasFunction()) function = schema->GetFunction(static_cast<int>(opset));
+      if (!function) return nullptr;
     }
-    auto& slot = expansions[key];
-    if (!slot) {
-      slot = std::make_unique<GraphProto>();
-      ::onnx::FunctionExpandHelper(node, *function, *slot,
-                                   fmt::format("__parity_fn{}_", expansions.size()));
-      // FunctionExpandHelper maps formal inputs to actual names; omitted optional inputs stay "".
-      slot->set_name(fmt::format("{} (function body of {})", node.name(), node.op_type()));
-      auto& opsets = function_opsets[slot.get()];
-      opsets = model_opsets;
-      for (const auto& o : function->opset_import()) opsets[canonical_domain(o.domain())] = o.version();
+    auto graph = std::make_unique<GraphProto>();
+    graph->set_name(fmt::format("function body of {}", node.op_type()));
+    std::unordered_set<std::string> omitted;
+    for (int i = 0; i < function->input_size(); ++i) {
+      bool given = i < node.input_size() && !node.input(i).empty();
+      if (given) graph->add_input()->set_name(function->input(i));
+      else omitted.insert(function->input(i));
     }
-    body_opsets = function_opsets[slot.get()];
-    return slot.get();
+    for (const auto& o : function->output()) graph->add_output()->set_name(o);
+    for (const auto& body_node : function->node()) {
+      NodeProto* copy = graph->add_node();
+      *copy = body_node;
+      resolve_function_node(*copy, node, *function, schema, omitted);
+    }
+    auto& opsets = function_opsets[graph.get()];
+    opsets = model_opsets;
+    for (const auto& o : function->opset_import()) opsets[canonical_domain(o.domain())] = o.version();
+    body_opsets = opsets;
+    const GraphProto* result = graph.get();
+    expansions[key] = std::move(graph);
+    return result;
   }
   std::unordered_map<const GraphProto*, Opsets> function_opsets;
+
+  // Replaces attribute references (ref_attr_name) by the calling node's attribute, else the
+  // function's or schema's default, else drops it; blanks out reads of omitted optional inputs.
+  // Recurses into subgraphs.
+  static void resolve_function_node(NodeProto& node, const NodeProto& caller, const FunctionProto& function,
+                                    const ::onnx::OpSchema* schema,
+                                    const std::unordered_set<std::string>& omitted) {
+    for (int i = 0; i < node.input_size(); ++i)
+      if (omitted.count(node.input(i))) node.set_input(i, "");
+    auto* attributes = node.mutable_attribute();
+    for (int i = 0; i < attributes->size();) {
+      auto* a = attributes->Mutable(i);
+      if (!a->ref_attr_name().empty()) {
+        const ::onnx::AttributeProto* source = nullptr;
+        for (const auto& c : caller.attribute())
+          if (c.name() == a->ref_attr_name()) source = &c;
+        if (!source)
+          for (const auto& d : function.attribute_proto())
+            if (d.name() == a->ref_attr_name()) source = &d;
+        if (!source && schema) {
+          auto it = schema->attributes().find(a->ref_attr_name());
+          if (it != schema->attributes().end() && it->second.default_value.has_type()) source = &it->second.default_value;
+        }
+        if (!source) {
+          attributes->DeleteSubrange(i, 1);
+          continue;
+        }
+        std::string name = a->name();
+        *a = *source;
+        a->set_name(name);
+      }
+      if (a->has_g())
+        for (auto& n : *a->mutable_g()->mutable_node()) resolve_function_node(n, caller, function, schema, omitted);
+      for (auto& g : *a->mutable_graphs())
+        for (auto& n : *g.mutable_node()) resolve_function_node(n, caller, function, schema, omitted);
+      ++i;
+    }
+  }
 
   // Runs the nodes of `graph` in `scope`. `keep` lists values not to free; `produced` (optional)
   // receives every produced tensor's name in order; `callback` streams tensors.
@@ -312,16 +360,17 @@ struct Interpreter::Impl {
       if (const GraphProto* body = expansion_for(node, opset, inputs, body_opsets)) {
         if (depth >= options.limits.max_subgraph_depth)
           raise<ResourceLimitError>("function bodies nested {} deep", depth);
-        Scope inner;
-        inner.parent = &scope;
+        Scope inner;  // a function body sees only its own inputs, never the caller's scope
+        int bound = 0;
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+          if (inputs[i] && bound < body->input_size()) inner.values[body->input(bound++).name()] = *inputs[i];
         const GraphPlan& plan = plan_for(*body);
-        std::unordered_set<std::string> keep(node.output().begin(), node.output().end());
-        run_nodes(*body, plan, inner, body_opsets, depth + 1, keep, false, nullptr, nullptr);
+        run_nodes(*body, plan, inner, body_opsets, depth + 1, {}, false, nullptr, nullptr);
         std::vector<Value> outputs(static_cast<std::size_t>(node.output_size()));
-        for (int o = 0; o < node.output_size(); ++o) {
+        for (int o = 0; o < node.output_size() && o < body->output_size(); ++o) {
           if (node.output(o).empty()) continue;
-          const Value* v = inner.find(node.output(o));
-          if (!v) raise<InternalError>("function body of {} did not produce '{}'", node.op_type(), node.output(o));
+          const Value* v = inner.find(body->output(o).name());
+          if (!v) raise<InternalError>("function body of {} did not produce '{}'", node.op_type(), body->output(o).name());
           outputs[static_cast<std::size_t>(o)] = *v;
         }
         return outputs;
