@@ -218,6 +218,8 @@ std::string compare_value(const Value& expected, const Value& actual, const Tole
   return "unexpected expected-value kind";
 }
 
+std::vector<std::string> g_expand_ops;
+
 Outcome run_case(const Case& c) {
   Outcome outcome;
   auto start = std::chrono::steady_clock::now();
@@ -230,7 +232,9 @@ Outcome run_case(const Case& c) {
     std::vector<const ::onnx::ValueInfoProto*> inputs;
     for (const auto& i : graph.input())
       if (!initializers.count(i.name())) inputs.push_back(&i);
-    runtime::Interpreter interpreter(model, {});
+    runtime::InterpreterOptions options;
+    options.expand_ops = g_expand_ops;
+    runtime::Interpreter interpreter(model, options);
 
     auto check_outputs = [&](const runtime::NamedValues& results, const std::vector<Value>& expected) -> std::string {
       for (std::size_t k = 0; k < expected.size(); ++k) {
@@ -372,6 +376,8 @@ int main(int argc, char** argv) {
   app.add_flag("--verbose", verbose, "Print every case, not only failures");
   app.add_flag("--check", check, "Exit 1 when an unlisted case fails or a listed case passes");
   app.add_flag("--list-failures", list_failures, "Print failing cases as '<case>: <reason>' lines");
+  app.add_option("--expand", g_expand_ops, "Run these op types through their ONNX function body, not their kernel")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -1,4 +1,5 @@
 // The runner lifecycle, feed validation, intermediate outputs and streaming, on the ref runner.
+#include <cmath>
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -176,6 +177,63 @@ TEST(Interpreter, RefusesTensorsOverTheElementLimitBeforeAllocating) {
   std::string m = error_of([&] { interpreter.run({{"x", ops::Value::of(floats({2, 3}, {1, 2, 3, 4, 5, 6}))}}); });
   EXPECT_NE(m.find("limit"), std::string::npos) << m;
   EXPECT_NE(m.find("Mul"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace parity::runtime
+
+namespace parity::runtime {
+namespace {
+
+// y = MatMul(x [1, K], w [K, 1]) with K large: float64 mode must give the correctly rounded
+// float32 of the exact dot product; float32 mode may only be as good or worse.
+TEST(RefPrecision, Fp64ModeRoundsLongDotProductsOnce) {
+  const int64_t k = 1 << 16;
+  onnx::Model model{std::make_shared<::onnx::ModelProto>(), {}, "."};
+  auto& m = *model.proto;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  auto add_value = [](auto* list, const char* name, std::vector<int64_t> dims) {
+    auto* v = list->Add();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(1);
+    for (int64_t d : dims) v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  add_value(g->mutable_input(), "x", {1, k});
+  add_value(g->mutable_input(), "w", {k, 1});
+  add_value(g->mutable_output(), "y", {1, 1});
+  auto* n = g->add_node();
+  n->set_op_type("MatMul");
+  n->add_input("x");
+  n->add_input("w");
+  n->add_output("y");
+
+  Tensor x = Tensor::zeros(DType::kFloat32, {1, k}), w = Tensor::zeros(DType::kFloat32, {k, 1});
+  uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 16777216.0f;  // [0, 1), exactly representable
+  };
+  long double exact = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    float a = next() * 1000.0f, b = next() - 0.5f;
+    x.mutable_data<float>()[i] = a;
+    w.mutable_data<float>()[i] = b;
+    exact += static_cast<long double>(a) * b;  // each product is exact in long double
+  }
+  float correctly_rounded = static_cast<float>(exact);
+  auto run = [&](bool fp64) {
+    RefOptions options;
+    options.fp64 = fp64;
+    RefRunner runner([&] { return model; }, options);
+    ActiveRunner active(runner);
+    return runner.infer({{"x", x}, {"w", w}})[0].second.data<float>()[0];
+  };
+  float y64 = run(true), y32 = run(false);
+  EXPECT_EQ(y64, correctly_rounded);
+  EXPECT_LE(std::fabs(static_cast<long double>(y64) - exact), std::fabs(static_cast<long double>(y32) - exact));
+  EXPECT_NEAR(y32, correctly_rounded, std::fabs(correctly_rounded) * 1e-3 + 1.0);
 }
 
 }  // namespace

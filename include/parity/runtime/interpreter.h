@@ -20,6 +20,9 @@ using NamedValues = std::vector<std::pair<std::string, ops::Value>>;
 struct InterpreterOptions {
   bool fp64 = false;
   ops::ExecutionLimits limits;
+  // Op types run through their ONNX function body even when a kernel exists (to check a
+  // kernel against the spec's own definition).
+  std::vector<std::string> expand_ops;
 };
 
 class Interpreter {

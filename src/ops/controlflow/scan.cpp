@@ -17,6 +17,7 @@ std::vector<Value> run_scan(KernelContext& ctx, const ::onnx::GraphProto& body, 
                             std::vector<Value> states, const std::vector<Tensor>& scan_inputs, int64_t length_limit) {
   int64_t length = -1;
   for (std::size_t k = 0; k < scan_inputs.size(); ++k) {
+    if (scan_inputs[k].rank() == 0) ctx.fail("scan input {} is a scalar; scan inputs need an axis to scan", k);
     int64_t axis = normalize_axis(spec.in_axes[k], scan_inputs[k].rank(), ctx);
     int64_t n = scan_inputs[k].shape()[axis];
     if (length >= 0 && n != length) ctx.fail("scan inputs have different lengths ({} and {})", length, n);
@@ -93,8 +94,11 @@ void scan8_kernel(KernelContext& ctx) {
   const ::onnx::GraphProto* body = ctx.attr_graph("body");
   if (!body) ctx.fail("attribute 'body' (a graph) is missing");
   ScanSpec spec = make_spec(ctx, *body, 1);
+  if (ctx.num_inputs() < 2) ctx.fail("needs at least one input besides sequence_lens");
   const Tensor& first = ctx.input(1);
-  int64_t batch = first.shape().empty() ? 1 : first.shape()[0];
+  if (first.rank() == 0) ctx.fail("inputs need a leading batch axis (opset 8), input 1 is a scalar");
+  int64_t batch = first.shape()[0];
+  if (batch == 0) ctx.fail("the batch is empty");
   std::vector<std::vector<Value>> per_batch;
   for (int64_t b = 0; b < batch; ++b) {
     std::vector<Value> states;
@@ -104,7 +108,12 @@ void scan8_kernel(KernelContext& ctx) {
     for (std::size_t i = 0; i < spec.scan_in_count; ++i)
       scan_inputs.push_back(controlflow::take_along(ctx.input(1 + spec.state_count + i), 0, b));
     int64_t limit = -1;
-    if (ctx.has_input(0)) limit = read_int_list(ctx.input(0), ctx).at(static_cast<std::size_t>(b));
+    if (ctx.has_input(0)) {
+      auto lengths = read_int_list(ctx.input(0), ctx);
+      if (static_cast<int64_t>(lengths.size()) != batch)
+        ctx.fail("sequence_lens has {} values for a batch of {}", lengths.size(), batch);
+      limit = lengths[static_cast<std::size_t>(b)];
+    }
     per_batch.push_back(run_scan(ctx, *body, spec, std::move(states), scan_inputs, limit));
   }
   for (std::size_t i = 0; i < spec.state_count + spec.scan_out_count; ++i) {

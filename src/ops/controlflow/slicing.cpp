@@ -22,6 +22,9 @@ void copy_elements(DType dtype, const void* src, int64_t src_index, void* dst, i
 Tensor take_along(const Tensor& tensor, int64_t axis, int64_t index) {
   if (is_packed(tensor.dtype())) raise<UnsupportedError>("slicing packed {} tensors", dtype_name(tensor.dtype()));
   const Shape& shape = tensor.shape();
+  if (axis < 0 || axis >= tensor.rank() || index < 0 || index >= shape[static_cast<std::size_t>(axis)])
+    raise<InvalidInputError>("cannot take index {} along axis {} of a tensor of shape {}", index, axis,
+                             shape_to_string(shape));
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= shape[i];
   for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < shape.size(); ++i) inner *= shape[i];
@@ -35,6 +38,8 @@ Tensor take_along(const Tensor& tensor, int64_t axis, int64_t index) {
 
 Tensor stack_along(const std::vector<Tensor>& parts, int64_t axis, DType dtype, const Shape& part_shape) {
   if (is_packed(dtype)) raise<UnsupportedError>("stacking packed {} tensors", dtype_name(dtype));
+  if (axis < 0 || axis > static_cast<int64_t>(part_shape.size()))
+    raise<InvalidInputError>("cannot stack along axis {} for parts of shape {}", axis, shape_to_string(part_shape));
   Shape out_shape = part_shape;
   out_shape.insert(out_shape.begin() + axis, static_cast<int64_t>(parts.size()));
   Tensor out = Tensor::zeros(dtype, out_shape);

@@ -1,5 +1,6 @@
 #include "parity/runtime/interpreter.h"
 
+#include <algorithm>
 #include <map>
 #include <queue>
 #include <set>
@@ -348,7 +349,10 @@ struct Interpreter::Impl {
       inputs.push_back(v);
     }
     try {
-      if (ops::KernelFn kernel = ops::find_kernel(domain, node.op_type(), opset)) {
+      bool force_expansion = std::find(options.expand_ops.begin(), options.expand_ops.end(), node.op_type()) !=
+                             options.expand_ops.end();
+      ops::KernelFn kernel = force_expansion ? nullptr : ops::find_kernel(domain, node.op_type(), opset);
+      if (kernel) {
         ops::KernelContext ctx(node, opset, inputs, options.fp64, options.limits,
                                [this, &scope, &opsets, depth](const GraphProto& g, std::vector<Value> in) {
                                  return run_subgraph(g, std::move(in), scope, opsets, depth + 1);
