@@ -42,7 +42,7 @@ std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& out) {
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const KernelContext& ctx) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) ctx.fail("axis {} is out of range for rank {}", axis, rank);
+  if (axis < -rank || axis >= rank) ctx.fail("axis {} is out of range for rank {}", axis, rank);
   return axis < 0 ? axis + rank : axis;
 }
 
