@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 PARITY := build/$(PRESET)/tools/parity/parity
 DEMO_MODEL := examples/models/small_cnn.onnx
 
-.PHONY: all setup build build-asan demo test test-unit test-cli test-asan conformance-report bench clean
+.PHONY: all setup build build-asan demo test test-unit test-cli test-peers test-asan conformance-report bench clean
 
 all: build
 
@@ -31,14 +31,21 @@ test-unit: build
 test-cli: build
 	PARITY_BIN=$(CURDIR)/$(PARITY) python -m pytest -q tests/cli
 
-# Unit tests and bad-input CLI tests under AddressSanitizer + UBSan. The kernel fuzz test and
-# the conformance suite run in the release stage (test-unit); running them under the sanitizers
-# too is the open part of the "Reference runner" issue (not yet verified clean under UBSan).
+# Everything ctest runs (unit tests, the kernel fuzz test, the ONNX conformance suite) and the
+# bad-input CLI tests again under AddressSanitizer + UBSan (any report fails the run).
 test-asan: build-asan
-	ctest --preset asan -j 2 -E '^(conformance|Fuzz\.)'
+	ctest --preset asan -j 2
+	ASAN_OPTIONS=fast_unwind_on_malloc=0 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0 \
 	PARITY_BIN=$(CURDIR)/build/asan/tools/parity/parity python -m pytest -q tests/cli/test_bad_input.py
 
-test: test-unit test-asan test-cli
+# Checks against the peers (the onnxruntime and polygraphy Python packages) on the same inputs.
+test-peers: build
+	PARITY_RUN_BACKEND=$(CURDIR)/build/$(PRESET)/tests/peers/parity_run_backend \
+	PARITY_COMPARE_TOOL=$(CURDIR)/build/$(PRESET)/tests/peers/parity_compare_tool \
+	  python -m pytest -q tests/peers
+
+test: test-unit test-asan test-cli test-peers
 
 # Regenerates docs/conformance.md from a run of every ONNX backend test case.
 conformance-report: build

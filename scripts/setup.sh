@@ -7,6 +7,8 @@
 #   3. ONNX's C++ library (schemas, shape inference, checker, onnx-ml.proto) built from the
 #      pinned `onnx` source distribution into a cached prefix outside the repository:
 #      ${PARITY_DEPS_DIR:-$HOME/.cache/parity/deps}/onnx-<version>
+#   4. ONNX Runtime's C API headers (Debian 13's libonnxruntime-dev, unpacked, not installed) into
+#      ${PARITY_DEPS_DIR:-$HOME/.cache/parity/deps}/onnxruntime-headers-<version>
 #
 # Each step writes a stamp holding the hash of its inputs; a step whose stamp matches is skipped.
 set -euo pipefail
@@ -93,7 +95,68 @@ build_onnx_cpp() {
   echo "$want" > "$stamp"
 }
 
+# --- 4. ONNX Runtime's C API headers (added by the ONNX Runtime runner) ---------------------
+# Parity compiles its `--onnxrt` backend against ONNX Runtime's official C API headers from
+# Debian 13 (trixie)'s libonnxruntime-dev, and loads the runtime library itself with dlopen at
+# activation (the one inside the `onnxruntime` Python package by default). The .deb is fetched
+# with a PRIVATE apt configuration (its own sources list, lists and cache under $deps_dir), then
+# unpacked with `dpkg -x`: nothing from trixie is installed system-wide and the system's apt
+# state is untouched. CMake (src/runtime/CMakeLists.txt) reads ort_headers_version from here.
+ort_headers_version=1.21.0
+ort_headers_deb_version=1.21.0+dfsg-1
+ort_headers_deb_sha256=14f7d959d5deacbcf1504830d4189f91fc67382b399ed9ae9d3aa9c4050ced08
+fetch_onnxruntime_headers() {
+  local prefix="$deps_dir/onnxruntime-headers-$ort_headers_version" stamp want apt_dir deb
+  stamp="$prefix/.parity-stamp"
+  want="libonnxruntime-dev $ort_headers_deb_version recipe-1"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
+     && [ -f "$prefix/usr/include/onnxruntime/onnxruntime_c_api.h" ]; then
+    say "ONNX Runtime C API headers $ort_headers_version: cached at $prefix"; return
+  fi
+  say "ONNX Runtime C API headers $ort_headers_version: fetching trixie's libonnxruntime-dev (private apt config)"
+  command -v apt-get >/dev/null && command -v dpkg >/dev/null || die "apt-get and dpkg are needed to fetch libonnxruntime-dev"
+  apt_dir="$deps_dir/.apt-trixie"
+  mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/download"
+  echo 'deb http://deb.debian.org/debian trixie main' > "$apt_dir/sources.list"
+  local apt_options=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o "Dir::Etc::sourceparts=-"
+                     -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
+                     -o "APT::Get::List-Cleanup=0" -o "Debug::NoLocking=1")
+  # As root apt drops to the _apt user for downloads, who cannot write into our private folders.
+  [ "$(id -u)" -eq 0 ] && apt_options+=(-o "APT::Sandbox::User=root")
+  apt-get "${apt_options[@]}" -q update >"$apt_dir/update.log" 2>&1 \
+    || { tail -20 "$apt_dir/update.log" >&2; die "apt-get update of the private trixie list failed (log: $apt_dir/update.log)"; }
+  rm -f "$apt_dir/download/"*.deb
+  if ! (cd "$apt_dir/download" && apt-get "${apt_options[@]}" -q download \
+          "libonnxruntime-dev=$ort_headers_deb_version" >"$apt_dir/download.log" 2>&1); then
+    # A trixie point release may have replaced the Debian revision; the C API of the same
+    # upstream version is what matters.
+    local candidate
+    candidate="$(apt-cache "${apt_options[@]}" policy libonnxruntime-dev | sed -n 's/^ *Candidate: //p')"
+    case "$candidate" in
+      "$ort_headers_version"+*) say "libonnxruntime-dev $ort_headers_deb_version is gone from trixie; using $candidate" ;;
+      *) die "trixie has libonnxruntime-dev '${candidate:-none}', not upstream $ort_headers_version: update ort_headers_version in scripts/setup.sh" ;;
+    esac
+    (cd "$apt_dir/download" && apt-get "${apt_options[@]}" -q download "libonnxruntime-dev=$candidate" \
+       >"$apt_dir/download.log" 2>&1) \
+      || { tail -20 "$apt_dir/download.log" >&2; die "apt-get download libonnxruntime-dev failed"; }
+  fi
+  deb="$(ls "$apt_dir/download/"libonnxruntime-dev_*.deb | head -1)"
+  [ -f "$deb" ] || die "apt-get download left no libonnxruntime-dev .deb in $apt_dir/download"
+  case "$(basename "$deb")" in
+    "libonnxruntime-dev_${ort_headers_deb_version/+/%2b}_"*|"libonnxruntime-dev_${ort_headers_deb_version}_"*)
+      [ "$(sha256sum "$deb" | cut -d' ' -f1)" = "$ort_headers_deb_sha256" ] \
+        || die "$deb does not match the pinned SHA-256 $ort_headers_deb_sha256" ;;
+  esac
+  rm -rf "$prefix"
+  mkdir -p "$prefix"
+  dpkg -x "$deb" "$prefix" || die "dpkg -x $deb failed"
+  [ -f "$prefix/usr/include/onnxruntime/onnxruntime_c_api.h" ] \
+    || die "libonnxruntime-dev has no usr/include/onnxruntime/onnxruntime_c_api.h"
+  echo "$want" > "$stamp"
+}
+
 install_debian_packages
 install_python_packages
 build_onnx_cpp
+fetch_onnxruntime_headers
 say "done in $(( $(date +%s) - start ))s"

@@ -1,0 +1,714 @@
+#include "engine.h"
+
+#include <cfloat>
+#include <numeric>
+
+#include "parity/core/error.h"
+#include "parity/core/values.h"
+
+namespace parity::compare::detail {
+
+// ------------------------------------------------------------------------------------------------
+// Work types
+// ------------------------------------------------------------------------------------------------
+Work cast_up_work(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return Work::kBool;
+    case DType::kInt8: case DType::kUInt8: case DType::kInt16: case DType::kUInt16:
+    case DType::kInt32: case DType::kInt4: case DType::kUInt4: case DType::kInt2: case DType::kUInt2:
+      return Work::kInt32;
+    case DType::kUInt32: case DType::kInt64: return Work::kInt64;
+    case DType::kUInt64: return Work::kUInt64;
+    case DType::kFloat64: return Work::kFloat64;
+    case DType::kFloat32: case DType::kFloat16: case DType::kBFloat16:
+    case DType::kFloat8E4M3FN: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ: case DType::kFloat8E8M0: case DType::kFloat4E2M1:
+    case DType::kFloat6E2M3: case DType::kFloat6E3M2:
+      return Work::kFloat32;
+    default:
+      break;
+  }
+  raise<UnsupportedError>("cannot compute statistics of {} values (expected a numeric or bool tensor)",
+                          dtype == DType::kUndefined ? std::string_view("undefined") : dtype_name(dtype));
+}
+
+DType work_dtype(Work work) {
+  switch (work) {
+    case Work::kBool: return DType::kBool;
+    case Work::kInt32: return DType::kInt32;
+    case Work::kInt64: return DType::kInt64;
+    case Work::kUInt64: return DType::kUInt64;
+    case Work::kFloat32: return DType::kFloat32;
+    case Work::kFloat64: return DType::kFloat64;
+  }
+  return DType::kFloat64;
+}
+
+double abs_wrap_value(DType source) {
+  switch (source) {
+    case DType::kInt8: return -128.0;
+    case DType::kInt16: return -32768.0;
+    case DType::kInt32: return static_cast<double>(std::numeric_limits<int32_t>::min());
+    case DType::kInt64: return static_cast<double>(std::numeric_limits<int64_t>::min());
+    default: return NAN;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Chunked reading
+// ------------------------------------------------------------------------------------------------
+namespace {
+
+template <typename T, typename S>
+const T* convert(const S* source, int64_t count, T* scratch) {
+  if constexpr (std::is_same_v<T, S>) {
+    return source;
+  } else {
+    for (int64_t i = 0; i < count; ++i) scratch[i] = static_cast<T>(source[i]);
+    return scratch;
+  }
+}
+
+}  // namespace
+
+template <typename T>
+const T* load_chunk(const TensorView& t, int64_t begin, int64_t count, T* scratch) {
+  switch (t.dtype()) {
+    case DType::kFloat32: return convert<T>(t.data<float>() + begin, count, scratch);
+    case DType::kFloat64: return convert<T>(t.data<double>() + begin, count, scratch);
+    case DType::kInt8: return convert<T>(t.data<int8_t>() + begin, count, scratch);
+    case DType::kUInt8: return convert<T>(t.data<uint8_t>() + begin, count, scratch);
+    case DType::kInt16: return convert<T>(t.data<int16_t>() + begin, count, scratch);
+    case DType::kUInt16: return convert<T>(t.data<uint16_t>() + begin, count, scratch);
+    case DType::kInt32: return convert<T>(t.data<int32_t>() + begin, count, scratch);
+    case DType::kUInt32: return convert<T>(t.data<uint32_t>() + begin, count, scratch);
+    case DType::kInt64: return convert<T>(t.data<int64_t>() + begin, count, scratch);
+    case DType::kUInt64: return convert<T>(t.data<uint64_t>() + begin, count, scratch);
+    case DType::kBool: {
+      const uint8_t* p = t.data<uint8_t>() + begin;
+      for (int64_t i = 0; i < count; ++i) scratch[i] = static_cast<T>(p[i] ? 1 : 0);
+      return scratch;
+    }
+    case DType::kFloat16: {
+      const uint16_t* p = t.data<uint16_t>() + begin;
+      for (int64_t i = 0; i < count; ++i) scratch[i] = static_cast<T>(float16_bits_to_float(p[i]));
+      return scratch;
+    }
+    case DType::kBFloat16: {
+      const uint16_t* p = t.data<uint16_t>() + begin;
+      for (int64_t i = 0; i < count; ++i) scratch[i] = static_cast<T>(bfloat16_bits_to_float(p[i]));
+      return scratch;
+    }
+    default:
+      for (int64_t i = 0; i < count; ++i) {
+        double v = element_as_double(t, begin + i);
+        if constexpr (std::is_floating_point_v<T>) scratch[i] = static_cast<T>(v);
+        else scratch[i] = std::isfinite(v) ? static_cast<T>(v) : T{};
+      }
+      return scratch;
+  }
+}
+
+template const uint8_t* load_chunk<uint8_t>(const TensorView&, int64_t, int64_t, uint8_t*);
+template const int32_t* load_chunk<int32_t>(const TensorView&, int64_t, int64_t, int32_t*);
+template const int64_t* load_chunk<int64_t>(const TensorView&, int64_t, int64_t, int64_t*);
+template const uint64_t* load_chunk<uint64_t>(const TensorView&, int64_t, int64_t, uint64_t*);
+template const float* load_chunk<float>(const TensorView&, int64_t, int64_t, float*);
+template const double* load_chunk<double>(const TensorView&, int64_t, int64_t, double*);
+
+// ------------------------------------------------------------------------------------------------
+// Accumulators
+// ------------------------------------------------------------------------------------------------
+void Moments::merge(const Moments& other) {
+  if (other.n == 0) return;
+  if (n == 0) {
+    *this = other;
+    return;
+  }
+  // Re-express other's shifted sums around this shift: x - K1 = (x - K2) + (K2 - K1).
+  double d = other.shift - shift;
+  double on = static_cast<double>(other.n);
+  s2 += other.s2 + 2 * d * other.s1 + on * d * d;
+  s1 += other.s1 + on * d;
+  sabs += other.sabs;
+  n += other.n;
+  // First occurrence wins on ties (the parts may interleave, e.g. zero / non-zero references).
+  if (other.min < min || (other.min == min && other.argmin < argmin)) { min = other.min; argmin = other.argmin; }
+  if (other.max > max || (other.max == max && other.argmax < argmax)) { max = other.max; argmax = other.argmax; }
+}
+
+double Moments::variance() const {
+  if (n == 0) return NAN;
+  double dn = static_cast<double>(n);
+  double v = (s2 - s1 * s1 / dn) / dn;
+  return v > 0 ? v : 0.0;
+}
+
+void NonFinite::merge(const NonFinite& other) {
+  auto first_of = [](int64_t mine, int64_t count, int64_t theirs, int64_t their_count) {
+    if (!their_count) return mine;
+    if (!count) return theirs;
+    return std::min(mine, theirs);
+  };
+  first_nan = first_of(first_nan, nan, other.first_nan, other.nan);
+  first_posinf = first_of(first_posinf, posinf, other.first_posinf, other.posinf);
+  first_neginf = first_of(first_neginf, neginf, other.first_neginf, other.neginf);
+  nan += other.nan;
+  posinf += other.posinf;
+  neginf += other.neginf;
+}
+
+void StreamAccumulator::merge(const StreamAccumulator& other) {
+  moments.merge(other.moments);
+  nonfinite.merge(other.nonfinite);
+  if (!other.histogram.empty()) {
+    if (histogram.empty()) histogram.assign(65536, 0);
+    for (std::size_t i = 0; i < 65536; ++i) histogram[i] += other.histogram[i];
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// OrderSelector
+// ------------------------------------------------------------------------------------------------
+template <typename T>
+void OrderSelector<T>::begin(const std::vector<uint64_t>& level0, std::vector<uint64_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  targets_.clear();
+  std::size_t r = 0;
+  uint64_t below = 0;
+  for (uint32_t bucket = 0; bucket < 65536 && r < ranks.size(); ++bucket) {
+    uint64_t count = level0[bucket];
+    while (r < ranks.size() && ranks[r] < below + count) {
+      Target t;
+      t.rank = ranks[r];
+      t.prefix = static_cast<Key>(bucket);
+      t.bits = 16;
+      t.rank_in_group = ranks[r] - below;
+      t.group_count = count;
+      targets_.push_back(t);
+      ++r;
+    }
+    below += count;
+  }
+  if (r != ranks.size()) raise<InternalError>("order statistic rank {} beyond {} values", ranks[r], below);
+  regroup();
+}
+
+template <typename T>
+void OrderSelector<T>::regroup() {
+  groups_.clear();
+  interest_.assign(65536, 0);
+  for (Target& t : targets_) {
+    if (t.done) continue;
+    if (t.bits >= kBits) {
+      t.done = true;
+      t.result = t.prefix;
+      continue;
+    }
+    bool found = false;
+    for (const Group& g : groups_)
+      if (g.prefix == t.prefix && g.bits == t.bits) found = true;
+    if (found) continue;
+    groups_.push_back(Group{t.prefix, t.bits, t.group_count <= kCollectLimit});
+    uint8_t& slot = interest_[static_cast<std::size_t>(t.prefix >> (t.bits - 16))];
+    slot = (slot == 0 && groups_.size() < kManyGroups) ? static_cast<uint8_t>(groups_.size()) : kManyGroups;
+  }
+}
+
+template <typename T>
+typename OrderSelector<T>::PassState OrderSelector<T>::make_pass_state() const {
+  PassState state;
+  state.histograms.resize(groups_.size());
+  state.collected.resize(groups_.size());
+  for (std::size_t g = 0; g < groups_.size(); ++g)
+    if (!groups_[g].collect) state.histograms[g].assign(65536, 0);
+  return state;
+}
+
+template <typename T>
+void OrderSelector<T>::PassState::merge(PassState& other) {
+  for (std::size_t g = 0; g < histograms.size(); ++g) {
+    for (std::size_t i = 0; i < histograms[g].size(); ++i) histograms[g][i] += other.histograms[g][i];
+    collected[g].insert(collected[g].end(), other.collected[g].begin(), other.collected[g].end());
+  }
+}
+
+template <typename T>
+void OrderSelector<T>::finish_pass(PassState& state) {
+  for (Target& t : targets_) {
+    if (t.done) continue;
+    std::size_t g = 0;
+    while (!(groups_[g].prefix == t.prefix && groups_[g].bits == t.bits)) ++g;
+    if (groups_[g].collect) {
+      auto& keys = state.collected[g];
+      if (t.rank_in_group >= keys.size()) raise<InternalError>("order statistic group lost values");
+      std::nth_element(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(t.rank_in_group), keys.end());
+      t.result = keys[t.rank_in_group];
+      t.done = true;
+    } else {
+      const auto& hist = state.histograms[g];
+      uint64_t below = 0;
+      uint32_t bucket = 0;
+      for (; bucket < 65536; ++bucket) {
+        if (t.rank_in_group < below + hist[bucket]) break;
+        below += hist[bucket];
+      }
+      if (bucket == 65536) raise<InternalError>("order statistic group lost values");
+      t.prefix = static_cast<Key>((t.prefix << 16) | bucket);
+      t.bits += 16;
+      t.rank_in_group -= below;
+      t.group_count = hist[bucket];
+    }
+  }
+  regroup();
+}
+
+template <typename T>
+T OrderSelector<T>::value(uint64_t rank) const {
+  for (const Target& t : targets_)
+    if (t.rank == rank) return KeyTraits<T>::value(t.result);
+  raise<InternalError>("order statistic rank {} was not requested", rank);
+}
+
+template class OrderSelector<uint8_t>;
+template class OrderSelector<int32_t>;
+template class OrderSelector<int64_t>;
+template class OrderSelector<uint64_t>;
+template class OrderSelector<float>;
+template class OrderSelector<double>;
+
+// ------------------------------------------------------------------------------------------------
+// numpy.histogram bins
+// ------------------------------------------------------------------------------------------------
+namespace {
+
+double round_to(BinSpec::Arithmetic arithmetic, double v) {
+  switch (arithmetic) {
+    case BinSpec::Arithmetic::kSingle: return static_cast<double>(static_cast<float>(v));
+    case BinSpec::Arithmetic::kHalf:
+      return static_cast<double>(float16_bits_to_float(float_to_float16_bits(static_cast<float>(v))));
+    case BinSpec::Arithmetic::kDouble: break;
+  }
+  return v;
+}
+
+BinSpec::Arithmetic arithmetic_of(DType data) {
+  switch (data) {
+    case DType::kFloat16: return BinSpec::Arithmetic::kHalf;
+    case DType::kFloat64: return BinSpec::Arithmetic::kDouble;
+    default: return is_floating(data) ? BinSpec::Arithmetic::kSingle : BinSpec::Arithmetic::kDouble;
+  }
+}
+
+// np.linspace(first, last, 11) computed in B: step = (last - first) / 10, y_i = i * step + first.
+template <typename B>
+void linspace_edges(std::array<double, 11>& edges, double first, double last) {
+  B f = static_cast<B>(first), l = static_cast<B>(last);
+  B delta = l - f;
+  B step = delta / static_cast<B>(10);
+  for (int i = 0; i <= 10; ++i) {
+    B y = (step == 0) ? (static_cast<B>(i) / static_cast<B>(10)) * delta : static_cast<B>(i) * step;
+    y = y + f;
+    edges[static_cast<std::size_t>(i)] = static_cast<double>(y);
+  }
+  edges[10] = static_cast<double>(l);
+}
+
+}  // namespace
+
+void BinSpec::check_increasing() {
+  for (std::size_t i = 0; i < 10; ++i)
+    if (!(edges[i] < edges[i + 1])) {
+      valid = false;
+      error = "Too many bins for data range. Cannot create 10 finite-sized bins.";
+      return;
+    }
+}
+
+BinSpec BinSpec::supplied_range(double first, double last, DType data) {
+  BinSpec spec;
+  if (!std::isfinite(first) || !std::isfinite(last) || first > last) return spec;
+  if (first == last) {
+    first -= 0.5;
+    last += 0.5;
+  }
+  spec.valid = true;
+  spec.supplied = true;
+  spec.arithmetic = arithmetic_of(data);
+  // Comparisons with a Python number happen in the data's type (a float) or in float64 (ints).
+  spec.keep_first = round_to(spec.arithmetic, first);
+  spec.keep_last = round_to(spec.arithmetic, last);
+  spec.first_bin = round_to(spec.arithmetic, first);
+  spec.denominator = last - first;
+  linspace_edges<double>(spec.edges, first, last);
+  for (double& e : spec.edges) e = round_to(spec.arithmetic, e);
+  spec.check_increasing();
+  return spec;
+}
+
+BinSpec BinSpec::data_range(double first, double last, Work data) {
+  BinSpec spec;
+  if (!std::isfinite(first) || !std::isfinite(last) || first > last) return spec;
+  const bool single = data == Work::kFloat32;
+  if (first == last) {
+    // numpy scalar +- 0.5: stays float32 for float32, becomes float64 for ints.
+    if (single) {
+      first = static_cast<double>(static_cast<float>(first) - 0.5f);
+      last = static_cast<double>(static_cast<float>(last) + 0.5f);
+    } else {
+      first -= 0.5;
+      last += 0.5;
+    }
+  }
+  spec.valid = true;
+  spec.supplied = false;
+  spec.arithmetic = single ? Arithmetic::kSingle : Arithmetic::kDouble;
+  spec.keep_first = first;
+  spec.keep_last = last;
+  spec.first_bin = first;
+  spec.denominator = round_to(spec.arithmetic, last - first);
+  if (single) linspace_edges<float>(spec.edges, first, last);
+  else linspace_edges<double>(spec.edges, first, last);
+  spec.check_increasing();
+  return spec;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Quantile arithmetic and ranks
+// ------------------------------------------------------------------------------------------------
+QuantileArithmetic QuantileArithmetic::of(DType dtype) {
+  QuantileArithmetic q;
+  switch (dtype) {
+    case DType::kFloat16: q.kind = Kind::kHalf; break;
+    case DType::kFloat64: q.kind = Kind::kDouble; break;
+    case DType::kBool: case DType::kInt8: case DType::kUInt8: case DType::kInt16: case DType::kUInt16:
+    case DType::kInt32: case DType::kUInt32: case DType::kInt64: case DType::kUInt64:
+      q.kind = Kind::kInteger;
+      q.integer_bits = dtype == DType::kBool ? 64 : dtype_bits(dtype);
+      q.integer_signed = dtype == DType::kBool || dtype_info(dtype).kind == DTypeKind::kSignedInt;
+      break;
+    default:
+      if (is_integer(dtype)) {
+        q.kind = Kind::kInteger;
+        q.integer_bits = 64;
+      } else {
+        q.kind = Kind::kSingle;
+      }
+      break;
+  }
+  return q;
+}
+
+QuantileArithmetic QuantileArithmetic::of_work(Work work) { return of(work_dtype(work)); }
+
+namespace {
+
+void add_position(const RankPlan& plan, int64_t position, std::vector<uint64_t>& ranks) {
+  int64_t r = plan.map(position);
+  if (r >= 0) ranks.push_back(static_cast<uint64_t>(r));
+}
+
+struct QuantilePositions {
+  int64_t previous, next;
+  double gamma;
+};
+
+QuantilePositions quantile_positions(int64_t n, double q) {
+  double virtual_index = static_cast<double>(n - 1) * q;
+  QuantilePositions p;
+  double previous = std::floor(virtual_index);
+  p.gamma = virtual_index - previous;
+  p.previous = static_cast<int64_t>(previous);
+  p.next = p.previous + 1;
+  if (virtual_index >= static_cast<double>(n - 1)) p.previous = p.next = n - 1;
+  if (virtual_index < 0) p.previous = p.next = 0;
+  return p;
+}
+
+double round_half(double x) { return float16_bits_to_float(float_to_float16_bits(static_cast<float>(x))); }
+
+double wrap_integer(int64_t value, int bits, bool is_signed) {
+  if (bits >= 64) return static_cast<double>(value);
+  uint64_t mask = (uint64_t{1} << bits) - 1;
+  uint64_t u = static_cast<uint64_t>(value) & mask;
+  if (is_signed && (u >> (bits - 1))) return static_cast<double>(static_cast<int64_t>(u | ~mask));
+  return static_cast<double>(u);
+}
+
+// numpy's _lerp(a, b, t) in the array's arithmetic.
+double numpy_lerp(double a, double b, double t, const QuantileArithmetic& arithmetic) {
+  using Kind = QuantileArithmetic::Kind;
+  switch (arithmetic.kind) {
+    case Kind::kHalf: {
+      double d = round_half(b - a);
+      if (t >= 0.5) return round_half(b - round_half(d * round_half(1 - t)));
+      return round_half(a + round_half(d * round_half(t)));
+    }
+    case Kind::kSingle: {
+      float fa = static_cast<float>(a), fb = static_cast<float>(b);
+      float d = fb - fa;
+      if (t >= 0.5) return static_cast<double>(fb - d * static_cast<float>(1 - t));
+      return static_cast<double>(fa + d * static_cast<float>(t));
+    }
+    case Kind::kInteger: {
+      double d;
+      if (std::isfinite(a) && std::isfinite(b) && std::fabs(a) < 9.2e18 && std::fabs(b) < 9.2e18)
+        d = wrap_integer(static_cast<int64_t>(b) - static_cast<int64_t>(a), arithmetic.integer_bits,
+                         arithmetic.integer_signed);
+      else
+        d = b - a;
+      if (t >= 0.5) return b - d * (1 - t);
+      return a + d * t;
+    }
+    case Kind::kDouble:
+      break;
+  }
+  double d = b - a;
+  if (t >= 0.5) return b - d * (1 - t);
+  return a + d * t;
+}
+
+double value_at(const RankPlan& plan, const RankValue& value, int64_t position) {
+  int64_t r = plan.map(position);
+  if (r == -1) return -INFINITY;
+  if (r == -2) return INFINITY;
+  return value(static_cast<uint64_t>(r));
+}
+
+}  // namespace
+
+void add_median_ranks(const RankPlan& plan, std::vector<uint64_t>& ranks) {
+  if (plan.total <= 0) return;
+  int64_t half = plan.total / 2;
+  add_position(plan, half, ranks);
+  if (plan.total % 2 == 0) add_position(plan, half - 1, ranks);
+}
+
+void add_quantile_ranks(const RankPlan& plan, double q, std::vector<uint64_t>& ranks) {
+  if (plan.total <= 0) return;
+  QuantilePositions p = quantile_positions(plan.total, q);
+  add_position(plan, p.previous, ranks);
+  add_position(plan, p.next, ranks);
+}
+
+double median_from(const RankPlan& plan, const RankValue& value, Work work) {
+  int64_t half = plan.total / 2;
+  if (plan.total % 2 == 1) {
+    double v = value_at(plan, value, half);
+    return v;
+  }
+  double a = value_at(plan, value, half - 1), b = value_at(plan, value, half);
+  if (work == Work::kFloat32) return static_cast<double>((static_cast<float>(a) + static_cast<float>(b)) / 2.0f);
+  return (a + b) / 2.0;
+}
+
+double quantile_from(const RankPlan& plan, const RankValue& value, double q, const QuantileArithmetic& arithmetic) {
+  QuantilePositions p = quantile_positions(plan.total, q);
+  double a = value_at(plan, value, p.previous), b = value_at(plan, value, p.next);
+  return numpy_lerp(a, b, p.gamma, arithmetic);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Statistics
+// ------------------------------------------------------------------------------------------------
+std::vector<int64_t> unravel(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> index(shape.size(), 0);
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    int64_t dim = shape[k];
+    if (dim <= 0) break;
+    index[k] = flat % dim;
+    flat /= dim;
+  }
+  return index;
+}
+
+namespace {
+
+constexpr double kFloatMax = static_cast<double>(FLT_MAX);
+
+double as_float32(double x) { return static_cast<double>(static_cast<float>(x)); }
+
+// Rounds to float32 unless that overflows (Parity's view keeps the double then).
+double as_float32_if_finite(double x) {
+  double r = as_float32(x);
+  return std::isfinite(r) || !std::isfinite(x) ? r : x;
+}
+
+const std::array<double, 3> kStandardQuantiles = {0.9, 0.95, 0.99};
+
+std::vector<double> quantile_levels(const StreamTraits& traits, std::span<const double> extra) {
+  std::vector<double> levels;
+  if (!traits.is_bool) levels.assign(kStandardQuantiles.begin(), kStandardQuantiles.end());
+  for (double q : extra) levels.push_back(q);
+  return levels;
+}
+
+}  // namespace
+
+Statistics polygraphy_statistics(const Moments& m, const NonFinite& nf, int64_t size, const StreamTraits& traits,
+                                 const RankValue& value, std::span<const double> extra_quantiles,
+                                 const Shape& shape, const NumpyNumbers* numpy) {
+  Statistics s;
+  s.count = size;
+  s.quantile_levels = quantile_levels(traits, extra_quantiles);
+  s.quantile_values.assign(s.quantile_levels.size(), NAN);
+  if (size == 0) {
+    // Polygraphy's use_higher_precision returns 0 for empty arrays; np.mean gives NaN and
+    // np.quantile of nothing gives inf.
+    s.state = Statistics::State::kEmpty;
+    s.mean = NAN;
+    s.avg_magnitude = NAN;
+    s.std_dev = s.variance = s.median = s.min = s.max = 0;
+    std::fill(s.quantile_values.begin(), s.quantile_values.end(), INFINITY);
+    return s;
+  }
+  if (nf.nan > 0) {
+    s.mean = s.std_dev = s.variance = s.median = s.min = s.max = s.avg_magnitude = NAN;
+    s.argmin = s.argmax = unravel(nf.first_nan, shape);
+    return s;
+  }
+  const bool any_inf = nf.posinf || nf.neginf;
+  // mean / avg-magnitude: np.mean(dtype=float32) -> float32 accumulation.
+  if (nf.posinf && nf.neginf) s.mean = NAN;
+  else if (nf.posinf) s.mean = INFINITY;
+  else if (nf.neginf) s.mean = -INFINITY;
+  else {
+    double sum = m.sum();
+    s.mean = std::fabs(sum) > kFloatMax ? std::copysign(INFINITY, sum) : as_float32(m.mean());
+  }
+  if (any_inf) s.avg_magnitude = INFINITY;
+  else {
+    double sum_abs = m.sabs;
+    s.avg_magnitude = std::fabs(sum_abs) > kFloatMax ? std::copysign(INFINITY, sum_abs)
+                                                      : as_float32(sum_abs / static_cast<double>(m.n));
+  }
+  // std / var in the cast-up type.
+  if (any_inf) {
+    s.variance = s.std_dev = NAN;
+  } else {
+    double var = m.variance();
+    if (traits.work == Work::kFloat32) {
+      double centred = var * static_cast<double>(m.n);
+      if (std::fabs(m.sum()) > kFloatMax || centred > kFloatMax) {
+        s.variance = s.std_dev = INFINITY;
+      } else {
+        s.variance = as_float32(var);
+        s.std_dev = as_float32(std::sqrt(s.variance));
+      }
+    } else {
+      s.variance = var;
+      s.std_dev = std::sqrt(var);
+    }
+  }
+  if (numpy) {
+    // numpy's own float32 sums (exact): they already carry Inf/overflow/NaN as numpy does.
+    s.mean = numpy->mean;
+    s.avg_magnitude = numpy->avg_magnitude;
+    if (numpy->has_variance) {
+      s.variance = numpy->variance;
+      s.std_dev = numpy->std_dev;
+    }
+  }
+  // min / max (first occurrence).
+  if (nf.neginf) { s.min = -INFINITY; s.argmin = unravel(nf.first_neginf, shape); }
+  else if (m.n > 0) { s.min = m.min; s.argmin = unravel(m.argmin, shape); }
+  else { s.min = INFINITY; s.argmin = unravel(nf.first_posinf, shape); }
+  if (nf.posinf) { s.max = INFINITY; s.argmax = unravel(nf.first_posinf, shape); }
+  else if (m.n > 0) { s.max = m.max; s.argmax = unravel(m.argmax, shape); }
+  else { s.max = -INFINITY; s.argmax = unravel(nf.first_neginf, shape); }
+  // median / quantiles over all values (infinities sort at the ends).
+  RankPlan plan{size, nf.neginf, m.n};
+  s.median = median_from(plan, value, traits.work);
+  for (std::size_t i = 0; i < s.quantile_levels.size(); ++i)
+    s.quantile_values[i] = quantile_from(plan, value, s.quantile_levels[i], traits.quantile);
+  return s;
+}
+
+Statistics finite_statistics(const Moments& m, int64_t size, const StreamTraits& traits, const RankValue& value,
+                             std::span<const double> extra_quantiles, const Shape& shape, const NumpyNumbers* numpy) {
+  Statistics s;
+  s.count = m.n;
+  s.quantile_levels = quantile_levels(traits, extra_quantiles);
+  s.quantile_values.assign(s.quantile_levels.size(), NAN);
+  if (size == 0) {
+    s.state = Statistics::State::kEmpty;
+    s.mean = s.std_dev = s.variance = s.median = s.min = s.max = s.avg_magnitude = NAN;
+    return s;
+  }
+  if (m.n == 0) {
+    s.state = Statistics::State::kNoFiniteValues;
+    s.mean = s.std_dev = s.variance = s.median = s.min = s.max = s.avg_magnitude = NAN;
+    return s;
+  }
+  const double n = static_cast<double>(m.n);
+  s.mean = as_float32_if_finite(m.mean());
+  s.avg_magnitude = as_float32_if_finite(m.sabs / n);
+  double var = m.variance();
+  if (traits.work == Work::kFloat32) {
+    s.variance = as_float32_if_finite(var);
+    s.std_dev = as_float32_if_finite(std::sqrt(s.variance));
+  } else {
+    s.variance = var;
+    s.std_dev = std::sqrt(var);
+  }
+  if (numpy && m.n == size) {
+    if (std::isfinite(numpy->mean)) s.mean = numpy->mean;
+    if (std::isfinite(numpy->avg_magnitude)) s.avg_magnitude = numpy->avg_magnitude;
+    if (numpy->has_variance && std::isfinite(numpy->variance)) {
+      s.variance = numpy->variance;
+      s.std_dev = numpy->std_dev;
+    }
+  }
+  s.min = m.min;
+  s.argmin = unravel(m.argmin, shape);
+  s.max = m.max;
+  s.argmax = unravel(m.argmax, shape);
+  RankPlan plan{m.n, 0, m.n};
+  s.median = median_from(plan, value, traits.work);
+  for (std::size_t i = 0; i < s.quantile_levels.size(); ++i)
+    s.quantile_values[i] = quantile_from(plan, value, s.quantile_levels[i], traits.quantile);
+  return s;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Parallel passes
+// ------------------------------------------------------------------------------------------------
+WorkPlan plan_work(int64_t n) {
+  constexpr int64_t kMinimumPerWorker = int64_t{1} << 20;
+  int64_t hardware = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  int64_t wanted = std::min<int64_t>({hardware, std::max<int64_t>(1, n / kMinimumPerWorker), 16});
+  // Each worker's uint32 radix buckets must not overflow: at most 2^31 elements per worker (the
+  // tree split halves ranges, so round the count needed up to a power of two).
+  int64_t needed = (n + (int64_t{1} << 31) - 1) >> 31, power = 1;
+  while (power < needed) power *= 2;
+  wanted = std::max(wanted, power);
+  WorkPlan plan;
+  plan.ranges = tree_ranges(n, static_cast<int>(std::min<int64_t>(wanted, 1 << 20)), &plan.depth);
+  return plan;
+}
+
+void run_ranges(const WorkPlan& plan, const std::function<void(int, int64_t, int64_t)>& fn) {
+  if (plan.ranges.size() <= 1) {
+    fn(0, plan.ranges.empty() ? 0 : plan.ranges[0].first, plan.ranges.empty() ? 0 : plan.ranges[0].second);
+    return;
+  }
+  std::vector<std::thread> threads;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  for (std::size_t w = 0; w < plan.ranges.size(); ++w) {
+    auto [begin, end] = plan.ranges[w];
+    threads.emplace_back([&, w, begin, end] {
+      try {
+        fn(static_cast<int>(w), begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace parity::compare::detail
