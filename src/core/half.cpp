@@ -1,5 +1,6 @@
 #include "parity/core/half.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace parity {
@@ -64,6 +65,15 @@ uint16_t float_to_bfloat16_bits(float value) {
   }
   uint32_t rounding = 0x7fffu + ((f >> 16) & 1u);
   return static_cast<uint16_t>((f + rounding) >> 16);
+}
+
+float double_to_float_round_to_odd(double value) {
+  float nearest = static_cast<float>(value);
+  if (std::isnan(value) || static_cast<double>(nearest) == value) return nearest;
+  // Inexact (an overflow to infinity included): the float toward zero, with the sticky bit set.
+  float toward_zero =
+      std::fabs(static_cast<double>(nearest)) > std::fabs(value) ? std::nextafter(nearest, 0.0f) : nearest;
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(toward_zero) | 1u);
 }
 
 }  // namespace parity

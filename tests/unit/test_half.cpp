@@ -139,5 +139,55 @@ TEST(BFloat16, NaNStaysQuietNaNEvenWhenRoundingWouldCarry) {
   EXPECT_TRUE(std::isnan(bfloat16_bits_to_float(float_to_bfloat16_bits(std::bit_cast<float>(0x7f800001u)))));
 }
 
+// double -> float16 / bfloat16 must round once. Doubles just above a midpoint between two
+// neighbours round up, but the nearest float to them is the midpoint itself, which a
+// double -> float -> half path rounds to even (down half the time). Checked against the compiler's
+// direct double -> _Float16 conversion, and for bfloat16 against the side of the midpoint.
+TEST(Float16, FromDoubleRoundsOnceLikeTheCompiler) {
+  auto check = [](double d) {
+    uint16_t want = std::bit_cast<uint16_t>(static_cast<_Float16>(d));
+    ASSERT_EQ(Float16::from_double(d).bits, want) << "double " << d;
+  };
+  int double_rounding_cases = 0;
+  for (uint32_t bits = 0; bits < 0x7bff; ++bits) {
+    double lo = float16_reference(static_cast<uint16_t>(bits));
+    double hi = float16_reference(static_cast<uint16_t>(bits + 1));
+    double mid = (lo + hi) / 2;
+    for (double d : {mid, mid * (1 + 0x1p-40), mid * (1 - 0x1p-40), -mid * (1 + 0x1p-40), mid + 0x1p-60}) {
+      check(d);
+      if (float16_bits_to_float(float_to_float16_bits(static_cast<float>(d))) !=
+          static_cast<float>(float16_reference(std::bit_cast<uint16_t>(static_cast<_Float16>(d)))))
+        ++double_rounding_cases;
+    }
+  }
+  // The cases above do exercise the difference (else this test could not fail on the old path).
+  EXPECT_GT(double_rounding_cases, 1000);
+  for (double d : {65504.0, 65519.999, 65520.0, 1e300, -1e300, 1e-300, 0.0, -0.0, double(INFINITY),
+                   -double(INFINITY), 0x1p-25, 0x1p-25 * (1 + 0x1p-40), 3.4028235677973366e38})
+    check(d);
+  EXPECT_TRUE(std::isnan(float16_bits_to_float(Float16::from_double(NAN).bits)));
+  std::mt19937_64 rng(99);
+  std::uniform_real_distribution<double> exponent(-26, 17);
+  for (int i = 0; i < 1000000; ++i) {
+    double d = std::ldexp(1.0 + std::ldexp(static_cast<double>(rng() >> 11), -53), static_cast<int>(exponent(rng)));
+    check(rng() & 1 ? d : -d);
+  }
+}
+
+TEST(BFloat16, FromDoubleRoundsOnce) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    uint16_t low = static_cast<uint16_t>(rng() & 0x7f7e);  // finite, below the largest value
+    double lo = bfloat16_bits_to_float(low), hi = bfloat16_bits_to_float(static_cast<uint16_t>(low + 1));
+    double mid = (lo + hi) / 2;
+    if (lo == 0) continue;
+    EXPECT_EQ(BFloat16::from_double(mid + (hi - lo) * 0x1p-30).bits, low + 1) << lo;  // above: up
+    EXPECT_EQ(BFloat16::from_double(mid - (hi - lo) * 0x1p-30).bits, low) << lo;      // below: down
+    EXPECT_EQ(BFloat16::from_double(mid).bits, (low & 1) ? low + 1 : low) << lo;      // tie: even
+  }
+  EXPECT_EQ(BFloat16::from_double(1e300).bits, 0x7f80);
+  EXPECT_EQ(BFloat16::from_double(-1e300).bits, 0xff80);
+}
+
 }  // namespace
 }  // namespace parity

@@ -66,6 +66,8 @@ inline To convert(From value) {
     return value;
   } else if constexpr (is_half_v<From>) {
     return convert<To>(static_cast<float>(value));
+  } else if constexpr (is_half_v<To> && std::is_same_v<From, double>) {
+    return To::from_double(value);  // one rounding (fp64 reference mode)
   } else if constexpr (is_half_v<To>) {
     return To(static_cast<float>(value));
   } else if constexpr (std::is_same_v<To, bool>) {
