@@ -23,7 +23,7 @@ build-asan: setup
 
 # Parity's main job on a bundled example.
 demo: build
-	$(PARITY) inspect model $(DEMO_MODEL) --show layers
+	$(PARITY) run $(DEMO_MODEL) --ref --onnxrt
 
 test-unit: build
 	ctest --preset $(PRESET) -j 2

@@ -137,7 +137,16 @@ nlohmann::json encode_polygraphy_array(const TensorView& tensor) {
   return object;
 }
 
+void encode_npy_base64(const TensorView& tensor, const std::function<void(std::string_view)>& sink) {
+  detail::NpyParts parts = detail::npy_parts(tensor);
+  detail::base64_encode_parts({parts.header, parts.data()}, sink);
+}
+
 Tensor decode_polygraphy_array(const nlohmann::json& object, const std::string& what) {
+  return decode_object(object, what);
+}
+
+Tensor decode_polygraphy_array(const nlohmann::ordered_json& object, const std::string& what) {
   return decode_object(object, what);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,9 +41,13 @@ std::string base64_decode(std::string_view text, const std::string& what);
 
 // --- Polygraphy JSON ---
 nlohmann::json encode_polygraphy_array(const TensorView& tensor);
+// Streams base64(encode_npy(tensor)) to `sink` in chunks, never holding the whole text (for
+// writers of large Polygraphy JSON files such as RunResults).
+void encode_npy_base64(const TensorView& tensor, const std::function<void(std::string_view)>& sink);
 // Accepts the current {"array": ..., "polygraphy_class": "ndarray"} layout and the legacy
 // "__polygraphy_encoded_ndarray" marker.
 Tensor decode_polygraphy_array(const nlohmann::json& object, const std::string& what);
+Tensor decode_polygraphy_array(const nlohmann::ordered_json& object, const std::string& what);
 
 // Polygraphy's --save-inputs/--load-inputs file: [ {name: ndarray}, ... ] with 4-space indent.
 std::vector<NamedTensors> load_inputs_json(const std::filesystem::path& path);

@@ -7,12 +7,18 @@
 
 namespace parity::cli {
 
-void ModelArgs::add_to(CLI::App& app) {
+void ModelArgs::add_to(CLI::App& app, bool shape_inference_by_default) {
   const char* group = "ONNX Model Loading";
   app.add_option("model_file", path_, "Path to the ONNX model")->required();
   app.add_option("--external-data-dir,--load-external-data,--ext", external_data_dir_,
                  "Folder holding the model's external data (default: the model's folder)")->group(group);
-  app.add_flag("--no-shape-inference", no_shape_inference_, "Do not run ONNX shape inference")->group(group);
+  if (shape_inference_by_default) {
+    app.add_flag("--no-shape-inference", no_shape_inference_, "Do not run ONNX shape inference")->group(group);
+  } else {
+    no_shape_inference_ = true;
+    app.add_flag_callback("--shape-inference,--do-shape-inference", [this] { no_shape_inference_ = false; },
+                          "Run ONNX shape inference on the model when loading it")->group(group);
+  }
   app.add_flag("--check", check_, "Run ONNX's checker on the model and fail on any error")->group(group);
 }
 

@@ -12,7 +12,9 @@ namespace parity::cli {
 
 class ModelArgs {
  public:
-  void add_to(CLI::App& app);
+  // `shape_inference_by_default`: true adds --no-shape-inference (inspect, surgeon); false adds
+  // --shape-inference, opt-in, as Polygraphy's `run` has it (runners do not need it).
+  void add_to(CLI::App& app, bool shape_inference_by_default = true);
   // Loads (and, unless disabled, shape-infers) the model, logging what it does.
   onnx::Model load() const;
   const std::string& path() const { return path_; }

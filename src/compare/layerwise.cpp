@@ -1,0 +1,310 @@
+#include "parity/compare/layerwise.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+
+namespace parity::compare {
+namespace {
+
+std::string spill_key(int64_t iteration, const std::string& name) { return fmt::format("{}\n{}", iteration, name); }
+
+constexpr uint64_t kAlign = 64;
+
+std::string number(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return fmt::format("{:.5g}", value);
+}
+
+nlohmann::ordered_json json_number(double value) {
+  if (std::isfinite(value)) return value;
+  return number(value);
+}
+
+}  // namespace
+
+// ---- TensorSpill ----
+
+TensorSpill::TensorSpill(const std::filesystem::path& directory) {
+  std::filesystem::path dir = directory;
+  if (dir.empty()) {
+    std::error_code ec;
+    dir = std::filesystem::temp_directory_path(ec);
+    if (ec) dir = "/tmp";
+  }
+  std::string pattern = (dir / "parity-layerwise-XXXXXX").string();
+  fd_ = ::mkstemp(pattern.data());
+  if (fd_ < 0)
+    raise<FileError>("cannot create the layerwise spill file in {}: {}", dir.string(), std::strerror(errno));
+  ::unlink(pattern.c_str());  // the data live as long as the descriptor, and no longer
+}
+
+TensorSpill::~TensorSpill() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TensorSpill::append(int64_t iteration, const std::string& name, const TensorView& tensor,
+                         const std::string& node, const std::string& op) {
+  if (tensor.dtype() == DType::kString)
+    raise<UnsupportedError>("tensor '{}' is a string tensor; layerwise comparison handles numeric tensors only", name);
+  Record record;
+  record.iteration = iteration;
+  record.name = name;
+  record.node = node;
+  record.op = op;
+  record.dtype = tensor.dtype();
+  record.shape = tensor.shape();
+  record.bytes = tensor.byte_size();
+  record.offset = (end_ + kAlign - 1) / kAlign * kAlign;
+  const char* data = static_cast<const char*>(tensor.raw());
+  uint64_t done = 0;
+  while (done < record.bytes) {
+    ssize_t n = ::pwrite(fd_, data + done, static_cast<std::size_t>(std::min<uint64_t>(record.bytes - done, 1u << 30)),
+                         static_cast<off_t>(record.offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      raise<FileError>("cannot write tensor '{}' ({} bytes) to the layerwise spill file: {}", name, record.bytes,
+                       std::strerror(errno));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  end_ = record.offset + record.bytes;
+  record.order = records_.size();
+  index_[spill_key(iteration, name)] = records_.size();
+  records_.push_back(std::move(record));
+}
+
+const TensorSpill::Record* TensorSpill::find(int64_t iteration, const std::string& name) const {
+  auto it = index_.find(spill_key(iteration, name));
+  return it == index_.end() ? nullptr : &records_[it->second];
+}
+
+Tensor TensorSpill::read(const Record& record) const {
+  Tensor tensor = Tensor::zeros(record.dtype, record.shape);
+  char* data = static_cast<char*>(tensor.mutable_raw());
+  uint64_t done = 0;
+  while (done < record.bytes) {
+    ssize_t n = ::pread(fd_, data + done, static_cast<std::size_t>(std::min<uint64_t>(record.bytes - done, 1u << 30)),
+                        static_cast<off_t>(record.offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      raise<FileError>("cannot read tensor '{}' back from the layerwise spill file: {}", record.name,
+                       n < 0 ? std::strerror(errno) : "unexpected end of file");
+    done += static_cast<uint64_t>(n);
+  }
+  return tensor;
+}
+
+// ---- results ----
+
+double LayerwiseEntry::excess() const {
+  const auto& c = comparison;
+  if (c.passed) return 0;
+  if (!c.simple || !c.compared) return std::numeric_limits<double>::infinity();
+  const auto& m = *c.simple;
+  auto ratio = [](double required, double tolerance) {
+    if (std::isnan(required)) return std::numeric_limits<double>::infinity();
+    if (tolerance <= 0) return required > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+    return required / tolerance;
+  };
+  return std::min(ratio(m.required_atol, m.atol), ratio(m.required_rtol, m.rtol));
+}
+
+bool LayerwiseResult::passed() const {
+  return std::all_of(entries.begin(), entries.end(), [](const auto& e) { return e.comparison.passed; });
+}
+
+const LayerwiseEntry* LayerwiseResult::first_divergence() const {
+  const LayerwiseEntry* first = nullptr;
+  for (const auto& e : entries)
+    if (!e.comparison.passed &&
+        (!first || std::pair(e.iteration, e.order) < std::pair(first->iteration, first->order)))
+      first = &e;
+  return first;
+}
+
+std::vector<const LayerwiseEntry*> LayerwiseResult::worst(std::size_t count) const {
+  std::vector<const LayerwiseEntry*> all;
+  for (const auto& e : entries) all.push_back(&e);
+  auto abs_error = [](const LayerwiseEntry* e) {
+    if (!e->comparison.simple) return 0.0;
+    double v = e->comparison.simple->max_absdiff;
+    return std::isnan(v) ? std::numeric_limits<double>::infinity() : v;
+  };
+  std::stable_sort(all.begin(), all.end(), [&](const LayerwiseEntry* a, const LayerwiseEntry* b) {
+    double ea = a->excess(), eb = b->excess();
+    if (ea != eb) return ea > eb;
+    return abs_error(a) > abs_error(b);
+  });
+  if (all.size() > count) all.resize(count);
+  return all;
+}
+
+PairResult LayerwiseResult::as_pair() const {
+  PairResult pair;
+  pair.runner0 = runner0;
+  pair.runner1 = runner1;
+  std::map<int64_t, std::size_t> slot;
+  for (const auto& e : entries) {
+    auto [it, inserted] = slot.emplace(e.iteration, pair.iterations.size());
+    if (inserted) pair.iterations.emplace_back();
+    pair.iterations[it->second].outputs.push_back(e.comparison);
+  }
+  return pair;
+}
+
+void compare_layer(LayerwiseResult& result, std::size_t order, int64_t iteration, const std::string& tensor,
+                   const std::string& node, const std::string& op, const TensorView& out0, const TensorView& out1,
+                   const SimpleOutputParams& params) {
+  LayerwiseEntry entry;
+  entry.order = order;
+  entry.iteration = iteration;
+  entry.tensor = tensor;
+  entry.node = node;
+  entry.op = op;
+  log::start("Comparing Output: '{}' (dtype={}, shape={}) with '{}' (dtype={}, shape={}) | produced by {}", tensor,
+             dtype_name(out0.dtype()), shape_to_string(out0.shape()), tensor, dtype_name(out1.dtype()),
+             shape_to_string(out1.shape()), node.empty() && op.empty() ? std::string("no node") :
+                                                                          fmt::format("node '{}' [Op: {}]", node, op));
+  Logger::Indent indent;
+  try {
+    entry.comparison = compare_simple_output(result.runner0, tensor, out0, result.runner1, tensor, out1, params);
+  } catch (const UnsupportedError& error) {
+    // String or complex tensors have no numeric error: skipped, the others are still compared.
+    log::warning("Skipping tensor '{}': {}", tensor, error.message());
+    result.skipped.push_back(tensor);
+    return;
+  }
+  result.entries.push_back(std::move(entry));
+}
+
+LayerwiseResult layerwise_from_pair(const PairResult& pair,
+                                    const std::function<TensorProducer(const std::string&)>& producer) {
+  LayerwiseResult result;
+  result.runner0 = pair.runner0;
+  result.runner1 = pair.runner1;
+  std::size_t unknown = 0;
+  for (std::size_t i = 0; i < pair.iterations.size(); ++i) {
+    for (const auto& comparison : pair.iterations[i].outputs) {
+      LayerwiseEntry entry;
+      TensorProducer p = producer(comparison.output0);
+      entry.order = p.order == SIZE_MAX ? std::numeric_limits<std::size_t>::max() / 2 + unknown++ : p.order;
+      entry.iteration = static_cast<int64_t>(i);
+      entry.tensor = comparison.output0;
+      entry.node = p.node;
+      entry.op = p.op;
+      entry.comparison = comparison;
+      result.entries.push_back(std::move(entry));
+    }
+  }
+  return result;
+}
+
+namespace {
+
+std::string describe_node(const LayerwiseEntry& e) {
+  if (e.node.empty() && e.op.empty()) return "a graph input or initializer";
+  return fmt::format("node '{}' [Op: {}]", e.node, e.op);
+}
+
+std::string describe_error(const LayerwiseEntry& e) {
+  const auto& c = e.comparison;
+  if (!c.simple || !c.compared) return c.failure.empty() ? std::string("not compared") : c.failure;
+  const auto& m = *c.simple;
+  return fmt::format("max abs error={}, max rel error={} | {} of {} element(s) beyond tolerance (atol={}, rtol={})",
+                     number(m.max_absdiff), number(m.max_reldiff), m.mismatch_count, m.element_count, number(m.atol),
+                     number(m.rtol));
+}
+
+}  // namespace
+
+void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_count) {
+  log::info("Layerwise Summary | {} vs. {} | {} tensor(s) compared", result.runner0, result.runner1,
+            result.entries.size());
+  Logger::Indent indent;
+  if (!result.only_in_runner0.empty())
+    log::warning("{} tensor(s) of {} were not produced by {}: {}", result.only_in_runner0.size(), result.runner0,
+                 result.runner1, fmt::join(result.only_in_runner0, ", "));
+  if (!result.only_in_runner1.empty())
+    log::warning("{} tensor(s) of {} were not produced by {}: {}", result.only_in_runner1.size(), result.runner1,
+                 result.runner0, fmt::join(result.only_in_runner1, ", "));
+  const LayerwiseEntry* first = result.first_divergence();
+  if (!first) {
+    log::info("PASSED | Every tensor is within tolerance");
+    return;
+  }
+  log::error("First divergence (topological order): tensor '{}' produced by {}{} | {}", first->tensor,
+             describe_node(*first), first->iteration ? fmt::format(" | iteration {}", first->iteration) : "",
+             describe_error(*first));
+  std::size_t failing = std::count_if(result.entries.begin(), result.entries.end(),
+                                      [](const auto& e) { return !e.comparison.passed; });
+  auto worst = result.worst(worst_count);
+  std::string table = fmt::format("{} of {} tensor(s) exceed tolerance. Worst {} by error:\n", failing,
+                                  result.entries.size(), worst.size());
+  table += fmt::format("{:>5} | {:<32} | {:<40} | {:>11} | {:>11} | {:>10}", "order", "tensor", "node [op]",
+                       "max abs err", "max rel err", "x tolerance");
+  for (const auto* e : worst) {
+    std::string node = e->node.empty() && e->op.empty() ? "-" : fmt::format("{} [{}]", e->node, e->op);
+    double abs_err = e->comparison.simple ? e->comparison.simple->max_absdiff : std::nan("");
+    double rel_err = e->comparison.simple ? e->comparison.simple->max_reldiff : std::nan("");
+    table += fmt::format("\n{:>5} | {:<32} | {:<40} | {:>11} | {:>11} | {:>10}",
+                         e->order >= std::numeric_limits<std::size_t>::max() / 2 ? std::string("?")
+                                                                                 : std::to_string(e->order),
+                         e->tensor, node, number(abs_err), number(rel_err),
+                         e->comparison.passed ? std::string("ok") : number(e->excess()));
+  }
+  log::info("{}", table);
+}
+
+nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_count) {
+  auto entry_json = [](const LayerwiseEntry& e) {
+    nlohmann::ordered_json j;
+    j["tensor"] = e.tensor;
+    j["node"] = e.node;
+    j["op"] = e.op;
+    j["order"] = e.order >= std::numeric_limits<std::size_t>::max() / 2 ? nlohmann::ordered_json(nullptr)
+                                                                        : nlohmann::ordered_json(e.order);
+    j["iteration"] = e.iteration;
+    j["passed"] = e.comparison.passed;
+    j["excess"] = json_number(e.excess());
+    if (e.comparison.simple) {
+      j["max_absdiff"] = json_number(e.comparison.simple->max_absdiff);
+      j["max_reldiff"] = json_number(e.comparison.simple->max_reldiff);
+      j["mismatch_count"] = e.comparison.simple->mismatch_count;
+      j["element_count"] = e.comparison.simple->element_count;
+    }
+    if (!e.comparison.failure.empty()) j["failure"] = e.comparison.failure;
+    return j;
+  };
+  nlohmann::ordered_json j;
+  j["runner0"] = result.runner0;
+  j["runner1"] = result.runner1;
+  j["passed"] = result.passed();
+  j["compared"] = result.entries.size();
+  j["failing"] = std::count_if(result.entries.begin(), result.entries.end(),
+                               [](const auto& e) { return !e.comparison.passed; });
+  const LayerwiseEntry* first = result.first_divergence();
+  j["first_divergence"] = first ? entry_json(*first) : nlohmann::ordered_json(nullptr);
+  j["worst"] = nlohmann::ordered_json::array();
+  for (const auto* e : result.worst(worst_count)) j["worst"].push_back(entry_json(*e));
+  j["only_in_runner0"] = result.only_in_runner0;
+  j["only_in_runner1"] = result.only_in_runner1;
+  j["skipped"] = result.skipped;
+  j["spilled_bytes"] = result.spilled_bytes;
+  return j;
+}
+
+}  // namespace parity::compare

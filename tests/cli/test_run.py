@@ -1,0 +1,435 @@
+"""`parity run` end to end: exit codes, runner order, files exchanged with Polygraphy both ways
+(--save-inputs, --save-outputs, --load-outputs), the JSON report, layerwise first divergence and
+bad input.
+
+Polygraphy (the `polygraphy` package in .venv) runs as a peer in the same test: its files are
+read by Parity and Parity's files are read by Polygraphy.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import REPO_ROOT, lines_with_prefix
+
+SHARED_MODELS = (REPO_ROOT / ".." / "shared" / "models").resolve()
+RUN_TIMEOUT = 180
+
+
+def polygraphy_exe() -> str:
+    exe = Path(sys.executable).parent / "polygraphy"
+    if exe.is_file():
+        return str(exe)
+    found = shutil.which("polygraphy")
+    if not found:
+        pytest.fail("the polygraphy command is not installed (scripts/setup.sh installs it into .venv)",
+                    pytrace=False)
+    return found
+
+
+def polygraphy(*args, cwd=None, expect=0):
+    completed = subprocess.run([polygraphy_exe(), *[str(a) for a in args]], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT, cwd=cwd,
+                               env=dict(os.environ, NO_COLOR="1"))
+    output = completed.stdout.decode(errors="replace")
+    if expect is not None:
+        assert completed.returncode == expect, f"polygraphy {' '.join(map(str, args))}\n{output[-4000:]}"
+    return completed.returncode, output
+
+
+def load_polygraphy_json(path):
+    """Reads a file with Polygraphy's own JSON loader (RunResults, input lists)."""
+    from polygraphy.json import load_json
+    return load_json(str(path))
+
+
+def single_error_line(run):
+    errors = lines_with_prefix(run.output, "[E] ")
+    assert len(errors) == 1, f"expected exactly one [E] line\n{run.describe()}"
+    assert not run.crash_markers(), run.describe()
+    return errors[0]
+
+
+# ---- models built here ----
+
+def chain_model(path):
+    """x -> Add(+1) 'add' -> Mul(*2) 'mul' -> Tanh 'tanh' -> Sigmoid 'sig' -> y."""
+    nodes = [
+        helper.make_node("Add", ["x", "one"], ["add_out"], name="add"),
+        helper.make_node("Mul", ["add_out", "two"], ["mul_out"], name="mul"),
+        helper.make_node("Tanh", ["mul_out"], ["tanh_out"], name="tanh"),
+        helper.make_node("Sigmoid", ["tanh_out"], ["y"], name="sig"),
+    ]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+        initializer=[numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+                     numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return Path(path)
+
+
+def accumulation_model(path):
+    """y = ReduceSum(Tanh(x @ w)) over 1024-long dot products: float32 and float64 accumulation
+    disagree in the last bits, so fp64 reference vs ONNX Runtime fails at zero tolerance."""
+    rng = np.random.default_rng(0)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["mm"], name="matmul"),
+        helper.make_node("Tanh", ["mm"], ["t"], name="tanh"),
+        helper.make_node("ReduceSum", ["t"], ["y"], name="reduce", keepdims=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "accumulate", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 1024])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array((rng.standard_normal((1024, 8)) * 0.1).astype(np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return Path(path)
+
+
+@pytest.fixture(scope="module")
+def small_cnn(examples_dir):
+    return examples_dir / "small_cnn.onnx"
+
+
+# ---- exit codes, order, log ----
+
+def test_ref_vs_onnxrt_passes_with_polygraphy_style_log(run_parity, small_cnn):
+    run = run_parity("run", small_cnn, "--ref", "--onnxrt", "--atol", "1e-4", "--rtol", "1e-3", timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    info = lines_with_prefix(run.output, "[I] ")
+    activations = [line for line in info if "| Activating and starting inference" in line]
+    assert len(activations) == 2 and activations[0].startswith("[I] ref-runner-N0-") \
+        and activations[1].startswith("[I] onnxrt-runner-N0-"), run.describe()
+    assert any("| Completed 1 iteration(s) in" in line and "Average inference time:" in line
+               and line.startswith("[I] ref-runner-N0-") for line in info), run.describe()
+    assert "---- Inference Input(s) ----" in run.output and "{image [dtype=float32, shape=(1, 3, 32, 32)]}" in run.output
+    assert any(line.startswith("[I] Accuracy Comparison | ref-runner-N0-") and "vs. onnxrt-runner-N0-" in line
+               for line in info), run.describe()
+    assert any("Accuracy Summary |" in line and "Passed: 1/1 iterations | Pass Rate: 100.0%" in line
+               for line in info), run.describe()
+    assert info[-1].startswith("[I] PASSED | Runtime: ") and "| Command: " in info[-1], run.describe()
+    assert not lines_with_prefix(run.output, "[E] ")
+
+
+def test_runners_run_in_command_line_order(run_parity, small_cnn):
+    run = run_parity("run", small_cnn, "--onnxrt", "--ref", "--onnxrt", "--atol", "1e-4", "--rtol", "1e-3",
+                     timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    starts = [line.split()[1] for line in lines_with_prefix(run.output, "[I] ")
+              if "| Activating and starting inference" in line]
+    assert [s.split("-N")[0] for s in starts] == ["onnxrt-runner", "ref-runner", "onnxrt-runner"], starts
+    assert starts[2].startswith("onnxrt-runner-N1-")
+    pairs = [line for line in lines_with_prefix(run.output, "[I] ") if line.startswith("[I] Accuracy Comparison |")]
+    assert len(pairs) == 2 and "onnxrt-runner-N0" in pairs[0] and "vs. ref-runner-N0" in pairs[0] \
+        and "ref-runner-N0" in pairs[1] and "vs. onnxrt-runner-N1" in pairs[1], pairs
+
+
+def test_compare_to_first_compares_every_runner_with_it(run_parity, small_cnn):
+    run = run_parity("run", small_cnn, "--ref", "--onnxrt", "--onnxrt", "--compare-to", "first",
+                     "--atol", "1e-4", "--rtol", "1e-3", timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    pairs = [line for line in lines_with_prefix(run.output, "[I] ") if line.startswith("[I] Accuracy Comparison |")]
+    assert len(pairs) == 2 and all(line.rstrip().split(" vs. ")[1].startswith("ref-runner-N0") for line in pairs), pairs
+
+
+def test_fp64_reference_vs_onnxrt_fails_at_zero_tolerance(run_parity, tmp_path):
+    model = accumulation_model(tmp_path / "accumulate.onnx")
+    run = run_parity("run", model, "--ref", "--ref-precision", "fp64", "--onnxrt", "--atol", "0", "--rtol", "0",
+                     "--val-range", "[0,1]", timeout=RUN_TIMEOUT)
+    assert run.returncode == 1, run.describe()
+    errors = lines_with_prefix(run.output, "[E] ")
+    assert any("FAILED | Output: 'y'" in line for line in errors), run.describe()
+    assert errors[-1].startswith("[E] FAILED | Runtime: "), run.describe()
+    assert not run.crash_markers()
+    # The same two runners agree once the tolerance covers float32 accumulation error.
+    ok = run_parity("run", model, "--ref", "--ref-precision", "fp64", "--onnxrt", "--atol", "1e-4", timeout=RUN_TIMEOUT)
+    assert ok.returncode == 0, ok.describe()
+
+
+# ---- inputs: same seed, same bytes as Polygraphy ----
+
+SAVE_INPUT_CASES = [
+    ("small_cnn", "examples", "small_cnn.onnx", ["--seed", "7", "--iterations", "2"]),
+    ("small_transformer", "examples", "small_transformer.onnx", ["--val-range", "[-2,2]"]),
+    ("small_if", "examples", "small_if.onnx", ["--input-shapes", "x:[3,4]", "--seed", "11"]),
+    ("silero_vad_v5", "shared", "silero_vad_v5.onnx",
+     ["--input-shapes", "input:[1,512]", "--val-range", "sr:[16000,16000]", "input:[-1,1]"]),
+    ("magika", "shared", "magika_standard_v3_3.onnx", ["--val-range", "[0,256]", "--seed", "3"]),
+]
+
+
+@pytest.mark.parametrize("case", SAVE_INPUT_CASES, ids=[c[0] for c in SAVE_INPUT_CASES])
+def test_save_inputs_matches_polygraphy_byte_for_byte(run_parity, examples_dir, tmp_path, case):
+    _, where, filename, flags = case
+    model = (examples_dir if where == "examples" else SHARED_MODELS) / filename
+    ours, theirs = tmp_path / "parity_inputs.json", tmp_path / "polygraphy_inputs.json"
+    run = run_parity("run", model, "--onnxrt", "--save-inputs", ours, *flags, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    polygraphy("run", model, "--onnxrt", "--save-inputs", theirs, *flags)
+    assert ours.read_bytes() == theirs.read_bytes()
+    loaded = load_polygraphy_json(ours)
+    assert isinstance(loaded, list) and len(loaded) == (2 if "--iterations" in flags else 1)
+
+
+# ---- outputs: both ways ----
+
+def test_parity_outputs_load_in_polygraphy(run_parity, small_cnn, tmp_path):
+    inputs, ours = tmp_path / "inputs.json", tmp_path / "parity_outputs.json"
+    run = run_parity("run", small_cnn, "--ref", "--onnxrt", "--atol", "1e-4", "--rtol", "1e-3", "--save-inputs", inputs,
+                     "--save-outputs", ours, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    # Python's json.dumps(indent=4) layout, byte for byte, as Polygraphy writes it.
+    assert json.dumps(json.loads(ours.read_text()), indent=4) == ours.read_text()
+    results = load_polygraphy_json(ours)
+    assert type(results).__name__ == "RunResults"
+    _, shown = polygraphy("inspect", "data", ours)
+    assert "==== Run Results (2 runners) ====" in shown and "probabilities [dtype=float32, shape=(1, 10)]" in shown
+    names = list(results.keys())
+    assert len(names) == 2 and names[0].startswith("ref-runner-N0-") and names[1].startswith("onnxrt-runner-N0-")
+    iteration = results[names[1]][0]
+    assert list(iteration.keys()) == ["probabilities"]
+    assert iteration.runtime > 0 and iteration.runner_name == names[1]
+    # Polygraphy's ONNX Runtime on the same inputs gives the same numbers as Parity's.
+    import onnxruntime as ort
+    feed = load_polygraphy_json(inputs)[0]
+    session = ort.InferenceSession(str(small_cnn), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feed)
+    for index, output in enumerate(session.get_outputs()):
+        np.testing.assert_allclose(iteration[output.name], expected[index], rtol=1e-6, atol=1e-7)
+    # Polygraphy compares its own run against Parity's saved results and passes.
+    polygraphy("run", small_cnn, "--onnxrt", "--load-inputs", inputs, "--load-outputs", ours,
+               "--atol", "1e-4", "--rtol", "1e-3")
+
+
+def test_polygraphy_outputs_load_in_parity_and_tampering_fails(run_parity, small_cnn, tmp_path):
+    inputs, theirs = tmp_path / "inputs.json", tmp_path / "polygraphy_outputs.json"
+    polygraphy("run", small_cnn, "--onnxrt", "--save-inputs", inputs, "--save-outputs", theirs)
+    same = run_parity("run", small_cnn, "--onnxrt", "--load-inputs", inputs, "--load-outputs", theirs,
+                      "--atol", "1e-6", "--rtol", "1e-6", timeout=RUN_TIMEOUT)
+    assert same.returncode == 0, same.describe()
+    assert any("vs. onnxrt-runner-N0-" in line and line.startswith("[I] Accuracy Comparison | onnxrt-runner-N0-")
+               for line in lines_with_prefix(same.output, "[I] ")), same.describe()
+    ref = run_parity("run", small_cnn, "--ref", "--load-inputs", inputs, "--load-outputs", theirs,
+                     "--atol", "1e-4", "--rtol", "1e-3", timeout=RUN_TIMEOUT)
+    assert ref.returncode == 0, ref.describe()
+
+    from polygraphy.comparator import RunResults
+    results = RunResults.load(str(theirs))
+    name = list(results.keys())[0]
+    output = list(results[name][0].keys())[0]
+    results[name][0][output] = results[name][0][output] * 1.5 + 0.25
+    tampered = tmp_path / "tampered.json"
+    results.save(str(tampered))
+    bad = run_parity("run", small_cnn, "--onnxrt", "--load-inputs", inputs, "--load-outputs", tampered,
+                     timeout=RUN_TIMEOUT)
+    assert bad.returncode == 1, bad.describe()
+    assert any(f"FAILED | Output: '{output}'" in line for line in lines_with_prefix(bad.output, "[E] ")), bad.describe()
+    assert lines_with_prefix(bad.output, "[E] ")[-1].startswith("[E] FAILED | Runtime: ")
+
+
+def test_saved_outputs_round_trip_through_parity(run_parity, small_cnn, tmp_path):
+    saved = tmp_path / "out.json"
+    first = run_parity("run", small_cnn, "--onnxrt", "--save-outputs", saved, "--seed", "5", timeout=RUN_TIMEOUT)
+    assert first.returncode == 0, first.describe()
+    again = run_parity("run", small_cnn, "--onnxrt", "--seed", "5", "--load-outputs", saved, "--atol", "0",
+                       "--rtol", "0", timeout=RUN_TIMEOUT)
+    assert again.returncode == 0, again.describe()
+
+
+# ---- report ----
+
+def test_report_describes_the_comparison(run_parity, tmp_path):
+    model = accumulation_model(tmp_path / "accumulate.onnx")
+    report = tmp_path / "report.json"
+    run = run_parity("run", model, "--ref", "--ref-precision", "fp64", "--onnxrt", "--atol", "0", "--rtol", "0",
+                     "--report", report, timeout=RUN_TIMEOUT)
+    assert run.returncode == 1, run.describe()
+    data = json.loads(report.read_text())
+    assert data["passed"] is False
+    text = json.dumps(data)
+    assert "ref-runner-N0-" in text and "onnxrt-runner-N0-" in text and '"y"' in text
+    saved = tmp_path / "out.json"
+    ok = run_parity("run", model, "--ref", "--ref-precision", "fp64", "--onnxrt", "--atol", "1e-4",
+                    "--report", report, "--save-outputs", saved, timeout=RUN_TIMEOUT)
+    assert ok.returncode == 0, ok.describe()
+    data = json.loads(report.read_text())
+    assert data["passed"] is True
+    # The report's largest error is the one in the saved outputs.
+    results = load_polygraphy_json(saved)
+    a, b = (results[name][0]["y"].astype(np.float64) for name in results.keys())
+    max_abs = float(np.max(np.abs(a - b)))
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "max_absdiff" and isinstance(value, (int, float)):
+                    found.append(value)
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(data)
+    assert found and any(abs(v - max_abs) <= 1e-9 * max(1.0, max_abs) for v in found), (found, max_abs)
+
+
+# ---- layerwise ----
+
+def test_layerwise_names_first_divergent_node(run_parity, tmp_path):
+    model = chain_model(tmp_path / "chain.onnx")
+    inputs, golden = tmp_path / "inputs.json", tmp_path / "golden.json"
+    polygraphy("run", model, "--onnxrt", "--onnx-outputs", "mark", "all", "--save-inputs", inputs,
+               "--save-outputs", golden)
+    clean = run_parity("run", model, "--ref", "--onnx-outputs", "mark", "all", "--load-inputs", inputs,
+                       "--load-outputs", golden, "--atol", "1e-5", "--rtol", "1e-4", timeout=RUN_TIMEOUT)
+    assert clean.returncode == 0, clean.describe()
+
+    from polygraphy.comparator import RunResults
+    results = RunResults.load(str(golden))
+    name = list(results.keys())[0]
+    assert {"add_out", "mul_out", "tanh_out", "y"} <= set(results[name][0].keys())
+    # Perturb the Mul's output and, later in the graph, the final output: the first divergence
+    # in topological order is the Mul.
+    results[name][0]["mul_out"] = results[name][0]["mul_out"] + 0.5
+    results[name][0]["y"] = results[name][0]["y"] * 0.5
+    perturbed = tmp_path / "perturbed.json"
+    results.save(str(perturbed))
+    report = tmp_path / "report.json"
+    run = run_parity("run", model, "--ref", "--onnx-outputs", "mark", "all", "--load-inputs", inputs,
+                     "--load-outputs", perturbed, "--report", report, timeout=RUN_TIMEOUT)
+    assert run.returncode == 1, run.describe()
+    first = [line for line in lines_with_prefix(run.output, "[E] ") if "First divergence" in line]
+    assert len(first) == 1 and "tensor 'mul_out' produced by node 'mul' [Op: Mul]" in first[0], run.describe()
+    data = json.loads(report.read_text())
+    layerwise = data["layerwise"][0]
+    assert layerwise["first_divergence"]["tensor"] == "mul_out"
+    assert layerwise["first_divergence"]["node"] == "mul" and layerwise["first_divergence"]["op"] == "Mul"
+    assert {e["tensor"] for e in layerwise["worst"] if not e["passed"]} == {"mul_out", "y"}
+    assert layerwise["failing"] == 2 and layerwise["compared"] == 4
+
+
+def test_layerwise_streamed_and_held_agree(run_parity, tmp_path):
+    """Two live runners compared tensor by tensor (streamed through the spill file) give the same
+    first divergence as the whole-output comparison that --save-outputs forces."""
+    model = accumulation_model(tmp_path / "accumulate.onnx")
+    flags = ["--ref", "--ref-precision", "fp64", "--onnxrt", "--onnx-outputs", "mark", "all", "--atol", "0",
+             "--rtol", "0"]
+    streamed_report, held_report = tmp_path / "streamed.json", tmp_path / "held.json"
+    streamed = run_parity("run", model, *flags, "--report", streamed_report, timeout=RUN_TIMEOUT)
+    held = run_parity("run", model, *flags, "--report", held_report, "--save-outputs", tmp_path / "out.json",
+                      timeout=RUN_TIMEOUT)
+    assert streamed.returncode == 1 and held.returncode == 1, streamed.describe() + held.describe()
+    assert "streamed tensor by tensor" in streamed.output and "streamed tensor by tensor" not in held.output
+    s, h = (json.loads(p.read_text())["layerwise"][0] for p in (streamed_report, held_report))
+    assert s["first_divergence"]["tensor"] == h["first_divergence"]["tensor"]
+    assert s["first_divergence"]["node"] == h["first_divergence"]["node"] == "matmul"
+    assert s["first_divergence"]["op"] == h["first_divergence"]["op"] == "MatMul"
+    assert s["compared"] == h["compared"] == 3
+    assert s["spilled_bytes"] > 0
+    # With the tolerance loosened, every tensor matches.
+    ok = run_parity("run", model, "--ref", "--onnxrt", "--onnx-outputs", "mark", "all", "--atol", "1e-4",
+                    timeout=RUN_TIMEOUT)
+    assert ok.returncode == 0, ok.describe()
+    assert any("PASSED | Every tensor is within tolerance" in line for line in lines_with_prefix(ok.output, "[I] "))
+
+
+def test_layerwise_named_outputs_from_file(run_parity, tmp_path):
+    model = chain_model(tmp_path / "chain.onnx")
+    names = tmp_path / "names.txt"
+    names.write_text("mul_out\n# a comment\ntanh_out\n")
+    report = tmp_path / "report.json"
+    run = run_parity("run", model, "--ref", "--onnxrt", "--onnx-outputs", f"@{names}", "--report", report,
+                     timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    layerwise = json.loads(report.read_text())["layerwise"][0]
+    assert layerwise["compared"] == 3  # mul_out, tanh_out and the graph output y
+
+
+# ---- bad input ----
+
+def test_unknown_input_in_input_shapes(run_parity, small_cnn, tmp_path):
+    saved_in, saved_out = tmp_path / "in.json", tmp_path / "out.json"
+    run = run_parity("run", small_cnn, "--onnxrt", "--input-shapes", "imgae:[1,3,32,32]", "--save-inputs", saved_in,
+                     "--save-outputs", saved_out, timeout=RUN_TIMEOUT)
+    assert run.returncode == 1, run.describe()
+    line = single_error_line(run)
+    assert "imgae" in line and "image" in line
+    assert not saved_in.exists() and not saved_out.exists()
+    assert not list(tmp_path.iterdir())
+
+
+def test_malformed_load_inputs(run_parity, small_cnn, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"image": {"array": "k05VTVBZ", "polygraphy_class": "ndarray"}')
+    saved = tmp_path / "out.json"
+    run = run_parity("run", small_cnn, "--onnxrt", "--load-inputs", bad, "--save-outputs", saved, timeout=RUN_TIMEOUT)
+    assert run.returncode == 1, run.describe()
+    line = single_error_line(run)
+    assert str(bad) in line and "JSON" in line
+    assert not saved.exists()
+
+
+def test_wrong_dtype_in_load_inputs(run_parity, small_cnn, tmp_path):
+    npz = tmp_path / "inputs.npz"
+    np.savez(npz, image=np.zeros((1, 3, 32, 32), np.float64))
+    saved_in = tmp_path / "saved.json"
+    run = run_parity("run", small_cnn, "--ref", "--load-inputs", npz, "--save-inputs", saved_in, timeout=RUN_TIMEOUT)
+    assert run.returncode == 1, run.describe()
+    line = single_error_line(run)
+    assert "image" in line and "float64" in line and "float32" in line
+    assert not saved_in.exists()
+
+
+def test_malformed_load_outputs_and_bad_flags(run_parity, small_cnn, tmp_path):
+    bad = tmp_path / "results.json"
+    bad.write_text('{"lst": [["r", [{"outputs": {}}]]], "polygraphy_class": "RunResults"}')
+    run = run_parity("run", small_cnn, "--onnxrt", "--load-outputs", bad, timeout=RUN_TIMEOUT)
+    assert run.returncode == 1, run.describe()
+    line = single_error_line(run)
+    assert str(bad) in line
+    for flags, needle in ((["--atol", "abc"], "--atol"), (["--onnx-outputs", "no_such_tensor"], "no_such_tensor"), (["--val-range", "image:[1]"], "--val-range"),
+                          (["--check-error-stat", "worst"], "worst"), (["--compare-to", "trt"], "--compare-to"),
+                          (["--postprocess", "top-x"], "--postprocess")):
+        run = run_parity("run", small_cnn, "--onnxrt", "--ref", *flags, timeout=RUN_TIMEOUT)
+        assert run.returncode == 1, run.describe()
+        assert needle in single_error_line(run)
+
+
+def test_postprocess_top_k_and_indices(run_parity, small_cnn):
+    run = run_parity("run", small_cnn, "--ref", "--onnxrt", "--postprocess", "top-3", "--compare", "indices",
+                     timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    assert "Applying post-processing to outputs" in run.output
+    assert "Difference is within index tolerance" in run.output
+
+
+def test_validate_reports_infinities(run_parity, tmp_path):
+    """Log(x) with x drawn from [0, 0] is -inf everywhere: --validate fails, and passes on [1, 2]."""
+    graph = helper.make_graph(
+        [helper.make_node("Log", ["x"], ["y"], name="log")], "log",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "log.onnx"
+    onnx.save(model, path)
+    bad = run_parity("run", path, "--ref", "--validate", "--val-range", "[0,0]", timeout=RUN_TIMEOUT)
+    assert bad.returncode == 1, bad.describe()
+    errors = lines_with_prefix(bad.output, "[E] ")
+    assert any("Inf Detected" in line for line in errors) and any("FAILED | Output Validation" in line
+                                                                  for line in errors), bad.describe()
+    good = run_parity("run", path, "--ref", "--onnxrt", "--validate", "--val-range", "[1,2]", timeout=RUN_TIMEOUT)
+    assert good.returncode == 0, good.describe()
+    assert any("PASSED | Output Validation" in line for line in lines_with_prefix(good.output, "[I] "))
