@@ -274,10 +274,23 @@ LibraryPtr Library::load(const std::string& explicit_path) {
                                     python_variable && *python_variable
                                         ? fmt::format(" (${})", kPythonEnvironmentVariable)
                                         : "");
-    if (auto library = library_in_python_package(python, outcome))
+    if (auto library = library_in_python_package(python, outcome)) {
       candidates.emplace_back(library->string(), where);
-    else
+    } else {
       attempts.push_back({where, outcome});
+#ifdef PARITY_SETUP_PYTHON
+      // The virtual environment scripts/setup.sh made for this build (it holds the pinned
+      // onnxruntime), so a built `parity` finds ONNX Runtime without the venv on PATH.
+      if (!(python_variable && *python_variable)) {
+        std::string setup_python = PARITY_SETUP_PYTHON, setup_outcome;
+        std::string setup_where = fmt::format("the onnxruntime Python package of {} (the build's setup)", setup_python);
+        if (auto library = library_in_python_package(setup_python, setup_outcome))
+          candidates.emplace_back(library->string(), setup_where);
+        else
+          attempts.push_back({setup_where, setup_outcome});
+      }
+#endif
+    }
     candidates.emplace_back("libonnxruntime.so.1", "the system library path");
     candidates.emplace_back("libonnxruntime.so", "the system library path");
   }
