@@ -1,0 +1,39 @@
+// Constant folding evaluated by the reference interpreter (Polygraphy's `surgeon sanitize
+// --fold-constants`): every node whose inputs are all constants is computed once and replaced by
+// an initializer; Shape/Size of tensors whose shape is static after shape inference, and
+// Gather/Slice of such shapes picking only static dims, become constants too; If nodes with a
+// constant condition are replaced by the branch taken. Passes repeat (with shape inference in
+// between) until nothing changes. Subgraphs are folded with the enclosing graphs' constants.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "parity/onnx/model.h"
+
+namespace parity::runtime {
+
+struct FoldOptions {
+  int num_passes = 0;                     // 0: until nothing changes (at most 100 passes)
+  std::optional<int64_t> size_threshold;  // bytes; larger results stay computed at run time
+  bool fold_shapes = true;                // --no-fold-shapes turns shape folding off
+  bool shape_inference = true;           // false: never run it (shape folding uses the value_info present)
+  bool per_pass_shape_inference = true;
+  bool flatten_subgraphs = true;          // inline If nodes whose condition is constant
+};
+
+struct FoldReport {
+  int passes = 0;
+  int64_t nodes_before = 0;  // all graphs, subgraphs included
+  int64_t nodes_after = 0;
+  int64_t tensors_folded = 0;
+  int64_t shapes_folded = 0;
+  int64_t ifs_inlined = 0;
+  int64_t skipped_over_threshold = 0;
+  int64_t failed_evaluations = 0;
+};
+
+FoldReport fold_constants(onnx::Model& model, const FoldOptions& options = {});
+
+}  // namespace parity::runtime

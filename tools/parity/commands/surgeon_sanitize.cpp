@@ -1,0 +1,107 @@
+// `parity surgeon sanitize`: clean up, constant-fold (evaluated by the reference interpreter),
+// override input shapes and topologically sort an ONNX model (Polygraphy's surgeon sanitize).
+#include <chrono>
+
+#include "args/model_args.h"
+#include "args/tensor_meta_parse.h"
+#include "command.h"
+#include "parity/core/logger.h"
+#include "parity/onnx/passes.h"
+#include "parity/runtime/passes/fold_constants.h"
+
+namespace parity::cli {
+namespace {
+
+class SurgeonSanitizeCommand : public Command {
+ public:
+  std::vector<std::string> path() const override { return {"surgeon", "sanitize"}; }
+  std::string description() const override {
+    return "Clean up, sanitize, constant-fold and topologically sort an ONNX model";
+  }
+  void add_options(CLI::App& app) override {
+    model_.add_to(app);
+    app.add_option("--override-input-shapes,--override-inputs", override_shapes_,
+                   "Override input shapes: name:[d0,d1,...] (symbols for dynamic dims)")
+        ->group("ONNX Model Loading");
+    const char* fold = "Constant Folding";
+    app.add_flag("--fold-constants", fold_constants_, "Fold constants (evaluated by the reference runner)")
+        ->group(fold);
+    app.add_option("--num-passes,--num-const-fold-passes", num_passes_,
+                   "Number of constant folding passes (default: until nothing changes)")
+        ->check(CLI::PositiveNumber)
+        ->group(fold);
+    app.add_flag("--no-fold-shapes", no_fold_shapes_,
+                 "Do not fold Shape nodes (nor Gather/Slice of shapes) from inferred static shapes")
+        ->group(fold);
+    app.add_flag("--no-per-pass-shape-inference", no_per_pass_inference_,
+                 "Run shape inference only before the first folding pass")
+        ->group(fold);
+    app.add_option("--fold-size-threshold", fold_size_threshold_,
+                   "Largest tensor, in bytes, to fold (K, M, G suffixes allowed); larger ones stay computed")
+        ->group(fold);
+    const char* other = "Surgeon";
+    app.add_flag("--cleanup", cleanup_, "Remove unused nodes, initializers and graph inputs")->group(other);
+    app.add_flag("--toposort", toposort_, "Topologically sort the nodes")->group(other);
+    app.add_option("-o,--output", output_, "Path to save the sanitized model")->required()->group("ONNX Model Saving");
+  }
+
+  int run() override {
+    std::optional<int64_t> threshold;
+    if (!fold_size_threshold_.empty()) threshold = parse_num_bytes(fold_size_threshold_, "--fold-size-threshold");
+    TensorMetadata overrides = parse_input_shapes(override_shapes_, "--override-input-shapes");
+    onnx::Model model = model_.load();
+    auto& graph = *model->mutable_graph();
+    if (!overrides.empty()) {
+      onnx::override_input_shapes(graph, overrides);
+      log::info("Overriding input shapes to:\n    {}", onnx::graph_inputs(graph).to_string());
+      onnx::clear_value_info(graph);
+      if (model_.shape_inference()) onnx::infer_shapes(*model);
+    }
+    if (fold_constants_) {
+      runtime::FoldOptions options;
+      options.num_passes = num_passes_;
+      options.size_threshold = threshold;
+      options.fold_shapes = !no_fold_shapes_;
+      options.per_pass_shape_inference = !no_per_pass_inference_;
+      options.shape_inference = model_.shape_inference();
+      auto start = std::chrono::steady_clock::now();
+      log::info("Folding Constants");
+      auto report = runtime::fold_constants(model, options);
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      log::info("    Total Nodes | Original: {:5}, After Folding: {:5} | {:5} Nodes Folded ({} pass(es), {} "
+                "tensor(s) computed, {} from static shapes, {} If node(s) inlined) in {:.3f} s",
+                report.nodes_before, report.nodes_after, report.nodes_before - report.nodes_after, report.passes,
+                report.tensors_folded, report.shapes_folded, report.ifs_inlined, seconds);
+      if (report.failed_evaluations)
+        log::warning("{} node(s) could not be evaluated and were left in the graph (see the warnings above)",
+                     report.failed_evaluations);
+    }
+    if (cleanup_) {
+      auto report = onnx::cleanup(graph, onnx::CleanupOptions{.remove_unused_graph_inputs = true,
+                                                              .recurse_subgraphs = true});
+      log::info("Cleanup: removed {} node(s), {} initializer(s), {} unused graph input(s)", report.nodes_removed,
+                report.initializers_removed, report.inputs_removed);
+    }
+    if (toposort_) onnx::toposort(graph);
+    log::info("Saving ONNX model to: {}", output_);
+    onnx::save_model(model, output_);
+    return 0;
+  }
+
+ private:
+  ModelArgs model_;
+  std::vector<std::string> override_shapes_;
+  bool fold_constants_ = false;
+  int num_passes_ = 0;
+  bool no_fold_shapes_ = false;
+  bool no_per_pass_inference_ = false;
+  std::string fold_size_threshold_;
+  bool cleanup_ = false;
+  bool toposort_ = false;
+  std::string output_;
+};
+
+PARITY_REGISTER_COMMAND(SurgeonSanitizeCommand);
+
+}  // namespace
+}  // namespace parity::cli
