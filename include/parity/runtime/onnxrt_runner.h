@@ -89,6 +89,9 @@ class OnnxrtSession {
   // Runs the model on `feed` (names not among the inputs are ignored) and returns the graph
   // outputs that are tensors, in order, sharing ONNX Runtime's buffers (no copy).
   NamedTensors run(const NamedTensors& feed);
+  // Frees the whole-model ONNX Runtime session while layerwise pieces hold the model's weights (the
+  // next run() makes it again). Not done when profiling (the profile belongs to that session).
+  bool release_full_session();
 
   // Backend internals (defined in src/runtime/backends/onnxrt; opaque elsewhere).
   struct Impl;

@@ -269,7 +269,7 @@ void OnnxrtRunner::deactivate_impl() {
   layerwise_.reset();
   if (session_) {
     try {
-      std::string profile = session_->impl().session->end_profiling();
+      std::string profile = session_->impl().session ? session_->impl().session->end_profiling() : std::string();
       if (!profile.empty()) {
         profile_path_ = profile;
         log::info("ONNX Runtime profile written to {}", profile);
@@ -338,6 +338,8 @@ NamedTensors OnnxrtRunner::infer_layerwise(const NamedTensors& feed) {
   std::unordered_set<std::string> wanted(analysis.outputs.begin(), analysis.outputs.end());
   wanted.insert(listed.begin(), listed.end());
 
+  // The pieces hold the weights between them: the whole-model session would be a second copy.
+  if (session_->release_full_session()) log::verbose("{}: whole-model session released for the layerwise run", name());
   const Layerwise::Plan& plan = lw.plan_for(*session_, feed);
   const auto& library = session_->impl().library;
 

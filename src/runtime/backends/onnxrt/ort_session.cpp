@@ -14,14 +14,19 @@ namespace onnxrt {
 Session::Session(LibraryPtr library, const ::onnx::ModelProto& model,
                  const std::filesystem::path& base_dir, const OnnxrtOptions& options,
                  const std::vector<std::string>& providers, SessionRole role)
+    : Session(std::move(library), onnx::serialize_model(model), base_dir, options, providers, role) {}
+
+Session::Session(LibraryPtr library, std::string serialized_model, const std::filesystem::path& base_dir,
+                 const OnnxrtOptions& options, const std::vector<std::string>& providers, SessionRole role)
     : library_(std::move(library)), profiling_(role.primary && !options.profile_prefix.empty()) {
   const OrtApi& api = library_->api();
-  std::string bytes = onnx::serialize_model(model);
+  std::string bytes = std::move(serialized_model);
   OrtSessionOptions* session_options =
       make_session_options(*library_, options, providers, role, base_dir);
   OrtStatus* status = api.CreateSessionFromArray(library_->env(), bytes.data(), bytes.size(),
                                                  session_options, &session_);
   api.ReleaseSessionOptions(session_options);
+  std::string().swap(bytes);  // ONNX Runtime keeps its own copy
   library_->check(status, "creating the session");
   try {
     auto read_names = [&](bool inputs, std::vector<std::string>& names) {
@@ -168,9 +173,23 @@ const std::string& OnnxrtSession::model_label() const {
 
 NamedTensors OnnxrtSession::run(const NamedTensors& feed) {
   return with_context(impl_->model_label, [&] {
+    if (!impl_->session) {
+      // Released for a layerwise run (release_full_session); made again from the model.
+      onnx::Model model = impl_->model_loader();
+      std::string bytes = onnx::serialize_model(*model.proto);
+      model.proto.reset();
+      impl_->session = std::make_unique<onnxrt::Session>(impl_->library, std::move(bytes), impl_->base_dir,
+                                                         impl_->options, impl_->providers, onnxrt::SessionRole{});
+    }
     const onnxrt::Session& session = *impl_->session;
     return session.run(feed);
   });
+}
+
+bool OnnxrtSession::release_full_session() {
+  if (!impl_->session || !impl_->options.profile_prefix.empty()) return false;  // the profile lives in it
+  impl_->session.reset();
+  return true;
 }
 
 double measure_onnxrt_run_floor(OnnxrtSession& session, const NamedTensors& feed, int calls) {
@@ -195,8 +214,11 @@ std::shared_ptr<OnnxrtSession> session_from_model(ModelLoader model_loader,
     impl->outputs = onnx::graph_outputs(model->graph());
     log::info("Creating ONNX-Runtime Inference Session with providers: ['{}']",
               fmt::join(impl->providers, "', '"));
+    // Serialize, then drop Parity's parsed copy before ONNX Runtime parses its own.
+    std::string bytes = onnx::serialize_model(*model.proto);
+    model.proto.reset();
     impl->session =
-        std::make_unique<onnxrt::Session>(impl->library, *model.proto, impl->base_dir, options,
+        std::make_unique<onnxrt::Session>(impl->library, std::move(bytes), impl->base_dir, options,
                                           impl->providers, onnxrt::SessionRole{});
     return std::make_shared<OnnxrtSession>(std::move(impl));
   });

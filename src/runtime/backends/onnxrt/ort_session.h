@@ -39,6 +39,10 @@ class Session {
   Session(LibraryPtr library, const ::onnx::ModelProto& model,
           const std::filesystem::path& base_dir, const OnnxrtOptions& options,
           const std::vector<std::string>& providers, SessionRole role);
+  // From the serialized model, so a caller can free its ModelProto before ONNX Runtime parses its
+  // own copy (for large models, one copy fewer at the peak); the bytes are freed once created.
+  Session(LibraryPtr library, std::string serialized_model, const std::filesystem::path& base_dir,
+          const OnnxrtOptions& options, const std::vector<std::string>& providers, SessionRole role);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
