@@ -374,6 +374,32 @@ BinSpec BinSpec::data_range(double first, double last, Work data) {
   return spec;
 }
 
+BinSpec BinSpec::data_range_half(double first, double last) {
+  BinSpec spec;
+  if (!std::isfinite(first) || !std::isfinite(last) || first > last) return spec;
+  auto h = [](double v) { return round_to(Arithmetic::kHalf, v); };
+  if (first == last) {  // float16 scalar +- 0.5 stays float16
+    first = h(first - 0.5);
+    last = h(last + 0.5);
+  }
+  spec.valid = true;
+  spec.supplied = false;
+  spec.arithmetic = Arithmetic::kHalf;
+  spec.keep_first = first;
+  spec.keep_last = last;
+  spec.first_bin = first;
+  spec.denominator = h(last - first);
+  // np.linspace with a float16 dtype: y = arange(11) (float16), y *= step, y += first.
+  double delta = spec.denominator, step = h(delta / 10.0);
+  for (int i = 0; i <= 10; ++i) {
+    double y = step == 0 ? h(h(i / 10.0) * delta) : h(i * step);
+    spec.edges[static_cast<std::size_t>(i)] = h(y + first);
+  }
+  spec.edges[10] = last;
+  spec.check_increasing();
+  return spec;
+}
+
 // ------------------------------------------------------------------------------------------------
 // Quantile arithmetic and ranks
 // ------------------------------------------------------------------------------------------------

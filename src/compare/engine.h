@@ -363,6 +363,8 @@ struct BinSpec {
   // np.histogram's own range (a.min(), a.max()): numpy scalars of the data's type, so everything
   // happens in that type (ints in float64).
   static BinSpec data_range(double first, double last, Work data);
+  // The same for float16 data: numpy keeps float16 (every operation rounded to float16).
+  static BinSpec data_range_half(double first, double last);
 
   void check_increasing();
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -307,6 +308,18 @@ class FloatFormatter {
     if (exp_format_) {
       SciParts p = scientific_parts(v, kind_, precision_);
       std::string frac = p.frac_part;
+      if (static_cast<int>(frac.size()) < precision_ && v != 0) {
+        // numpy prints min_digits=precision digits here: the value's exact digits past the
+        // shortest ones (Dragon4), not zeros: float32 0.417022 -> 4.17021990e-01.
+        char buffer[128];
+        std::snprintf(buffer, sizeof buffer, "%.*e", precision_, std::fabs(v));
+        std::string text(buffer);
+        auto e = text.find('e');
+        std::string mantissa = text.substr(0, e);
+        p.exponent = std::atoi(text.c_str() + e + 1);
+        p.int_part = (std::signbit(v) ? "-" : "") + mantissa.substr(0, 1);
+        frac = mantissa.size() > 2 ? mantissa.substr(2) : "";
+      }
       if (static_cast<int>(frac.size()) < precision_) frac.append(static_cast<std::size_t>(precision_) - frac.size(), '0');
       std::string exp_digits = std::to_string(std::abs(p.exponent));
       if (static_cast<int>(exp_digits.size()) < exp_size_) exp_digits.insert(0, static_cast<std::size_t>(exp_size_) - exp_digits.size(), '0');
@@ -352,13 +365,14 @@ double float_value(const TensorView& t, int64_t i) {
 
 // Flat indices numpy shows: all of them, or, above 1000 elements, 3 leading and 3 trailing items
 // along every axis.
-bool index_shown(const Shape& shape, int64_t flat, bool summarise) {
-  if (!summarise) return true;
+bool index_shown(const Shape& shape, int64_t flat, bool summarise, int64_t edge = 3) {
+  // numpy formats the summarised array a[:edge] + a[-edge:]; with edge 0, a[-0:] is all of it.
+  if (!summarise || edge == 0) return true;
   for (int64_t axis = static_cast<int64_t>(shape.size()) - 1; axis >= 0; --axis) {
     int64_t dim = shape[static_cast<std::size_t>(axis)];
     int64_t coordinate = flat % dim;
     flat /= dim;
-    if (dim > 6 && coordinate >= 3 && coordinate < dim - 3) return false;
+    if (dim > 2 * edge && coordinate >= edge && coordinate < dim - edge) return false;
   }
   return true;
 }
@@ -369,6 +383,7 @@ struct ArrayPrinter {
   bool summarise;
   std::size_t line_width = 75;
   std::vector<int64_t> strides;
+  int64_t edge = 3;
 
   void extend_line(std::string& s, std::string& line, const std::string& word, std::size_t width,
                    const std::string& next_line_prefix) const {
@@ -389,9 +404,9 @@ struct ArrayPrinter {
     std::string next_hanging_indent = hanging_indent + " ";
     std::size_t next_width = current_width - 1;
     int64_t length = shape[axis];
-    bool show_summary = summarise && length > 6;
-    int64_t leading = show_summary ? 3 : 0;
-    int64_t trailing = show_summary ? 3 : length;
+    bool show_summary = summarise && length > 2 * edge;
+    int64_t leading = show_summary ? edge : 0;
+    int64_t trailing = show_summary ? edge : length;
     std::string s;
     auto child = [&](int64_t index) {
       return recurse(axis + 1, offset + index * strides[axis], next_hanging_indent, next_width);
@@ -426,7 +441,12 @@ struct ArrayPrinter {
 
 }  // namespace
 
-std::string numpy_array_str(const TensorView& t) {
+std::string numpy_array_str(const TensorView& t) { return numpy_array_str(t, NumpyPrintOptions{}); }
+
+std::string numpy_array_str(const TensorView& t, const NumpyPrintOptions& options) {
+  const int64_t edge = options.edgeitems < 0 ? (int64_t{1} << 40) : options.edgeitems;
+  const std::size_t line_width =
+      options.linewidth < 0 ? (std::numeric_limits<std::size_t>::max() / 4) : static_cast<std::size_t>(options.linewidth);
   const Shape& shape = t.shape();
   const int64_t n = t.size();
   const DType dtype = t.dtype();
@@ -465,17 +485,17 @@ std::string numpy_array_str(const TensorView& t) {
   } else if (is_int) {
     std::size_t width = 0;
     for (int64_t i = 0; i < n; ++i)
-      if (index_shown(shape, i, summarise)) width = std::max(width, integer_text(t, i).size());
+      if (index_shown(shape, i, summarise, edge)) width = std::max(width, integer_text(t, i).size());
     element = [&t, width](int64_t i) { return pad_left(integer_text(t, i), width); };
   } else {
     std::vector<double> shown;
     for (int64_t i = 0; i < n; ++i)
-      if (index_shown(shape, i, summarise)) shown.push_back(float_value(t, i));
+      if (index_shown(shape, i, summarise, edge)) shown.push_back(float_value(t, i));
     auto formatter = std::make_shared<FloatFormatter>(shown, kind);
     element = [&t, formatter](int64_t i) { return (*formatter)(float_value(t, i)); };
   }
-  ArrayPrinter printer{shape, element, summarise, 75, strides};
-  return printer.recurse(0, 0, " ", 75);
+  ArrayPrinter printer{shape, element, summarise, line_width, strides, edge};
+  return printer.recurse(0, 0, " ", line_width);
 }
 
 }  // namespace parity::compare

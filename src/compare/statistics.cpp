@@ -227,7 +227,8 @@ Histogram histogram_typed(const TensorView& t, const std::optional<HistogramRang
       first = lo;
       last = hi;
     }
-    spec = BinSpec::data_range(first, last, work_of<T>());
+    spec = t.dtype() == DType::kFloat16 ? BinSpec::data_range_half(first, last)
+                                         : BinSpec::data_range(first, last, work_of<T>());
   }
   if (!spec.valid) {
     if (!spec.error.empty()) {

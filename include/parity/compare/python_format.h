@@ -37,6 +37,14 @@ std::string python_tuple_repr(std::span<const int64_t> items);
 // with "..." as numpy does (3 edge items).
 std::string numpy_array_str(const TensorView& tensor);
 
+// numpy's print options that `inspect data` exposes (np.set_printoptions(edgeitems=, linewidth=));
+// -1 means unlimited (sys.maxsize). Arrays above 1000 elements are summarised with `edgeitems`.
+struct NumpyPrintOptions {
+  int64_t edgeitems = 3;
+  int64_t linewidth = 75;
+};
+std::string numpy_array_str(const TensorView& tensor, const NumpyPrintOptions& options);
+
 // Python's `" " * n + text` style helpers used by Polygraphy's f-strings.
 std::string pad_right(std::string_view text, std::size_t width);  // f"{text:<width}" / f"{text:width}"
 std::string pad_left(std::string_view text, std::size_t width);   // f"{text:>width}"
