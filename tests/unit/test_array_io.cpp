@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../../src/core/array_io_detail.h"
+#include "test_support.h"
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
@@ -31,35 +32,14 @@ namespace parity {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_support::TempDir;
+using testing_support::read_bytes;
 using namespace std::string_literals;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "parity-array-io-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
 
- private:
-  fs::path path_;
-};
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void write_bytes(const fs::path& path, std::string_view bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -203,7 +183,7 @@ std::string require_python() {
   }
   static std::string checked;
   if (checked == env) return checked;
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   PythonResult r = run_python(env, dir.path(), "import numpy, polygraphy.json\nprint('ok')\n");
   if (r.status != 0 || r.output.find("ok") == std::string::npos) {
     ADD_FAILURE() << "PARITY_PYTHON=" << env << " cannot import numpy and polygraphy.json (exit "
@@ -305,7 +285,7 @@ TEST(Base64Test, AcceptsExactlyWhatPythonAccepts) {
     texts.insert(texts.end(), next.begin(), next.end());
     level = std::move(next);
   }
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   nlohmann::json list = texts;
   write_bytes(dir / "texts.json", list.dump());
   PythonResult r = run_python(python, dir.path(), R"PY(
@@ -492,7 +472,7 @@ TEST(NpyTest, ReadsByteStringsAndStripsTrailingNuls) {
 }
 
 TEST(NpyTest, UsesTheFileBufferOnlyWhenAligned) {
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   std::vector<double> values = {1, 2, 3, 4};
   std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }";
   for (std::size_t align : {64, 1}) {
@@ -507,7 +487,7 @@ TEST(NpyTest, UsesTheFileBufferOnlyWhenAligned) {
 }
 
 TEST(NpyTest, SaveAndLoadFiles) {
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   Tensor t = sample_tensor(DType::kInt64, {3, 5});
   save_npy(dir / "x.npy", t);
   EXPECT_TRUE(identical(load_npy(dir / "x.npy"), t));
@@ -596,7 +576,7 @@ TEST(NpyTest, RejectsMalformedFilesNamingTheSource) {
   for (const auto& c : unsupported)
     expect_error<UnsupportedError>([&] { decode_npy(c.bytes, what); }, {what, c.needle}, c.label);
 
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   write_bytes(dir / "bad.npy", cases[0].bytes);
   expect_error<InvalidInputError>([&] { load_npy(dir / "bad.npy"); }, {(dir / "bad.npy").string()}, "load bad file");
 }
@@ -665,7 +645,7 @@ void expect_same_arrays(const NamedTensors& a, const NamedTensors& b, const std:
 }
 
 TEST(NpzTest, RoundTripsStoredAndCompressed) {
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   NamedTensors arrays = sample_arrays();
   arrays.emplace_back("zeros", Tensor::zeros(DType::kFloat32, {10000}));
   save_npz(dir / "plain.npz", arrays);
@@ -680,7 +660,7 @@ TEST(NpzTest, RoundTripsStoredAndCompressed) {
 }
 
 TEST(NpzTest, RejectsBadArchivesNamingTheFile) {
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   NamedTensors dup = {{"a", sample_tensor(DType::kFloat32, {1})}, {"a", sample_tensor(DType::kFloat32, {2})}};
   expect_error<InvalidInputError>([&] { save_npz(dir / "dup.npz", dup); }, {"'a'", "dup.npz"}, "duplicate");
   EXPECT_FALSE(fs::exists(dir / "dup.npz"));
@@ -751,7 +731,7 @@ TEST(PolygraphyJsonTest, DecodesLegacyLayouts) {
   nlohmann::json latin1 = {{"polygraphy_class", "ndarray"}, {"array", latin1_as_utf8}};
   EXPECT_TRUE(identical(decode_polygraphy_array(latin1, "latin1"), t));
   // An .npz payload: the first array counts.
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   save_npz(dir / "p.npz", {{"first", t}, {"second", sample_tensor(DType::kFloat32, {1})}});
   nlohmann::json npz = {{"polygraphy_class", "ndarray"}, {"array", base64_encode(read_bytes(dir / "p.npz"))}};
   EXPECT_TRUE(identical(decode_polygraphy_array(npz, "npz"), t));
@@ -786,7 +766,7 @@ std::vector<NamedTensors> sample_iterations() {
 }
 
 TEST(PolygraphyJsonTest, InputsFilesRoundTripInOrder) {
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   std::vector<NamedTensors> iterations = sample_iterations();
   save_inputs_json(dir / "inputs.json", iterations);
   std::vector<NamedTensors> back = load_inputs_json(dir / "inputs.json");
@@ -813,7 +793,7 @@ TEST(PolygraphyJsonTest, InputsFilesRoundTripInOrder) {
 }
 
 TEST(PolygraphyJsonTest, InputsFileErrorsNameTheFileAndInput) {
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   std::string good = base64_encode(encode_npy(sample_tensor(DType::kFloat32, {1})));
   struct Case {
     std::string label, text;
@@ -940,7 +920,7 @@ void check_against_reference(const Tensor& t, const nlohmann::json& ref, const s
 
 TEST(ArrayIoPeerTest, ParityReadsWhatNumpyWrites) {
   REQUIRE_PYTHON(python);
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   PythonResult r = run_python(python, dir.path(), kNumpyWrites, {dir.path().string()});
   ASSERT_EQ(r.status, 0) << r.output;
   nlohmann::json ref = nlohmann::json::parse(read_bytes(dir / "ref.json"));
@@ -1084,7 +1064,7 @@ def same(name, got, want):
 
 TEST(ArrayIoPeerTest, NumpyReadsWhatParityWrites) {
   REQUIRE_PYTHON(python);
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   NamedTensors arrays = formula_arrays();
   for (const auto& [name, tensor] : arrays) save_npy(dir / (name + ".npy"), tensor);
   save_npz(dir / "plain.npz", arrays);
@@ -1125,7 +1105,7 @@ sys.exit(1 if errors else 0)
 // Polygraphy saves input data; Parity loads it.
 TEST(ArrayIoPeerTest, ParityLoadsPolygraphyInputs) {
   REQUIRE_PYTHON(python);
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   std::string script = std::string(kNumpyFormulas) + R"PY(
 import base64, io, json, sys
 from polygraphy.json import save_json, load_json
@@ -1178,7 +1158,7 @@ sys.exit(1 if errors else 0)
 // gives the same text.
 TEST(ArrayIoPeerTest, PolygraphyLoadsParityInputsAndWritesTheSameText) {
   REQUIRE_PYTHON(python);
-  TempDir dir;
+  TempDir dir{"parity-array-io"};
   std::map<std::string, Tensor> by_name;
   for (auto& [name, tensor] : formula_arrays()) by_name[name] = tensor;
   const std::string tricky = "in\"put/\xc3\xa9\t\x7f\\\xf0\x9f\x98\x80 \x01";

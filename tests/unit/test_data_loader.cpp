@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "test_support.h"
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
 #include "parity/core/half.h"
@@ -34,34 +35,13 @@ namespace parity::runtime {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_support::TempDir;
+using testing_support::read_bytes;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-class LoaderTempDir {
- public:
-  LoaderTempDir() {
-    std::string pattern = (fs::temp_directory_path() / "parity-data-loader-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~LoaderTempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
 
- private:
-  fs::path path_;
-};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
@@ -97,7 +77,7 @@ std::optional<std::string> peer_python() {
 }
 
 // Writes `script` to dir/name and runs it there. Records a failure with its output on error.
-bool run_python(const std::string& python, const LoaderTempDir& dir, const std::string& name,
+bool run_python(const std::string& python, const TempDir& dir, const std::string& name,
                 const std::string& script) {
   {
     std::ofstream out(dir / name);
@@ -108,7 +88,7 @@ bool run_python(const std::string& python, const LoaderTempDir& dir, const std::
                                           shell_quote(name));
   const int rc = std::system(command.c_str());
   if (rc != 0) {
-    ADD_FAILURE() << name << " failed (status " << rc << "):\n" << slurp(dir / "python.log");
+    ADD_FAILURE() << name << " failed (status " << rc << "):\n" << read_bytes(dir / "python.log");
     return false;
   }
   return true;
@@ -635,7 +615,7 @@ void expect_samples(NumpyRandomState& state, const Tensor& expected, const std::
 TEST(RandomStatePeerTest, MatchesNumpyRandomState) {
   const auto python = peer_python();
   if (!python) return;
-  LoaderTempDir dir;
+  TempDir dir{"parity-data-loader"};
   if (!run_python(*python, dir, "randint.py", kRandintScript)) return;
   const NamedTensors arrays = load_npz(dir / "randint.npz");
   std::map<std::string, const Tensor*> by_name;
@@ -657,7 +637,7 @@ TEST(RandomStatePeerTest, MatchesNumpyRandomState) {
 
   std::vector<RandintCase> cases;
   {
-    std::istringstream manifest(slurp(dir / "manifest.txt"));
+    std::istringstream manifest(read_bytes(dir / "manifest.txt"));
     RandintCase c;
     while (manifest >> c.key >> c.seed >> c.dtype >> c.low >> c.high >> c.n) cases.push_back(c);
   }
@@ -769,7 +749,7 @@ for i in range(3):
 TEST(DataLoaderPeerTest, MatchesPolygraphyDataLoader) {
   const auto python = peer_python();
   if (!python) return;
-  LoaderTempDir dir;
+  TempDir dir{"parity-data-loader"};
   if (!run_python(*python, dir, "polygraphy_feeds.py", kPolygraphyScript)) return;
 
   using V = std::vector<Dim>;
