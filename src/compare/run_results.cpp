@@ -7,15 +7,18 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
+#include "parity/core/tensor.h"
 
 namespace parity::compare {
 namespace {
 
 using Json = nlohmann::ordered_json;
+namespace dom = simdjson::dom;
 
 // A JSON string literal as Python's json.dumps writes it (ensure_ascii=True).
 std::string quote(const std::string& text, const std::string& what) {
@@ -35,83 +38,114 @@ std::string python_float(double value) {
   return text;
 }
 
-class BufferedWriter {
- public:
-  explicit BufferedWriter(AtomicFileWriter& file) : file_(file) { buffer_.reserve(kFlushAt + 4096); }
-  void write(std::string_view text) {
-    if (text.size() >= kFlushAt) {
-      flush();
-      file_.write(text);
-      return;
-    }
-    buffer_.append(text);
-    if (buffer_.size() >= kFlushAt) flush();
-  }
-  void flush() {
-    if (!buffer_.empty()) file_.write(buffer_);
-    buffer_.clear();
-  }
-
- private:
-  static constexpr std::size_t kFlushAt = 1 << 20;
-  AtomicFileWriter& file_;
-  std::string buffer_;
-};
-
 std::string pad(int level) { return std::string(static_cast<std::size_t>(level) * 4, ' '); }
 
+// --- reading: simdjson's DOM (the structure is tiny; the base64 strings are most of the bytes) ---
+
+const char* type_name(dom::element value) {
+  switch (value.type()) {
+    case dom::element_type::ARRAY: return "array";
+    case dom::element_type::OBJECT: return "object";
+    case dom::element_type::STRING: return "string";
+    case dom::element_type::BOOL: return "boolean";
+    case dom::element_type::NULL_VALUE: return "null";
+    default: return "number";
+  }
+}
+
+// Accessors for values whose type was already checked (no dangling simdjson_result temporaries).
+dom::array array_of(dom::element value) {
+  dom::array out;
+  if (value.get_array().get(out) != simdjson::SUCCESS) raise<InternalError>("RunResults reader: not a JSON array");
+  return out;
+}
+dom::object object_of(dom::element value) {
+  dom::object out;
+  if (value.get_object().get(out) != simdjson::SUCCESS) raise<InternalError>("RunResults reader: not a JSON object");
+  return out;
+}
+std::string_view string_of(dom::element value) {
+  std::string_view out;
+  if (value.get_string().get(out) != simdjson::SUCCESS) raise<InternalError>("RunResults reader: not a JSON string");
+  return out;
+}
+
+bool is_number(dom::element value) {
+  auto type = value.type();
+  return type == dom::element_type::INT64 || type == dom::element_type::UINT64 || type == dom::element_type::DOUBLE;
+}
+
 // The class a decoded object declares (current or legacy marker), or "" for a plain dict.
-std::string class_of(const Json& object) {
-  if (!object.is_object()) return {};
-  if (auto it = object.find("polygraphy_class"); it != object.end() && it->is_string())
-    return it->get<std::string>();
-  for (const auto& [key, value] : object.items()) {
+std::string class_of(dom::element value) {
+  if (!value.is_object()) return {};
+  dom::object object = object_of(value);
+  for (auto field : object)
+    if (field.key == "polygraphy_class" && field.value.is_string())
+      return std::string(string_of(field.value));
+  for (auto field : object) {
     constexpr std::string_view kLegacy = "__polygraphy_encoded_";
-    if (key.starts_with(kLegacy)) return key.substr(kLegacy.size());
+    if (field.key.starts_with(kLegacy)) return std::string(field.key.substr(kLegacy.size()));
   }
   return {};
 }
 
-void expect_class(const Json& object, std::string_view expected, const std::string& what) {
-  if (!object.is_object())
+void expect_class(dom::element value, std::string_view expected, const std::string& what) {
+  if (!value.is_object())
     raise<InvalidInputError>("{}: expected a Polygraphy-encoded {} object, found a JSON {}", what, expected,
-                             object.type_name());
-  std::string found = class_of(object);
+                             type_name(value));
+  std::string found = class_of(value);
   if (found != expected && !(expected == "LazyArray" && found == "LazyNumpyArray"))
     raise<InvalidInputError>("{}: expected a Polygraphy-encoded {}, found {}", what, expected,
                              found.empty() ? std::string("an object without \"polygraphy_class\"") : "'" + found + "'");
 }
 
-const Json& member(const Json& object, const char* key, const std::string& what) {
-  auto it = object.find(key);
-  if (it == object.end()) raise<InvalidInputError>("{}: missing the \"{}\" key", what, key);
-  return *it;
+dom::element member(dom::element object, const char* key, const std::string& what) {
+  dom::element value;
+  if (object.at_key(key).get(value) != simdjson::SUCCESS)
+    raise<InvalidInputError>("{}: missing the \"{}\" key", what, key);
+  return value;
 }
 
-Tensor decode_lazy_array(const Json& object, const std::string& what) {
-  if (class_of(object) == "ndarray") return decode_polygraphy_array(object, what);
-  expect_class(object, "LazyArray", what);
-  return decode_polygraphy_array(member(object, "values", what), what);
+// {"array": base64, "polygraphy_class": "ndarray"} (or the legacy marker): the base64 text is
+// decoded where the parser left it, never copied.
+Tensor decode_ndarray(dom::element value, const std::string& what) {
+  if (!value.is_object())
+    raise<InvalidInputError>("{}: expected a Polygraphy-encoded array ({{\"array\": ..., \"polygraphy_class\": "
+                             "\"ndarray\"}}), found a JSON {}", what, type_name(value));
+  std::string found = class_of(value);
+  if (found.empty())
+    raise<InvalidInputError>("{}: not a Polygraphy-encoded array: the object has no \"polygraphy_class\" key", what);
+  if (found != "ndarray")
+    raise<UnsupportedError>("{}: holds a Polygraphy-encoded '{}', but only 'ndarray' is supported", what, found);
+  dom::element array = member(value, "array", what);
+  if (!array.is_string())
+    raise<InvalidInputError>("{}: \"array\" must be a base64 string, found a JSON {}", what, type_name(array));
+  return decode_polygraphy_array_text(string_of(array), what);
 }
 
-IterationResult decode_iteration(Json& object, const std::string& what) {
-  expect_class(object, "IterationResult", what);
+Tensor decode_lazy_array(dom::element value, const std::string& what) {
+  if (class_of(value) == "ndarray") return decode_ndarray(value, what);
+  expect_class(value, "LazyArray", what);
+  return decode_ndarray(member(value, "values", what), what);
+}
+
+IterationResult decode_iteration(dom::element value, const std::string& what) {
+  expect_class(value, "IterationResult", what);
   IterationResult result;
-  const Json& name = member(object, "runner_name", what);
+  dom::element name = member(value, "runner_name", what);
   if (!name.is_string() && !name.is_null())
-    raise<InvalidInputError>("{}: \"runner_name\" must be a string, found a JSON {}", what, name.type_name());
-  if (name.is_string()) result.runner_name = name.get<std::string>();
-  const Json& runtime = member(object, "runtime", what);
-  if (runtime.is_number()) result.runtime = runtime.get<double>();
+    raise<InvalidInputError>("{}: \"runner_name\" must be a string, found a JSON {}", what, type_name(name));
+  if (name.is_string()) result.runner_name = std::string(string_of(name));
+  dom::element runtime = member(value, "runtime", what);
+  if (is_number(runtime)) result.runtime = runtime.get_double().value_unsafe();
   else if (!runtime.is_null())
-    raise<InvalidInputError>("{}: \"runtime\" must be a number or null, found a JSON {}", what, runtime.type_name());
-  auto outputs = object.find("outputs");
-  if (outputs == object.end()) raise<InvalidInputError>("{}: missing the \"outputs\" key", what);
-  if (!outputs->is_object())
-    raise<InvalidInputError>("{}: \"outputs\" must be a JSON object, found a JSON {}", what, outputs->type_name());
-  for (auto& [key, value] : outputs->items()) {
-    result.outputs.emplace_back(key, decode_lazy_array(value, fmt::format("{}: output '{}'", what, key)));
-    value = nullptr;  // release the base64 text early
+    raise<InvalidInputError>("{}: \"runtime\" must be a number or null, found a JSON {}", what, type_name(runtime));
+  dom::element outputs = member(value, "outputs", what);
+  if (!outputs.is_object())
+    raise<InvalidInputError>("{}: \"outputs\" must be a JSON object, found a JSON {}", what, type_name(outputs));
+  for (auto field : object_of(outputs)) {
+    std::string key(field.key);
+    result.outputs.emplace_back(key, decode_lazy_array(field.value, fmt::format("{}: output '{}'", what, key)));
   }
   return result;
 }
@@ -143,8 +177,7 @@ void save_run_results(const std::filesystem::path& path, const RunResults& resul
     }
   }
 
-  AtomicFileWriter file(path);
-  BufferedWriter out(file);
+  AtomicFileWriter out(path);  // gathers the small writes itself
   out.write("{\n" + pad(1) + "\"lst\": [");
   for (std::size_t r = 0; r < results.size(); ++r) {
     const auto& runner = results[r];
@@ -172,39 +205,44 @@ void save_run_results(const std::filesystem::path& path, const RunResults& resul
   }
   out.write(results.empty() ? "]" : "\n" + pad(1) + "]");
   out.write(",\n" + pad(1) + "\"polygraphy_class\": \"RunResults\"\n}");
-  out.flush();
-  file.commit();
+  out.commit();
 }
 
 RunResults load_run_results(const std::filesystem::path& path) {
   const std::string what = path.string();
-  Json document;
+  dom::parser parser;
+  dom::element document;
   {
-    std::string text = read_file(path);
-    try {
-      document = Json::parse(text);
-    } catch (const nlohmann::json::parse_error& error) {
-      raise<InvalidInputError>("{}: not valid JSON: {}", what, error.what());
-    }
+    // Mapped, not read: the text is dropped once parsed (the DOM keeps its own copy of the strings).
+    std::shared_ptr<Storage> text = map_file(path, simdjson::SIMDJSON_PADDING);
+    if (text->size() > parser.max_capacity())
+      raise<UnsupportedError>("{}: {} bytes is larger than the JSON reader's limit of {} bytes", what, text->size(),
+                              parser.max_capacity());
+    if (auto error = parser.parse(reinterpret_cast<const uint8_t*>(text->data()), text->size(),
+                                  /*realloc_if_needed=*/false).get(document))
+      raise<InvalidInputError>("{}: not valid JSON: {}", what, simdjson::error_message(error));
   }
   expect_class(document, "RunResults", what + ": top level");
-  Json& list = document["lst"];
+  dom::element list = member(document, "lst", what);
   if (!list.is_array())
     raise<InvalidInputError>("{}: \"lst\" must be a JSON list of [runner_name, [iteration results]] pairs, "
-                             "found a JSON {}", what, list.type_name());
+                             "found a JSON {}", what, type_name(list));
   RunResults results;
-  for (std::size_t r = 0; r < list.size(); ++r) {
-    Json& entry = list[r];
-    std::string where = fmt::format("{}: lst[{}]", what, r);
-    if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string() || !entry[1].is_array())
+  std::size_t r = 0;
+  for (auto entry : array_of(list)) {
+    std::string where = fmt::format("{}: lst[{}]", what, r++);
+    dom::array pair;
+    dom::element name, iterations;
+    if (entry.get_array().get(pair) != simdjson::SUCCESS || pair.size() != 2 ||
+        pair.at(0).get(name) != simdjson::SUCCESS || pair.at(1).get(iterations) != simdjson::SUCCESS ||
+        !name.is_string() || !iterations.is_array())
       raise<InvalidInputError>("{}: expected [runner_name, [iteration results]]", where);
     RunnerResults runner;
-    runner.runner_name = entry[0].get<std::string>();
+    runner.runner_name = std::string(string_of(name));
     where += fmt::format(" (runner '{}')", runner.runner_name);
-    for (std::size_t i = 0; i < entry[1].size(); ++i) {
-      runner.iterations.push_back(decode_iteration(entry[1][i], fmt::format("{}: iteration {}", where, i)));
-      entry[1][i] = nullptr;
-    }
+    std::size_t i = 0;
+    for (auto iteration : array_of(iterations))
+      runner.iterations.push_back(decode_iteration(iteration, fmt::format("{}: iteration {}", where, i++)));
     results.push_back(std::move(runner));
   }
   return results;

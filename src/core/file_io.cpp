@@ -48,21 +48,21 @@ namespace {
 
 class MappedFile final : public Storage {
  public:
-  MappedFile(void* data, std::size_t size) : data_(data), size_(size) {}
+  MappedFile(void* data, std::size_t size, std::size_t mapped) : data_(data), size_(size), mapped_(mapped) {}
   ~MappedFile() override {
-    if (size_) ::munmap(data_, size_);
+    if (mapped_) ::munmap(data_, mapped_);
   }
   std::byte* data() override { return static_cast<std::byte*>(data_); }
   std::size_t size() const override { return size_; }
 
  private:
   void* data_;
-  std::size_t size_;
+  std::size_t size_, mapped_;
 };
 
 }  // namespace
 
-std::shared_ptr<Storage> map_file(const fs::path& path) {
+std::shared_ptr<Storage> map_file(const fs::path& path, std::size_t padding) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) raise<FileError>("'{}': cannot open: {}", path.string(), std::strerror(errno));
   struct stat st {};
@@ -72,16 +72,30 @@ std::shared_ptr<Storage> map_file(const fs::path& path) {
   }
   auto size = static_cast<std::size_t>(st.st_size);
   void* data = nullptr;
-  if (size) {
+  std::size_t mapped = 0;
+  auto fail = [&](const char* doing) {
+    int err = errno;
+    if (data && data != MAP_FAILED && mapped) ::munmap(data, mapped);
+    ::close(fd);
+    raise<FileError>("'{}': cannot {}: {}", path.string(), doing, std::strerror(err));
+  };
+  if (padding) {
+    // Read-only zero pages for the whole padded length, then the file over their start (the tail
+    // of the file's last page reads as zeros too). Read-only: populating a writable private
+    // mapping would copy every page.
+    auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    mapped = (size + padding + page - 1) / page * page;
+    data = ::mmap(nullptr, mapped, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (data == MAP_FAILED) fail("reserve memory to map it");
+    if (size && ::mmap(data, size, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0) == MAP_FAILED)
+      fail("map");
+  } else if (size) {
+    mapped = size;
     data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    if (data == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      raise<FileError>("'{}': cannot map: {}", path.string(), std::strerror(err));
-    }
+    if (data == MAP_FAILED) fail("map");
   }
   ::close(fd);
-  return std::make_shared<MappedFile>(data, size);
+  return std::make_shared<MappedFile>(data, size, mapped);
 }
 
 AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
@@ -101,7 +115,28 @@ AtomicFileWriter::~AtomicFileWriter() {
   if (!committed_) ::unlink(temp_.c_str());
 }
 
+namespace {
+constexpr std::size_t kWriteBuffer = 1 << 20;
+}
+
 void AtomicFileWriter::write(std::string_view bytes) {
+  if (bytes.size() >= kWriteBuffer) {
+    flush();
+    write_through(bytes);
+    return;
+  }
+  if (buffer_.capacity() < kWriteBuffer) buffer_.reserve(kWriteBuffer);
+  if (buffer_.size() + bytes.size() > kWriteBuffer) flush();
+  buffer_.append(bytes);
+}
+
+void AtomicFileWriter::flush() {
+  if (buffer_.empty()) return;
+  write_through(buffer_);
+  buffer_.clear();
+}
+
+void AtomicFileWriter::write_through(std::string_view bytes) {
   const char* p = bytes.data();
   std::size_t left = bytes.size();
   while (left > 0) {
@@ -117,6 +152,7 @@ void AtomicFileWriter::write(std::string_view bytes) {
 
 void AtomicFileWriter::commit() {
   if (committed_) return;
+  flush();
   if (::fsync(fd_) != 0 && errno != EINVAL)
     raise<FileError>("'{}': fsync failed: {}", path_.string(), std::strerror(errno));
   ::close(fd_);

@@ -82,17 +82,7 @@ Tensor decode_object(const Json& object, const std::string& what) {
     raise<InvalidInputError>("{}: Polygraphy-encoded array has no \"array\" key", what);
   if (!array->is_string())
     raise<InvalidInputError>("{}: \"array\" must be a base64 string, found a JSON {}", what, array->type_name());
-  const auto& text = array->template get_ref<const std::string&>();
-  std::string bytes;
-  try {
-    bytes = base64_decode(text, what);
-  } catch (const InvalidInputError&) {
-    // Polygraphy's oldest files hold the raw bytes as a latin-1 string.
-    std::optional<std::string> raw = utf8_to_latin1(text);
-    if (!raw || !looks_like_npy_or_npz(*raw)) throw;
-    bytes = std::move(*raw);
-  }
-  return decode_payload(std::move(bytes), what);
+  return decode_polygraphy_array_text(array->template get_ref<const std::string&>(), what);
 }
 
 // A JSON string literal exactly as Python's json.dumps writes it (ensure_ascii=True).
@@ -104,31 +94,20 @@ std::string json_quote(const std::string& text, const std::string& what) {
   }
 }
 
-// Buffers small writes so the file sees large ones.
-class BufferedWriter {
- public:
-  explicit BufferedWriter(AtomicFileWriter& file) : file_(file) { buffer_.reserve(kFlushAt + 4096); }
-  void write(std::string_view text) {
-    if (text.size() >= kFlushAt) {
-      flush();
-      file_.write(text);
-      return;
-    }
-    buffer_.append(text);
-    if (buffer_.size() >= kFlushAt) flush();
-  }
-  void flush() {
-    if (!buffer_.empty()) file_.write(buffer_);
-    buffer_.clear();
-  }
-
- private:
-  static constexpr std::size_t kFlushAt = 1 << 20;
-  AtomicFileWriter& file_;
-  std::string buffer_;
-};
-
 }  // namespace
+
+Tensor decode_polygraphy_array_text(std::string_view text, const std::string& what) {
+  std::string bytes;
+  try {
+    bytes = base64_decode(text, what);
+  } catch (const InvalidInputError&) {
+    // Polygraphy's oldest files hold the raw bytes as a latin-1 string.
+    std::optional<std::string> raw = utf8_to_latin1(text);
+    if (!raw || !looks_like_npy_or_npz(*raw)) throw;
+    bytes = std::move(*raw);
+  }
+  return decode_payload(std::move(bytes), what);
+}
 
 nlohmann::json encode_polygraphy_array(const TensorView& tensor) {
   nlohmann::json object = nlohmann::json::object();
@@ -198,8 +177,7 @@ void save_inputs_json(const std::filesystem::path& path, const std::vector<Named
     }
   }
 
-  AtomicFileWriter file(path);
-  BufferedWriter out(file);
+  AtomicFileWriter out(path);  // gathers the small writes itself
   if (iterations.empty()) {
     out.write("[]");
   } else {
@@ -227,8 +205,7 @@ void save_inputs_json(const std::filesystem::path& path, const std::vector<Named
     }
     out.write("]");
   }
-  out.flush();
-  file.commit();
+  out.commit();
 }
 
 }  // namespace parity

@@ -48,6 +48,9 @@ void encode_npy_base64(const TensorView& tensor, const std::function<void(std::s
 // "__polygraphy_encoded_ndarray" marker.
 Tensor decode_polygraphy_array(const nlohmann::json& object, const std::string& what);
 Tensor decode_polygraphy_array(const nlohmann::ordered_json& object, const std::string& what);
+// The "array" text of such an object (base64 of .npy or .npz bytes, or the oldest files' latin-1
+// text), for readers that walk the JSON themselves (large RunResults files).
+Tensor decode_polygraphy_array_text(std::string_view text, const std::string& what);
 
 // Polygraphy's --save-inputs/--load-inputs file: [ {name: ndarray}, ... ] with 4-space indent.
 std::vector<NamedTensors> load_inputs_json(const std::filesystem::path& path);
