@@ -74,24 +74,29 @@ NamedTensors Runner::infer(const NamedTensors& feed) {
   return outputs;
 }
 
+std::optional<std::string> closest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  const std::string* best = nullptr;
+  std::size_t best_distance = SIZE_MAX;
+  for (const auto& candidate : candidates) {
+    std::size_t d = edit_distance(name, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = &candidate;
+    }
+  }
+  if (!best || best_distance > std::max<std::size_t>(2, name.size() / 3)) return std::nullopt;
+  return *best;
+}
+
 void validate_feed(const TensorMetadata& metadata, const NamedTensors& feed, const std::string& runner_name) {
   for (const auto& [name, tensor] : feed) {
     const TensorInfo* info = metadata.find(name);
     if (!info) {
-      std::string hint;
-      std::size_t best = SIZE_MAX;
-      for (const auto& [known, _] : metadata) {
-        std::size_t d = edit_distance(name, known);
-        if (d < best) {
-          best = d;
-          hint = known;
-        }
-      }
       std::vector<std::string> names;
       for (const auto& [known, _] : metadata) names.push_back(known);
+      auto hint = closest_name(name, names);
       raise<InvalidInputError>("{}: input '{}' is not an input of the model{} (inputs: {})", runner_name, name,
-                               best <= std::max<std::size_t>(2, name.size() / 3) ? fmt::format("; did you mean '{}'?", hint) : "",
-                               fmt::join(names, ", "));
+                               hint ? fmt::format("; did you mean '{}'?", *hint) : "", fmt::join(names, ", "));
     }
     if (info->dtype != DType::kUndefined && tensor.dtype() != info->dtype)
       raise<InvalidInputError>("{}: input '{}' has dtype {}, but the model expects {}", runner_name, name,

@@ -98,4 +98,9 @@ class ActiveRunner {
 // Throws InvalidInputError naming the input (with a "did you mean" hint for unknown names).
 void validate_feed(const TensorMetadata& metadata, const NamedTensors& feed, const std::string& runner_name);
 
+// The name in `candidates` nearest to `name` by edit distance, when it is close enough to be a
+// likely misspelling (at most max(2, |name| / 3) edits); nullopt otherwise. For "did you mean"
+// hints about input and output names.
+std::optional<std::string> closest_name(const std::string& name, const std::vector<std::string>& candidates);
+
 }  // namespace parity::runtime

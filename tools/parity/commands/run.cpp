@@ -279,15 +279,22 @@ class RunCommand : public Command {
     return feeds;
   }
 
-  void check_input_shape_names(const TensorMetadata& metadata) {
-    for (const auto& [name, dims] : data_options_.input_shapes) {
-      if (name.find_first_of("*?[") != std::string::npos) continue;  // a wildcard pattern
-      if (metadata.contains(name)) continue;
-      std::vector<std::string> names;
-      for (const auto& [known, info] : metadata) names.push_back(known);
-      raise<InvalidInputError>("--input-shapes: the model has no input called '{}' (inputs: {})", name,
-                               fmt::join(names, ", "));
-    }
+  // --input-shapes and --val-range name inputs of the model: a name that matches none is an error
+  // (Polygraphy only warns, or for --input-shapes says nothing, and runs with the defaults), with
+  // a "did you mean" hint when an input's name is close to it.
+  void check_input_names(const TensorMetadata& metadata) {
+    std::vector<std::string> names;
+    for (const auto& [known, info] : metadata) names.push_back(known);
+    auto check = [&](const std::string& name, const char* flag) {
+      if (metadata.contains(name)) return;
+      auto hint = runtime::closest_name(name, names);
+      raise<InvalidInputError>("{}: the model has no input called '{}'{} (inputs: {})", flag, name,
+                               hint ? fmt::format("; did you mean '{}'?", *hint) : "", fmt::join(names, ", "));
+    };
+    for (const auto& [name, dims] : data_options_.input_shapes)
+      if (name.find_first_of("*?[") == std::string::npos) check(name, "--input-shapes");  // else a wildcard
+    for (const auto& [name, range] : data_options_.val_ranges)
+      if (!name.empty()) check(name, "--val-range");  // "" is the default range
   }
 
   std::vector<NamedTensors> make_feeds(runtime::Runner& first) {
@@ -298,7 +305,7 @@ class RunCommand : public Command {
         log::warning("--load-inputs is set: --seed, --val-range, --iterations and --input-shapes are ignored");
       feeds = load_input_files(metadata);
     } else {
-      check_input_shape_names(metadata);
+      check_input_names(metadata);
       runtime::DataLoader loader(data_options_);
       feeds = loader.generate_all(metadata);
     }
