@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -14,6 +15,7 @@
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/tensor_proto.h"
+#include "lazy_weights.h"
 
 namespace parity::onnx {
 namespace {
@@ -99,7 +101,8 @@ void validate(Model& model, const LoadOptions& options) {
   for_each_data_tensor(proto, [&](TensorProto& tensor) { validate_tensor_data(tensor, model.base_dir); });
 }
 
-Model parse(std::string_view bytes, const fs::path& base_dir, const LoadOptions& options) {
+Model parse(std::string_view bytes, const fs::path& base_dir, const LoadOptions& options,
+            const std::function<void(ModelProto&)>& before_validation = {}) {
   if (bytes.empty()) raise<InvalidInputError>("the file is empty, expected an ONNX model");
   if (bytes.size() >= kProtobufLimit)
     raise<InvalidInputError>("the file is {:.2f} GB; protobuf cannot parse a message of 2 GB or more. Store "
@@ -113,6 +116,7 @@ Model parse(std::string_view bytes, const fs::path& base_dir, const LoadOptions&
   coded.SetRecursionLimit(400);  // deeply nested subgraphs are refused, not a stack overflow
   if (!model.proto->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     raise<InvalidInputError>("cannot parse the file as an ONNX model (invalid or truncated protobuf)");
+  if (before_validation) before_validation(*model.proto);
   validate(model, options);
   if (options.load_external_data) load_external_data(model);
   return model;
@@ -132,7 +136,58 @@ void for_each_graph(const ModelProto& model, const std::function<void(const Grap
   }
 }
 
+constexpr std::size_t kLazyWeightBytes = 64 * 1024;
+
+// LoadOptions::lazy_weights: the file is mapped, the large raw_data fields are cut out without
+// being read, and each cut initializer becomes an external-data reference to its bytes in the
+// file. Nothing when the file is not a plain regular file or has nothing to cut.
+std::optional<Model> load_lazily(const fs::path& path, const LoadOptions& options) {
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(path, ec)) || !fs::is_regular_file(path, ec) ||
+      fs::file_size(path, ec) < kLazyWeightBytes || !path.has_filename())
+    return std::nullopt;
+  std::optional<detail::CutModel> cut;
+  {
+    std::shared_ptr<Storage> file = map_file(path);
+    cut = detail::cut_large_weights(
+        std::string_view(reinterpret_cast<const char*>(file->data()), file->size()), kLazyWeightBytes);
+  }
+  if (!cut) return std::nullopt;
+  std::string location = path.filename().string();
+  fs::path base_dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  Model model = parse(cut->bytes, base_dir, options, [&](ModelProto& proto) {
+    auto& initializers = *proto.mutable_graph()->mutable_initializer();
+    for (const auto& weight : cut->weights) {
+      if (weight.initializer >= initializers.size())
+        raise<InternalError>("lazy weights: initializer {} of {} is missing after parsing", weight.initializer,
+                             initializers.size());
+      TensorProto& tensor = initializers[weight.initializer];
+      // As strict as raw_data: the bytes must be exactly what the shape declares.
+      std::string label = fmt::format("initializer '{}'", tensor.name());
+      DType dtype = with_context(label, [&] { return dtype_from_onnx(tensor.data_type()); });
+      std::size_t need = with_context(label, [&] { return storage_bytes(dtype, declared_element_count(tensor)); });
+      if (dtype == DType::kString || need != weight.length)
+        raise<InvalidInputError>("{}: declares shape ({}) of {} = {} bytes, but raw_data holds {} bytes", label,
+                                 fmt::join(tensor.dims(), ", "), dtype_name(dtype), need, weight.length);
+      tensor.set_data_location(TensorProto::EXTERNAL);
+      auto add = [&](const char* key, std::string value) {
+        auto* entry = tensor.add_external_data();
+        entry->set_key(key);
+        entry->set_value(std::move(value));
+      };
+      add("location", location);
+      add("offset", std::to_string(weight.offset));
+      add("length", std::to_string(weight.length));
+    }
+  });
+  model.path = path;
+  return model;
+}
+
 Model load_model(const fs::path& path, const LoadOptions& options) {
+  if (options.lazy_weights) {
+    if (auto model = with_context(path.string(), [&] { return load_lazily(path, options); })) return std::move(*model);
+  }
   std::string bytes = with_context(path.string(), [&] { return read_file(path); });
   // read_file's message already names the path; parse errors get it prepended here.
   Model model = with_context(path.string(), [&] {

@@ -1,5 +1,8 @@
 #include "parity/onnx/tensor_proto.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include <sys/stat.h>
 
 #include <charconv>
@@ -183,7 +186,12 @@ Tensor tensor_from_proto(const TensorProto& tensor, const std::filesystem::path&
 
   if (uses_external_data(tensor)) {
     auto location = resolve_external_location(tensor, base_dir);
-    return Tensor::borrow(dtype, std::move(shape), mapped(location.file), location.offset);
+    Tensor borrowed = Tensor::borrow(dtype, std::move(shape), mapped(location.file), location.offset);
+    // Bytes at an offset that does not suit the element type (external data written without
+    // alignment, weights inside a protobuf) are copied: kernels may not read misaligned elements.
+    std::size_t alignment = std::clamp<std::size_t>(static_cast<std::size_t>(dtype_bits(dtype)) / 8, 1, 8);
+    if (reinterpret_cast<std::uintptr_t>(borrowed.raw()) % alignment != 0) return Tensor::copy_of(borrowed);
+    return borrowed;
   }
   if (tensor.has_raw_data()) {
     const auto& raw = tensor.raw_data();

@@ -2,6 +2,8 @@
 // TensorProto decoding for every storage field, and clear errors for corrupt input.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -214,6 +216,74 @@ TEST_F(HostileExternalData, SymlinkInsideTheFolderIsFine) {
   Model loaded = load_model(file);
   Tensor w = tensor_from_proto(loaded->graph().initializer(0), loaded.base_dir);
   EXPECT_EQ(std::memcmp(w.raw(), "xxxxxxxxxxxxxxxx", 16), 0);
+}
+
+// LoadOptions::lazy_weights: large main-graph initializers refer to their bytes in the model file.
+TEST(OnnxModel, LazyWeightsStayInTheFileAndReadBackExactly) {
+  TempDir dir;
+  // 100000 floats: a 400 KB weight at whatever (unaligned) offset protobuf gives it.
+  save_model(add_model(100000, dir.path()), dir / "add.onnx");
+  std::vector<fs::path> models{dir / "add.onnx"};
+  for (const auto& entry : fs::directory_iterator(kShared / "models"))
+    if (entry.path().extension() == ".onnx") models.push_back(entry.path());
+  LoadOptions lazy_options;
+  lazy_options.lazy_weights = true;
+  int cut = 0;
+  for (const auto& path : models) {
+    SCOPED_TRACE(path.string());
+    Model eager = load_model(path);
+    Model lazy = load_model(path, lazy_options);
+    ASSERT_EQ(lazy->graph().initializer_size(), eager->graph().initializer_size());
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(lazy->graph().node(0), eager->graph().node(0)));
+    EXPECT_EQ(lazy->graph().node_size(), eager->graph().node_size());
+    for (int i = 0; i < eager->graph().initializer_size(); ++i) {
+      const auto& e = eager->graph().initializer(i);
+      const auto& l = lazy->graph().initializer(i);
+      ASSERT_EQ(l.name(), e.name());
+      if (uses_external_data(l) && !uses_external_data(e)) {
+        ++cut;
+        EXPECT_GE(e.raw_data().size(), 64u * 1024);
+        EXPECT_FALSE(l.has_raw_data());
+        auto location = resolve_external_location(l, lazy.base_dir);
+        EXPECT_EQ(location.file.filename(), path.filename());
+        Tensor read = tensor_from_proto(l, lazy.base_dir);
+        std::size_t element = std::max<std::size_t>(1, dtype_bits(read.dtype()) / 8);
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(read.raw()) % std::min<std::size_t>(element, 8), 0u);
+        EXPECT_TRUE(identical(read, tensor_from_proto(e, eager.base_dir)));
+      } else {
+        EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(l, e));
+      }
+    }
+    // Saved elsewhere, the weights are written inline again: the copy equals the eager model.
+    fs::path copy = dir / ("copy-" + path.filename().string());
+    save_model(lazy, copy);
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*load_model(copy).proto, *eager.proto));
+  }
+  EXPECT_GE(cut, 10);  // the add model's weight and the shared models' large ones
+
+  // A symlinked model is loaded whole (its weights would resolve outside a link's folder).
+  fs::create_symlink(dir / "add.onnx", dir / "link.onnx");
+  Model linked = load_model(dir / "link.onnx", lazy_options);
+  EXPECT_FALSE(uses_external_data(linked->graph().initializer(0)));
+}
+
+TEST(OnnxModel, LazyWeightsKeepTheErrorsOfDamagedFiles) {
+  TempDir dir;
+  LoadOptions lazy_options;
+  lazy_options.lazy_weights = true;
+  std::string real = read_file(kShared / "models/ppocrv4_det.onnx");
+  for (std::size_t keep : {real.size() / 2, real.size() - 1, std::size_t{70000}}) {
+    write_file_atomic(dir / "cut.onnx", real.substr(0, keep));
+    std::string message = expect_error([&] { load_model(dir / "cut.onnx", lazy_options); });
+    EXPECT_NE(message.find("cut.onnx"), std::string::npos) << message;
+  }
+  // A weight whose declared shape does not match its bytes is still refused, naming the tensor.
+  Model model = add_model(100000, dir.path());
+  model->mutable_graph()->mutable_initializer(0)->set_dims(0, 99999);
+  write_file_atomic(dir / "bad.onnx", serialize_model(*model.proto));
+  std::string message = expect_error([&] { load_model(dir / "bad.onnx", lazy_options); });
+  EXPECT_NE(message.find("'w'"), std::string::npos) << message;
+  EXPECT_NE(message.find("bad.onnx"), std::string::npos) << message;
 }
 
 TEST(OnnxModel, CorruptFilesGiveClearErrors) {

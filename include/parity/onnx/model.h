@@ -22,6 +22,11 @@ struct LoadOptions {
   // references are still validated (path inside the model folder, file exists, range in bounds)
   // and tensors are read on demand by tensor_from_proto.
   bool load_external_data = false;
+  // Leave the raw bytes of large main-graph initializers (64 KiB and more) in the model file: the
+  // parsed model refers to them as external data in its own file (read through memory maps when
+  // a tensor is needed), so a 1 GB model does not cost 1 GB before anything runs. For runners;
+  // save_model writes such tensors inline again (or to the new model's external data).
+  bool lazy_weights = false;
   // Deepest nesting of If/Loop/Scan subgraphs accepted.
   int max_subgraph_depth = 64;
 };

@@ -22,10 +22,10 @@ void ModelArgs::add_to(CLI::App& app, bool shape_inference_by_default) {
   app.add_flag("--check", check_, "Run ONNX's checker on the model and fail on any error")->group(group);
 }
 
-onnx::Model ModelArgs::load() const {
+onnx::Model ModelArgs::load(const onnx::LoadOptions& options) const {
   log::info("Loading model: {}", path_);
   auto start = std::chrono::steady_clock::now();
-  onnx::Model model = onnx::load_model(path_);
+  onnx::Model model = onnx::load_model(path_, options);
   log::verbose("Loaded {} bytes of protobuf ({} nodes in the main graph, {} initializers) in {:.3f} ms",
                model->ByteSizeLong(), model->graph().node_size(), model->graph().initializer_size(),
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());

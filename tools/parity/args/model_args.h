@@ -16,7 +16,7 @@ class ModelArgs {
   // --shape-inference, opt-in, as Polygraphy's `run` has it (runners do not need it).
   void add_to(CLI::App& app, bool shape_inference_by_default = true);
   // Loads (and, unless disabled, shape-infers) the model, logging what it does.
-  onnx::Model load() const;
+  onnx::Model load(const onnx::LoadOptions& options = {}) const;
   const std::string& path() const { return path_; }
   bool shape_inference() const { return !no_shape_inference_; }
 

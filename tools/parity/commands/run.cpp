@@ -35,6 +35,9 @@
 namespace parity::cli {
 namespace {
 
+// What runners and the layerwise bookkeeping load: large weights stay in the model file.
+const onnx::LoadOptions kRunnerLoad{.lazy_weights = true};
+
 struct LiveRunner {
   std::unique_ptr<runtime::Runner> runner;
   std::string kind;  // "ref", "onnxrt"
@@ -238,7 +241,8 @@ class RunCommand : public Command {
   // ---- runners ----
   std::vector<LiveRunner> make_runners() {
     std::vector<LiveRunner> runners;
-    runtime::ModelLoader loader = [this] { return model_.load(); };
+    // Runners read large weights from the model file when they need them (LoadOptions::lazy_weights).
+    runtime::ModelLoader loader = [this] { return model_.load(kRunnerLoad); };
     for (const CLI::Option* option : app_->parse_order()) {
       if (option == ref_flag_) {
         runtime::RefOptions options;
@@ -388,7 +392,7 @@ class RunCommand : public Command {
   // sorted), for layerwise summaries of whole-output comparisons.
   std::function<compare::TensorProducer(const std::string&)> producer_map() {
     auto map = std::make_shared<std::map<std::string, compare::TensorProducer>>();
-    onnx::Model model = onnx::load_model(model_.path());
+    onnx::Model model = onnx::load_model(model_.path(), kRunnerLoad);
     std::size_t order = 0;
     for (const auto& node : model->graph().node())
       for (const auto& output : node.output())
@@ -570,7 +574,7 @@ class RunCommand : public Command {
       log::warning("No runners were given (--ref, --onnxrt) and no results loaded; nothing to run or compare");
     if (!live.empty() && layerwise()) {
       // Graph output names, so that a list of --onnx-outputs still compares the graph outputs.
-      onnx::Model model = onnx::load_model(model_.path());
+      onnx::Model model = onnx::load_model(model_.path(), kRunnerLoad);
       for (const auto& output : model->graph().output()) graph_outputs_.insert(output.name());
       if (intermediates_.mode == runtime::IntermediateOutputs::Mode::kList) {
         std::set<std::string> produced;
