@@ -213,6 +213,56 @@ def test_parity_outputs_load_in_polygraphy(run_parity, small_cnn, tmp_path):
                "--atol", "1e-4", "--rtol", "1e-3")
 
 
+def large_weight_model(path):
+    """y = Relu(x @ w1 + b) @ w2 with w1, w2 of 512 KB and 256 KB (above the 64 KiB from which runners
+    read weights straight from the model file) and a small b, so the large ones sit at unaligned
+    offsets in the protobuf."""
+    rng = np.random.default_rng(3)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+        helper.make_node("Add", ["h", "b"], ["hb"], name="bias"),
+        helper.make_node("Relu", ["hb"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2"),
+    ]
+    graph = helper.make_graph(
+        nodes, "large_weights", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 128])],
+        initializer=[numpy_helper.from_array(np.array([0.25, -0.5, 1.0], np.float32)[:1].repeat(512), "b"),
+                     numpy_helper.from_array((rng.standard_normal((256, 512)) * 0.05).astype(np.float32), "w1"),
+                     numpy_helper.from_array((rng.standard_normal((512, 128)) * 0.05).astype(np.float32), "w2")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return Path(path)
+
+
+@pytest.mark.parametrize("case", ["large_weights", "ppocrv4_det", "magika_standard_v3_3", "blazeface_front_128"])
+def test_weights_read_from_the_model_file_give_the_same_outputs(run_parity, tmp_path, case):
+    """Runners leave large weights in the model file and read them when needed: outputs must equal
+    ONNX Runtime's Python package on the same inputs (same library), and ref must agree with it."""
+    import onnxruntime as ort
+    if case == "large_weights":
+        model, extra = large_weight_model(tmp_path / "large.onnx"), []
+    else:
+        model = SHARED_MODELS / f"{case}.onnx"
+        extra = ["--input-shapes", "x:[1,3,96,96]"] if case == "ppocrv4_det" else []
+    inputs, outputs = tmp_path / "inputs.json", tmp_path / "outputs.json"
+    # magika's random inputs put ref and ONNX Runtime 2e-3 apart (the same with the weights parsed
+    # whole); wrong weight bytes would be far off.
+    run = run_parity("run", model, "--ref", "--onnxrt", "--atol", "1e-2", "--rtol", "1e-2", *extra,
+                     "--save-inputs", inputs, "--save-outputs", outputs, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    results = load_polygraphy_json(outputs)
+    ref_name, ort_name = list(results.keys())
+    feed = load_polygraphy_json(inputs)[0]
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    expected = dict(zip([o.name for o in session.get_outputs()], session.run(None, feed)))
+    assert set(results[ort_name][0].keys()) == set(expected)
+    for name, value in expected.items():
+        np.testing.assert_allclose(results[ort_name][0][name], value, rtol=1e-6, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(results[ref_name][0][name], value, rtol=1e-2, atol=5e-3, err_msg=name)
+
+
 def test_polygraphy_outputs_load_in_parity_and_tampering_fails(run_parity, small_cnn, tmp_path):
     inputs, theirs = tmp_path / "inputs.json", tmp_path / "polygraphy_outputs.json"
     polygraphy("run", small_cnn, "--onnxrt", "--save-inputs", inputs, "--save-outputs", theirs)
