@@ -10,6 +10,9 @@
    `polygraphy run M --onnxrt --onnx-outputs mark all` and against the plain
    `parity run M --ref --onnxrt`, on ../shared/models/ppocrv4_det.onnx (x [1,3,640,640]) and the
    BERT-base-sized encoder from bench/make_bert.py.
+3. Wall time and peak RSS of the same layerwise comparison on both tools, on ppocrv4_det:
+   `run M --onnxrt --onnxrt --onnx-outputs mark all` (two ONNX Runtime runners, every one of the
+   672 tensors compared with its statistics), one run each.
 
 Needs the `polygraphy`, `onnx` and `onnxruntime` packages (the project's .venv).
 """
@@ -104,6 +107,17 @@ def main():
             names = list(commands)
             print(f"{'parity layerwise / polygraphy layerwise':>46}: {rss[names[0]] / rss[names[1]]:.3f}")
             print(f"{'parity layerwise / parity plain':>46}: {rss[names[0]] / rss[names[2]]:.3f}")
+
+        model, extra = models[0][1], models[0][2]
+        print("\n== the same layerwise comparison on both tools: ppocrv4_det, --onnxrt --onnxrt, mark all ==")
+        measured = {}
+        for label, tool in (("parity", args.parity), ("polygraphy", args.polygraphy)):
+            seconds, peak, code = measure([tool, "run", model, "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all",
+                                           *extra, "-q"], env)
+            measured[label] = (seconds, peak)
+            print(f"{label:>12}: {seconds:6.1f} s, {peak:8.1f} MiB peak RSS, exit {code}")
+        print(f"{'ratio':>12}: wall {measured['parity'][0] / measured['polygraphy'][0]:.3f}, "
+              f"peak RSS {measured['parity'][1] / measured['polygraphy'][1]:.3f} (parity / polygraphy)")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 #include "parity/onnx/tensor_proto.h"
 
-#include <algorithm>
-#include <cstdint>
-
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
 
 #include <charconv>
 #include <cstring>
@@ -41,6 +44,27 @@ std::shared_ptr<Storage> mapped(const std::filesystem::path& file) {
   auto storage = map_file(file);
   slot = storage;
   return storage;
+}
+
+// Reads exactly `size` bytes at `offset` of `file` (the range was checked against the file's size).
+void read_range(const std::filesystem::path& file, uint64_t offset, void* out, std::size_t size,
+                const std::string& what) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) raise<FileError>("{}: cannot open external data '{}': {}", what, file.string(), std::strerror(errno));
+  auto* p = static_cast<char*>(out);
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, p + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : 0;
+      ::close(fd);
+      raise<FileError>("{}: reading external data '{}' failed: {}", what, file.string(),
+                       err ? std::strerror(err) : "the file ended early");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
 }
 
 // Number of elements stored in the typed field for this dtype.
@@ -186,12 +210,16 @@ Tensor tensor_from_proto(const TensorProto& tensor, const std::filesystem::path&
 
   if (uses_external_data(tensor)) {
     auto location = resolve_external_location(tensor, base_dir);
-    Tensor borrowed = Tensor::borrow(dtype, std::move(shape), mapped(location.file), location.offset);
     // Bytes at an offset that does not suit the element type (external data written without
-    // alignment, weights inside a protobuf) are copied: kernels may not read misaligned elements.
+    // alignment, weights inside a protobuf) are read into a tensor of their own: kernels may not
+    // read misaligned elements. Read, not copied from a mapping, so no page of the file stays
+    // resident. Aligned bytes are borrowed from the (shared, per-file) mapping.
     std::size_t alignment = std::clamp<std::size_t>(static_cast<std::size_t>(dtype_bits(dtype)) / 8, 1, 8);
-    if (reinterpret_cast<std::uintptr_t>(borrowed.raw()) % alignment != 0) return Tensor::copy_of(borrowed);
-    return borrowed;
+    if (location.offset % alignment == 0)
+      return Tensor::borrow(dtype, std::move(shape), mapped(location.file), location.offset);
+    Tensor out = Tensor::zeros(dtype, std::move(shape));
+    read_range(location.file, location.offset, out.mutable_raw(), out.byte_size(), tensor_label(tensor));
+    return out;
   }
   if (tensor.has_raw_data()) {
     const auto& raw = tensor.raw_data();
