@@ -187,6 +187,16 @@ CompareFunc indices(IndicesOptions options) {
   };
 }
 
+// A measured value and its limit in as few significant digits (5 at least) as tell them apart,
+// so a check never reads "Cosine Similarity (1) below threshold (1)".
+std::pair<std::string, std::string> value_and_limit(double value, double limit) {
+  for (int digits = 5; digits < 17; ++digits) {
+    std::string v = format_g(value, digits), l = format_g(limit, digits);
+    if (v != l || value == limit || !std::isfinite(value) || !std::isfinite(limit)) return {v, l};
+  }
+  return {format_g(value, 17), format_g(limit, 17)};
+}
+
 // ------------------------------------------------------------------------------------------------
 // distance
 // ------------------------------------------------------------------------------------------------
@@ -233,18 +243,20 @@ CompareFunc distance(DistanceOptions options) {
       log::info("Distance Metrics: {}", name0);
       {
         Logger::Indent indent;
-        log::info("L2 Norm: {} (tolerance: {}) | {}", format_g(m.l2_norm, 5), format_g(m.l2_tolerance, 5),
-                  m.l2_passed ? "PASSED" : "FAILED");
-        log::info("Cosine Similarity: {} (threshold: {}) | {}", format_g(m.cosine_similarity, 5),
-                  format_g(m.cosine_similarity_threshold, 5), m.cosine_passed ? "PASSED" : "FAILED");
+        auto [l2, l2_limit] = value_and_limit(m.l2_norm, m.l2_tolerance);
+        auto [cosine, cosine_limit] = value_and_limit(m.cosine_similarity, m.cosine_similarity_threshold);
+        log::info("L2 Norm: {} (tolerance: {}) | {}", l2, l2_limit, m.l2_passed ? "PASSED" : "FAILED");
+        log::info("Cosine Similarity: {} (threshold: {}) | {}", cosine, cosine_limit,
+                  m.cosine_passed ? "PASSED" : "FAILED");
       }
       if (!passed) {
+        auto [l2, l2_limit] = value_and_limit(m.l2_norm, m.l2_tolerance);
+        auto [cosine, cosine_limit] = value_and_limit(m.cosine_similarity, m.cosine_similarity_threshold);
         if (!m.l2_passed)
-          log::error("FAILED | Output: '{}' | L2 Norm ({}) exceeds tolerance ({})", name0, format_g(m.l2_norm, 5),
-                     format_g(m.l2_tolerance, 5));
+          log::error("FAILED | Output: '{}' | L2 Norm ({}) exceeds tolerance ({})", name0, l2, l2_limit);
         if (!m.cosine_passed)
-          log::error("FAILED | Output: '{}' | Cosine Similarity ({}) below threshold ({})", name0,
-                     format_g(m.cosine_similarity, 5), format_g(m.cosine_similarity_threshold, 5));
+          log::error("FAILED | Output: '{}' | Cosine Similarity ({}) below threshold ({})", name0, cosine,
+                     cosine_limit);
         result.failure = !m.l2_passed ? "L2 norm exceeds tolerance" : "cosine similarity below threshold";
       } else {
         log::finish("PASSED | Output: '{}' | All metrics passed: L2 Norm, Cosine Similarity", name0);
@@ -315,20 +327,24 @@ CompareFunc quality(QualityOptions options) {
       log::info("Quality Metrics: {}", name0);
       {
         Logger::Indent indent;
-        if (m.psnr)
-          log::info("PSNR: {} dB (min required: {} dB) | {}", format_g(*m.psnr, 5), format_g(*m.psnr_tolerance, 5),
-                    m.psnr_passed ? "PASSED" : "FAILED");
-        if (m.snr)
-          log::info("SNR: {} dB (min required: {} dB) | {}", format_g(*m.snr, 5), format_g(*m.snr_tolerance, 5),
-                    m.snr_passed ? "PASSED" : "FAILED");
+        if (m.psnr) {
+          auto [psnr, limit] = value_and_limit(*m.psnr, *m.psnr_tolerance);
+          log::info("PSNR: {} dB (min required: {} dB) | {}", psnr, limit, m.psnr_passed ? "PASSED" : "FAILED");
+        }
+        if (m.snr) {
+          auto [snr, limit] = value_and_limit(*m.snr, *m.snr_tolerance);
+          log::info("SNR: {} dB (min required: {} dB) | {}", snr, limit, m.snr_passed ? "PASSED" : "FAILED");
+        }
       }
       if (!passed) {
-        if (m.psnr && !m.psnr_passed)
-          log::error("FAILED | Output: '{}' | PSNR ({} dB) below required minimum ({} dB)", name0, format_g(*m.psnr, 5),
-                     format_g(*m.psnr_tolerance, 5));
-        if (m.snr && !m.snr_passed)
-          log::error("FAILED | Output: '{}' | SNR ({} dB) below required minimum ({} dB)", name0, format_g(*m.snr, 5),
-                     format_g(*m.snr_tolerance, 5));
+        if (m.psnr && !m.psnr_passed) {
+          auto [psnr, limit] = value_and_limit(*m.psnr, *m.psnr_tolerance);
+          log::error("FAILED | Output: '{}' | PSNR ({} dB) below required minimum ({} dB)", name0, psnr, limit);
+        }
+        if (m.snr && !m.snr_passed) {
+          auto [snr, limit] = value_and_limit(*m.snr, *m.snr_tolerance);
+          log::error("FAILED | Output: '{}' | SNR ({} dB) below required minimum ({} dB)", name0, snr, limit);
+        }
         result.failure = (m.psnr && !m.psnr_passed) ? "PSNR below minimum" : "SNR below minimum";
       } else {
         std::vector<std::string> metrics_passed;

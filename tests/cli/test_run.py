@@ -607,3 +607,43 @@ def test_validate_reports_infinities(run_parity, tmp_path):
     good = run_parity("run", path, "--ref", "--onnxrt", "--validate", "--val-range", "[1,2]", timeout=RUN_TIMEOUT)
     assert good.returncode == 0, good.describe()
     assert any("PASSED | Output Validation" in line for line in lines_with_prefix(good.output, "[I] "))
+
+
+def test_distance_and_quality_tolerances_on_the_command_line(run_parity, small_cnn):
+    """--l2-tolerance/--cosine-similarity-threshold (distance) and --psnr-tolerance/--snr-tolerance
+    (quality), global or per output: the verdict follows the measured value against the given one."""
+    import re
+
+    def metric(output, label):
+        """The measured value on the '<label>: value (...) | PASSED/FAILED' line."""
+        found = re.search(rf"\] +{re.escape(label)}: (\S+) ", output)
+        assert found, f"no '{label}:' line in\n{output}"
+        return float(found.group(1))
+
+    base = ("run", small_cnn, "--ref", "--onnxrt")
+    measured = run_parity(*base, "--compare", "distance", timeout=RUN_TIMEOUT)
+    l2 = metric(measured.output, "L2 Norm")
+    assert 0 < l2 < 1e-3, measured.describe()
+    for value, expect in ((l2 / 2, 1), (l2 * 2, 0)):
+        run = run_parity(*base, "--compare", "distance", "--l2-tolerance", f"probabilities:{value!r}", timeout=RUN_TIMEOUT)
+        assert run.returncode == expect, run.describe()
+        shown = float(run.output.split("Tolerance: [L2=")[1].split(",")[0])
+        assert shown == pytest.approx(value, rel=1e-4), run.describe()
+    run = run_parity(*base, "--compare", "distance", "--l2-tolerance", "1", "--cosine-similarity-threshold", "1.0",
+                     timeout=RUN_TIMEOUT)
+    cosine = metric(run.output, "Cosine Similarity")
+    assert run.returncode == (0 if cosine >= 1.0 else 1), run.describe()
+
+    measured = run_parity(*base, "--compare", "quality", timeout=RUN_TIMEOUT)
+    psnr, snr = metric(measured.output, "PSNR"), metric(measured.output, "SNR")
+    assert measured.returncode == 0 and psnr > 30 and snr > 20, measured.describe()
+    for flags, expect in ((("--psnr-tolerance", f"{psnr + 1}"), 1), (("--psnr-tolerance", f"{psnr - 1}"), 0),
+                          (("--snr-tolerance", f"probabilities:{snr + 1}"), 1), (("--snr-tolerance", f"{snr - 1}"), 0)):
+        run = run_parity(*base, "--compare", "quality", *flags, timeout=RUN_TIMEOUT)
+        assert run.returncode == expect, run.describe()
+
+    bad = run_parity(*base, "--compare", "distance", "--cosine-similarity-threshold", "2", timeout=RUN_TIMEOUT)
+    assert bad.returncode == 1 and "--cosine-similarity-threshold must be in [-1, 1]" in single_error_line(bad)
+    ignored = run_parity(*base, "--psnr-tolerance", "3", timeout=RUN_TIMEOUT)
+    assert ignored.returncode == 0
+    assert "--psnr-tolerance applies to --compare quality only" in ignored.output

@@ -129,6 +129,14 @@ class RunCommand : public Command {
         ->group(simple);
     const char* idx = "Comparison Function: indices";
     app.add_option("--index-tolerance", index_tolerance_, "Index tolerance [<out>:]n ...")->group(idx);
+    const char* dist = "Comparison Function: distance";
+    app.add_option("--l2-tolerance", l2_tolerance_, "Largest L2 norm of the difference [<out>:]value ... (1e-5)")
+        ->group(dist);
+    app.add_option("--cosine-similarity-threshold", cosine_threshold_,
+                   "Smallest cosine similarity [<out>:]value ... in [-1, 1] (0.997)")->group(dist);
+    const char* quality = "Comparison Function: quality";
+    app.add_option("--psnr-tolerance", psnr_tolerance_, "Smallest PSNR in dB [<out>:]value ... (30)")->group(quality);
+    app.add_option("--snr-tolerance", snr_tolerance_, "Smallest SNR in dB [<out>:]value ... (20)")->group(quality);
   }
 
   int run() override {
@@ -194,6 +202,29 @@ class RunCommand : public Command {
     simple_options_.check_shapes = !no_shape_check_;
     simple_options_.fail_fast = fail_fast_;
     simple_options_.style = style_;
+    distance_options_.l2_tolerance = per_output<double>(l2_tolerance_, 1e-5, [](const std::string& s) {
+      double v = parse_double(s, "--l2-tolerance");
+      if (!(v >= 0)) raise<InvalidInputError>("--l2-tolerance must be >= 0, got {}", s);
+      return v;
+    });
+    distance_options_.cosine_similarity_threshold = per_output<double>(cosine_threshold_, 0.997, [](const std::string& s) {
+      double v = parse_double(s, "--cosine-similarity-threshold");
+      if (!(v >= -1 && v <= 1)) raise<InvalidInputError>("--cosine-similarity-threshold must be in [-1, 1], got {}", s);
+      return v;
+    });
+    quality_options_.psnr_tolerance = per_output<double>(psnr_tolerance_, 30.0, [](const std::string& s) {
+      return parse_double(s, "--psnr-tolerance");
+    });
+    quality_options_.snr_tolerance = per_output<double>(snr_tolerance_, 20.0, [](const std::string& s) {
+      return parse_double(s, "--snr-tolerance");
+    });
+    for (auto [flag, given] : {std::pair{"--l2-tolerance", &l2_tolerance_},
+                               std::pair{"--cosine-similarity-threshold", &cosine_threshold_}})
+      if (!given->empty() && compare_func_ != "distance")
+        log::warning("{} applies to --compare distance only; it is ignored with --compare {}", flag, compare_func_);
+    for (auto [flag, given] : {std::pair{"--psnr-tolerance", &psnr_tolerance_}, std::pair{"--snr-tolerance", &snr_tolerance_}})
+      if (!given->empty() && compare_func_ != "quality")
+        log::warning("{} applies to --compare quality only; it is ignored with --compare {}", flag, compare_func_);
     indices_options_.index_tolerance = per_output<int64_t>(index_tolerance_, 0, [](const std::string& s) {
       int64_t n = parse_int(s, "--index-tolerance");
       if (n < 0) raise<InvalidInputError>("--index-tolerance must be >= 0, got {}", n);
@@ -326,14 +357,14 @@ class RunCommand : public Command {
   compare::CompareFunc make_compare_func() const {
     if (compare_func_ == "indices") return compare::indices(indices_options_);
     if (compare_func_ == "distance") {
-      compare::DistanceOptions o;
+      compare::DistanceOptions o = distance_options_;
       o.check_shapes = !no_shape_check_;
       o.fail_fast = fail_fast_;
       o.style = style_;
       return compare::distance(o);
     }
     if (compare_func_ == "quality") {
-      compare::QualityOptions o;
+      compare::QualityOptions o = quality_options_;
       o.check_shapes = !no_shape_check_;
       o.fail_fast = fail_fast_;
       o.style = style_;
@@ -689,6 +720,7 @@ class RunCommand : public Command {
   std::string report_, stats_style_ = "parity";
   bool no_shape_check_ = false, infinities_compare_equal_ = false;
   std::vector<std::string> rtol_, atol_, check_error_stat_, error_quantile_, index_tolerance_;
+  std::vector<std::string> l2_tolerance_, cosine_threshold_, psnr_tolerance_, snr_tolerance_;
 
   // Parsed.
   compare::StatsStyle style_ = compare::StatsStyle::kParity;
@@ -696,6 +728,8 @@ class RunCommand : public Command {
   compare::PostprocessRules postprocess_rules_;
   compare::SimpleOptions simple_options_;
   compare::IndicesOptions indices_options_;
+  compare::DistanceOptions distance_options_;
+  compare::QualityOptions quality_options_;
   runtime::IntermediateOutputs intermediates_;
   std::set<std::string> graph_outputs_;
 };
