@@ -647,3 +647,41 @@ def test_distance_and_quality_tolerances_on_the_command_line(run_parity, small_c
     ignored = run_parity(*base, "--psnr-tolerance", "3", timeout=RUN_TIMEOUT)
     assert ignored.returncode == 0
     assert "--psnr-tolerance applies to --compare quality only" in ignored.output
+
+
+def test_exclude_outputs_and_warm_up(run_parity, tmp_path):
+    """--onnx-exclude-outputs leaves tensors out of the comparison and the saved results (streamed or
+    held); a misspelled name is an error with a hint; --warm-up runs untimed inferences first."""
+    model = accumulation_model(tmp_path / "accumulate.onnx")
+    flags = ["--ref", "--ref-precision", "fp64", "--onnxrt", "--onnx-outputs", "mark", "all", "--atol", "0",
+             "--rtol", "0"]
+    baseline_report = tmp_path / "all.json"
+    baseline = run_parity("run", model, *flags, "--report", baseline_report, timeout=RUN_TIMEOUT)
+    assert baseline.returncode == 1
+    first = json.loads(baseline_report.read_text())["layerwise"][0]["first_divergence"]["tensor"]
+    assert first == "mm"
+    # Streamed: the excluded tensor is not compared, so the first divergence moves downstream.
+    report = tmp_path / "streamed.json"
+    run = run_parity("run", model, *flags, "--onnx-exclude-outputs", "mm", "--report", report, timeout=RUN_TIMEOUT)
+    layerwise = json.loads(report.read_text())["layerwise"][0]
+    assert layerwise["compared"] == 2 and layerwise["first_divergence"]["tensor"] == "t", run.describe()
+    assert "'mm'" not in run.output
+    # Held (--save-outputs): the saved results lack it too, graph output included when asked.
+    saved = tmp_path / "out.json"
+    run = run_parity("run", model, *flags, "--onnx-exclude-outputs", "mm", "y", "--save-outputs", saved,
+                     timeout=RUN_TIMEOUT)
+    results = load_polygraphy_json(saved)
+    for name in results.keys():
+        assert list(results[name][0].keys()) == ["t"], run.describe()
+    # A name no node produces.
+    bad = run_parity("run", model, *flags, "--onnx-exclude-outputs", "mn", timeout=RUN_TIMEOUT)
+    assert bad.returncode == 1
+    line = single_error_line(bad)
+    assert "--onnx-exclude-outputs" in line and "'mn'" in line and "did you mean 'mm'?" in line, line
+    # --warm-up: untimed runs, then the one timed iteration.
+    warm = run_parity("run", model, "--ref", "--onnxrt", "--atol", "1e-4", "--warm-up", "3", timeout=RUN_TIMEOUT)
+    assert warm.returncode == 0, warm.describe()
+    assert warm.output.count("Running 3 warm-up inference(s)") == 2
+    assert warm.output.count("Completed 1 iteration(s)") == 2
+    negative = run_parity("run", model, "--ref", "--warm-up", "-1", timeout=RUN_TIMEOUT)
+    assert negative.returncode == 1 and "--warm-up" in single_error_line(negative)

@@ -79,12 +79,17 @@ class RunCommand : public Command {
     app.add_option("--onnx-outputs,--outputs", onnx_outputs_,
                    "Tensors to compare besides the graph outputs: 'mark all', names, or @file (one name a line)")
         ->group(onnx_load);
+    app.add_option("--onnx-exclude-outputs", onnx_exclude_outputs_,
+                   "Tensors to leave out of the comparison (and of --save-outputs), graph outputs included")
+        ->group(onnx_load);
     app.add_option("--layerwise-worst", layerwise_worst_,
                    "Layerwise: how many of the worst tensors to list (default 10)")->group(onnx_load);
 
     const char* data = "Data Loader";
     app.add_option("--seed", seed_, "Seed for random inputs (default 1)")->group(data);
     app.add_option("--iterations,--iters", iterations_, "Number of inference iterations (default 1)")->group(data);
+    app.add_option("--warm-up", warm_up_, "Untimed inferences on the first input before the timed ones (default 0)")
+        ->group(data);
     app.add_option("--val-range", val_range_, "Value ranges of random inputs: [<name>:][min,max] ...")->group(data);
     app.add_option("--input-shapes,--inputs", input_shapes_, "Input shapes: <name>:[d0,d1,...] ...")->group(data);
     app.add_option("--load-inputs,--load-input-data", load_inputs_,
@@ -155,6 +160,8 @@ class RunCommand : public Command {
   void parse_arguments() {
     style_ = stats_style_ == "polygraphy" ? compare::StatsStyle::kPolygraphy : compare::StatsStyle::kParity;
     if (iterations_ < 1) raise<InvalidInputError>("--iterations must be at least 1, got {}", iterations_);
+    if (warm_up_ < 0) raise<InvalidInputError>("--warm-up must be 0 or more, got {}", warm_up_);
+    excluded_.insert(onnx_exclude_outputs_.begin(), onnx_exclude_outputs_.end());
     if (seed_ < 0 || seed_ > 0xFFFFFFFFLL) raise<InvalidInputError>("--seed must be in [0, 2^32 - 1], got {}", seed_);
     if (layerwise_worst_ < 1) raise<InvalidInputError>("--layerwise-worst must be at least 1");
     // CLI11 splits a token that is entirely "[a,b]" into "a" and "b" (its list syntax); put the
@@ -454,6 +461,10 @@ class RunCommand : public Command {
     if (first_runner) feeds = make_feeds(runner);
     compare::RunnerResults results;
     results.runner_name = runner.name();
+    if (warm_up_ > 0 && !feeds.empty()) {
+      log::info("{:35} | Running {} warm-up inference(s)", runner.name(), warm_up_);
+      for (int i = 0; i < warm_up_; ++i) runner.infer(feeds.front());
+    }
     int64_t iteration = 0;
     if (on_tensor) {
       runner.set_tensor_callback([&](const runtime::ProducedTensor& t) { on_tensor(iteration, t); });
@@ -467,6 +478,8 @@ class RunCommand : public Command {
       result.runner_name = runner.name();
       result.outputs = runner.infer(feed);
       result.runtime = runner.last_inference_time();
+      if (!excluded_.empty())
+        std::erase_if(result.outputs, [&](const auto& output) { return excluded_.count(output.first) > 0; });
       total += *result.runtime;
       if (iteration == 0) log_metadata(runner, "Output", result.outputs);
       results.iterations.push_back(std::move(result));
@@ -480,6 +493,7 @@ class RunCommand : public Command {
   }
 
   bool wanted_tensor(const std::string& name) const {
+    if (excluded_.count(name)) return false;
     if (intermediates_.mode == runtime::IntermediateOutputs::Mode::kAll) return true;
     return std::find(intermediates_.names.begin(), intermediates_.names.end(), name) != intermediates_.names.end() ||
            graph_outputs_.count(name) > 0;
@@ -603,6 +617,21 @@ class RunCommand : public Command {
 #endif
     if (live.empty() && loaded.empty())
       log::warning("No runners were given (--ref, --onnxrt) and no results loaded; nothing to run or compare");
+    if (!live.empty() && !excluded_.empty()) {
+      onnx::Model model = onnx::load_model(model_.path(), kRunnerLoad);
+      std::vector<std::string> known;
+      for (const auto& node : model->graph().node())
+        for (const auto& output : node.output())
+          if (!output.empty()) known.push_back(output);
+      for (const auto& output : model->graph().output()) known.push_back(output.name());
+      std::set<std::string> known_set(known.begin(), known.end());
+      for (const auto& name : onnx_exclude_outputs_) {
+        if (known_set.count(name)) continue;
+        auto hint = runtime::closest_name(name, known);
+        raise<InvalidInputError>("--onnx-exclude-outputs: no node of {} produces a tensor called '{}'{}", model_.path(),
+                                 name, hint ? fmt::format("; did you mean '{}'?", *hint) : "");
+      }
+    }
     if (!live.empty() && layerwise()) {
       // Graph output names, so that a list of --onnx-outputs still compares the graph outputs.
       onnx::Model model = onnx::load_model(model_.path(), kRunnerLoad);
@@ -707,7 +736,9 @@ class RunCommand : public Command {
   int ort_intra_threads_ = 0;
   std::string ort_library_;
   int64_t ort_layerwise_budget_mib_ = 64;  // ppocrv4_det 640x640: 216 MiB peak at 64, 378 at 256
-  std::vector<std::string> onnx_outputs_;
+  std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
+  std::set<std::string> excluded_;
+  int warm_up_ = 0;
   int layerwise_worst_ = 10;
   int64_t seed_ = 1;
   int iterations_ = 1;
