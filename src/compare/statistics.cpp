@@ -160,6 +160,28 @@ TensorSummary summarize(const TensorView& tensor, const SummaryOptions& options)
   return visit_work(work, [&]<typename T>() { return summarize_typed<T>(tensor, options); });
 }
 
+NonFiniteCounts count_nonfinite(const TensorView& tensor) {
+  return visit_work(cast_up_work(tensor.dtype()), [&]<typename T>() {
+    NonFiniteCounts counts;
+    if constexpr (std::is_floating_point_v<T>) {
+      T scratch[kChunk];
+      const int64_t n = tensor.size();
+      for (int64_t base = 0; base < n; base += kChunk) {
+        int64_t count = std::min(kChunk, n - base);
+        const T* values = load_chunk<T>(tensor, base, count, scratch);
+        for (int64_t j = 0; j < count; ++j) {
+          T v = values[j];
+          if (std::isfinite(v)) [[likely]] continue;
+          if (std::isnan(v)) ++counts.nan;
+          else if (v > 0) ++counts.posinf;
+          else ++counts.neginf;
+        }
+      }
+    }
+    return counts;
+  });
+}
+
 std::string format_statistics(const Statistics& s, bool is_bool) {
   std::string out = fmt::format(
       "mean={}, std-dev={}, var={}, median={}, min={} at {}, max={} at {}, avg-magnitude={}",

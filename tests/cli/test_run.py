@@ -685,3 +685,42 @@ def test_exclude_outputs_and_warm_up(run_parity, tmp_path):
     assert warm.output.count("Completed 1 iteration(s)") == 2
     negative = run_parity("run", model, "--ref", "--warm-up", "-1", timeout=RUN_TIMEOUT)
     assert negative.returncode == 1 and "--warm-up" in single_error_line(negative)
+
+
+def test_validate_checks_every_streamed_tensor(run_parity, tmp_path):
+    """A NaN made and then removed inside the graph: the graph output is finite, but --validate on a
+    streamed layerwise run checks every tensor and names the first one holding NaN."""
+    nodes = [
+        helper.make_node("Sub", ["x", "two"], ["shifted"], name="shift"),
+        helper.make_node("Log", ["shifted"], ["logged"], name="log"),       # NaN: x - 2 < 0
+        helper.make_node("IsNaN", ["logged"], ["is_nan"], name="isnan"),
+        helper.make_node("Where", ["is_nan", "zero", "logged"], ["y"], name="clean"),
+    ]
+    graph = helper.make_graph(
+        nodes, "hidden_nan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        initializer=[numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+                     numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "hidden_nan.onnx"
+    onnx.save(model, path)
+    report = tmp_path / "report.json"
+    plain = run_parity("run", path, "--ref", "--onnxrt", "--validate", timeout=RUN_TIMEOUT)
+    assert plain.returncode == 0, plain.describe()  # the graph output alone is clean
+    bad = run_parity("run", path, "--ref", "--onnxrt", "--validate", "--onnx-outputs", "mark", "all",
+                     "--report", report, timeout=RUN_TIMEOUT)
+    assert bad.returncode == 1, bad.describe()
+    failures = [line for line in lines_with_prefix(bad.output, "[E] ") if "Validation (every streamed tensor)" in line]
+    assert len(failures) == 2, bad.describe()  # one per runner
+    for line in failures:
+        assert "1 of 4 tensor(s) hold NaN or Inf" in line and "'logged'" in line and "node 'log', op Log" in line
+        assert "NaN: 6, Inf: 0" in line, line
+    streamed = json.loads(report.read_text())["streamed_validation"]
+    assert [entry["passed"] for entry in streamed] == [False, False]
+    assert streamed[0]["nonfinite_tensors"] == [{"tensor": "logged", "iteration": 0, "node": "log", "op": "Log",
+                                                  "nan": 6, "inf": 0, "neg_inf": 0}]
+    good = run_parity("run", path, "--ref", "--onnxrt", "--validate", "--onnx-outputs", "mark", "all",
+                      "--val-range", "[3,4]", timeout=RUN_TIMEOUT)
+    assert good.returncode == 0, good.describe()
+    assert good.output.count("no NaN or Inf in 4 tensor(s)") == 2

@@ -313,5 +313,32 @@ TEST(CompareHistogram, CommonRangeUsesPythonMinMaxWithNan) {
   EXPECT_EQ(f->last, 2);
 }
 
+TEST(CompareStatistics, NonFiniteCountsAgreeWithSummarize) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> value(-3, 3);
+  std::vector<float> big(10000);
+  for (auto& v : big) v = value(rng);
+  for (std::size_t i = 0; i < big.size(); i += 97) big[i] = nan;  // across chunk boundaries
+  for (std::size_t i = 5; i < big.size(); i += 1001) big[i] = (i % 2) ? inf : -inf;
+  Tensor large = Tensor::from_bytes(DType::kFloat32, {static_cast<int64_t>(big.size())}, big.data(),
+                                    big.size() * sizeof(float));
+  for (const Tensor& t : {f32({1, nan, inf, -inf, -inf, 2}), f16({nan, 1, inf}), f64({-INFINITY, 0, NAN}), large,
+                          f32({1, 2, 3})}) {
+    TensorSummary summary = summarize(t);
+    NonFiniteCounts counts = count_nonfinite(t);
+    EXPECT_EQ(counts.nan, summary.nan_count);
+    EXPECT_EQ(counts.posinf, summary.posinf_count);
+    EXPECT_EQ(counts.neginf, summary.neginf_count);
+    EXPECT_EQ(counts.any(), summary.nan_count + summary.posinf_count + summary.neginf_count > 0);
+  }
+  NonFiniteCounts mixed = count_nonfinite(f32({1, nan, inf, -inf, -inf, 2}));
+  EXPECT_EQ(mixed.nan, 1);
+  EXPECT_EQ(mixed.posinf, 1);
+  EXPECT_EQ(mixed.neginf, 2);
+  EXPECT_FALSE(count_nonfinite(ints<int32_t>(DType::kInt32, {1, -2, 3})).any());
+  EXPECT_FALSE(count_nonfinite(boolean({true, false})).any());
+}
+
 }  // namespace
 }  // namespace parity::compare

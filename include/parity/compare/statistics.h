@@ -80,6 +80,15 @@ struct SummaryOptions {
 // Throws UnsupportedError for string and complex tensors.
 TensorSummary summarize(const TensorView& tensor, const SummaryOptions& options = {});
 
+// NaN and infinity counts alone (one pass, no statistics): for checking every tensor of a
+// layerwise run. Integer and bool tensors have none; string and complex tensors are not numbers
+// here (UnsupportedError, as for summarize).
+struct NonFiniteCounts {
+  int64_t nan = 0, posinf = 0, neginf = 0;
+  bool any() const { return nan || posinf || neginf; }
+};
+NonFiniteCounts count_nonfinite(const TensorView& tensor);
+
 // "mean=..., std-dev=..., ..., p99=..." (no label, no NaN counts): Polygraphy's numbers text.
 std::string format_statistics(const Statistics& statistics, bool is_bool);
 

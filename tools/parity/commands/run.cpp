@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -37,6 +38,50 @@ namespace {
 
 // What runners and the layerwise bookkeeping load: large weights stay in the model file.
 const onnx::LoadOptions kRunnerLoad{.lazy_weights = true};
+
+// --validate over a streamed layerwise run: every tensor a runner produced, checked for NaN/Inf.
+struct StreamedValidation {
+  struct Finding {
+    int64_t iteration = 0;
+    std::string tensor, node, op;
+    compare::NonFiniteCounts counts;
+  };
+  std::string runner;
+  int64_t checked = 0;
+  std::vector<Finding> findings;  // in execution order
+
+  void check(int64_t iteration, const runtime::ProducedTensor& t) {
+    ++checked;
+    compare::NonFiniteCounts counts = compare::count_nonfinite(t.tensor);
+    if (counts.any()) findings.push_back({iteration, t.name, t.node_name, t.op_type, counts});
+  }
+  bool passed() const { return findings.empty(); }
+
+  void log() const {
+    if (passed()) {
+      log::finish("PASSED | Validation (every streamed tensor) | {}: no NaN or Inf in {} tensor(s)", runner, checked);
+      return;
+    }
+    const Finding& first = findings.front();
+    log::error("FAILED | Validation (every streamed tensor) | {}: {} of {} tensor(s) hold NaN or Inf. The first, in "
+               "execution order: '{}' (iteration {}, node '{}', op {}): NaN: {}, Inf: {}, -Inf: {}",
+               runner, findings.size(), checked, first.tensor, first.iteration, first.node, first.op, first.counts.nan,
+               first.counts.posinf, first.counts.neginf);
+  }
+
+  nlohmann::ordered_json to_json() const {
+    nlohmann::ordered_json j;
+    j["runner"] = runner;
+    j["tensors_checked"] = checked;
+    j["passed"] = passed();
+    auto list = nlohmann::ordered_json::array();
+    for (const auto& f : findings)
+      list.push_back({{"tensor", f.tensor}, {"iteration", f.iteration}, {"node", f.node}, {"op", f.op},
+                      {"nan", f.counts.nan}, {"inf", f.counts.posinf}, {"neg_inf", f.counts.neginf}});
+    j["nonfinite_tensors"] = std::move(list);
+    return j;
+  }
+};
 
 struct LiveRunner {
   std::unique_ptr<runtime::Runner> runner;
@@ -467,7 +512,13 @@ class RunCommand : public Command {
     }
     int64_t iteration = 0;
     if (on_tensor) {
-      runner.set_tensor_callback([&](const runtime::ProducedTensor& t) { on_tensor(iteration, t); });
+      // Streamed tensors are not kept for --validate: they are checked for NaN/Inf as they come.
+      StreamedValidation* checks = nullptr;
+      if (validate_) checks = &streamed_validation_.emplace_back(StreamedValidation{runner.name()});
+      runner.set_tensor_callback([&, checks](const runtime::ProducedTensor& t) {
+        if (checks && wanted_tensor(t.name) && t.tensor.dtype() != DType::kString) checks->check(iteration, t);
+        on_tensor(iteration, t);
+      });
     } else if (layerwise()) {
       runner.set_intermediate_outputs(intermediates_);
     }
@@ -710,6 +761,10 @@ class RunCommand : public Command {
       options.style = style_;
       validation = compare::validate(results, options);
       passed = passed && validation->passed;
+      for (const auto& streamed : streamed_validation_) {
+        streamed.log();
+        passed = passed && streamed.passed();
+      }
     }
     if (!report_.empty()) {
       auto report = compare::make_report(accuracy ? &*accuracy : nullptr, validation ? &*validation : nullptr);
@@ -717,6 +772,10 @@ class RunCommand : public Command {
         report["layerwise"] = nlohmann::ordered_json::array();
         for (const auto& lw : layerwise_results)
           report["layerwise"].push_back(compare::to_json(lw, static_cast<std::size_t>(layerwise_worst_)));
+      }
+      if (!streamed_validation_.empty()) {
+        report["streamed_validation"] = nlohmann::ordered_json::array();
+        for (const auto& streamed : streamed_validation_) report["streamed_validation"].push_back(streamed.to_json());
       }
       report["passed"] = passed;
       compare::save_report(report_, report);
@@ -738,6 +797,7 @@ class RunCommand : public Command {
   int64_t ort_layerwise_budget_mib_ = 64;  // ppocrv4_det 640x640: 216 MiB peak at 64, 378 at 256
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   std::set<std::string> excluded_;
+  std::deque<StreamedValidation> streamed_validation_;  // stable addresses for the callbacks
   int warm_up_ = 0;
   int layerwise_worst_ = 10;
   int64_t seed_ = 1;
