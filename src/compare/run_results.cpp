@@ -1,7 +1,12 @@
 // Polygraphy's RunResults JSON (see run_results.h for the layout).
 #include "parity/compare/run_results.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <random>
 #include <set>
 #include <string>
 
@@ -106,9 +111,85 @@ dom::element member(dom::element object, const char* key, const std::string& wha
   return value;
 }
 
+// The long strings of a document (the base64 arrays), taken out before parsing: the parser sees
+// the structure with a short placeholder in each, and the array text is decoded straight from the
+// mapped file. Parsing stays fast and small, and only the structure counts against simdjson's
+// 4 GiB document limit.
+class LongStrings {
+ public:
+  static constexpr std::size_t kThreshold = 4096;
+
+  // The document with every string of kThreshold bytes or more replaced by a placeholder, or
+  // nothing when it has none. Only valid JSON is scanned meaningfully; anything else fails to parse.
+  std::optional<std::string> shrink(std::string_view text) {
+    std::string out;
+    std::size_t copied = 0, pos = 0;
+    while (pos < text.size()) {
+      const void* quote = std::memchr(text.data() + pos, '"', text.size() - pos);
+      if (!quote) break;
+      std::size_t open = static_cast<std::size_t>(static_cast<const char*>(quote) - text.data());
+      std::size_t close = open + 1;
+      bool closed = false;
+      while (close < text.size()) {
+        const void* next = std::memchr(text.data() + close, '"', text.size() - close);
+        if (!next) break;
+        close = static_cast<std::size_t>(static_cast<const char*>(next) - text.data());
+        std::size_t backslashes = 0;
+        while (close - backslashes > open + 1 && text[close - backslashes - 1] == '\\') ++backslashes;
+        if (backslashes % 2 == 0) {
+          closed = true;
+          break;
+        }
+        ++close;
+      }
+      if (!closed) break;  // unterminated: the parser reports it
+      if (close - open - 1 >= kThreshold) {
+        if (out.empty()) out.reserve(1 << 20);
+        out.append(text.substr(copied, open + 1 - copied));
+        out.append(marker_).append(std::to_string(spans_.size()));
+        spans_.push_back(text.substr(open + 1, close - open - 1));
+        copied = close;
+      }
+      pos = close + 1;
+    }
+    if (spans_.empty()) return std::nullopt;
+    out.append(text.substr(copied));
+    return out;
+  }
+
+  // A parsed string's text: the original for a placeholder (unescaped if it holds escapes, which
+  // Python's json.dumps never writes into base64 but other writers may, as "\\/").
+  std::string_view resolve(std::string_view parsed, std::string& storage, const std::string& what) const {
+    if (!parsed.starts_with(marker_)) return parsed;
+    std::size_t index = 0;
+    auto digits = parsed.substr(marker_.size());
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (ec != std::errc() || end != digits.data() + digits.size() || index >= spans_.size())
+      raise<InternalError>("{}: RunResults reader lost a long string", what);
+    std::string_view raw = spans_[index];
+    if (raw.find('\\') == std::string_view::npos) return raw;
+    try {
+      storage = nlohmann::json::parse("\"" + std::string(raw) + "\"").get<std::string>();
+    } catch (const nlohmann::json::exception& error) {
+      raise<InvalidInputError>("{}: not a valid JSON string: {}", what, error.what());
+    }
+    return storage;
+  }
+
+ private:
+  // Letters and digits only (valid inside a JSON string), with a random part no file will hold.
+  static std::string make_marker() {
+    std::random_device random;
+    uint64_t nonce = (static_cast<uint64_t>(random()) << 32) | random();
+    return fmt::format("parity-long-string-{:016x}-", nonce);
+  }
+  std::string marker_ = make_marker();
+  std::vector<std::string_view> spans_;
+};
+
 // {"array": base64, "polygraphy_class": "ndarray"} (or the legacy marker): the base64 text is
-// decoded where the parser left it, never copied.
-Tensor decode_ndarray(dom::element value, const std::string& what) {
+// decoded where it lies in the mapped file, never copied.
+Tensor decode_ndarray(dom::element value, const LongStrings& strings, const std::string& what) {
   if (!value.is_object())
     raise<InvalidInputError>("{}: expected a Polygraphy-encoded array ({{\"array\": ..., \"polygraphy_class\": "
                              "\"ndarray\"}}), found a JSON {}", what, type_name(value));
@@ -120,16 +201,17 @@ Tensor decode_ndarray(dom::element value, const std::string& what) {
   dom::element array = member(value, "array", what);
   if (!array.is_string())
     raise<InvalidInputError>("{}: \"array\" must be a base64 string, found a JSON {}", what, type_name(array));
-  return decode_polygraphy_array_text(string_of(array), what);
+  std::string unescaped;
+  return decode_polygraphy_array_text(strings.resolve(string_of(array), unescaped, what), what);
 }
 
-Tensor decode_lazy_array(dom::element value, const std::string& what) {
-  if (class_of(value) == "ndarray") return decode_ndarray(value, what);
+Tensor decode_lazy_array(dom::element value, const LongStrings& strings, const std::string& what) {
+  if (class_of(value) == "ndarray") return decode_ndarray(value, strings, what);
   expect_class(value, "LazyArray", what);
-  return decode_ndarray(member(value, "values", what), what);
+  return decode_ndarray(member(value, "values", what), strings, what);
 }
 
-IterationResult decode_iteration(dom::element value, const std::string& what) {
+IterationResult decode_iteration(dom::element value, const LongStrings& strings, const std::string& what) {
   expect_class(value, "IterationResult", what);
   IterationResult result;
   dom::element name = member(value, "runner_name", what);
@@ -145,7 +227,7 @@ IterationResult decode_iteration(dom::element value, const std::string& what) {
     raise<InvalidInputError>("{}: \"outputs\" must be a JSON object, found a JSON {}", what, type_name(outputs));
   for (auto field : object_of(outputs)) {
     std::string key(field.key);
-    result.outputs.emplace_back(key, decode_lazy_array(field.value, fmt::format("{}: output '{}'", what, key)));
+    result.outputs.emplace_back(key, decode_lazy_array(field.value, strings, fmt::format("{}: output '{}'", what, key)));
   }
   return result;
 }
@@ -212,16 +294,25 @@ RunResults load_run_results(const std::filesystem::path& path) {
   const std::string what = path.string();
   dom::parser parser;
   dom::element document;
-  {
-    // Mapped, not read: the text is dropped once parsed (the DOM keeps its own copy of the strings).
-    std::shared_ptr<Storage> text = map_file(path, simdjson::SIMDJSON_PADDING);
-    if (text->size() > parser.max_capacity())
-      raise<UnsupportedError>("{}: {} bytes is larger than the JSON reader's limit of {} bytes", what, text->size(),
-                              parser.max_capacity());
-    if (auto error = parser.parse(reinterpret_cast<const uint8_t*>(text->data()), text->size(),
-                                  /*realloc_if_needed=*/false).get(document))
-      raise<InvalidInputError>("{}: not valid JSON: {}", what, simdjson::error_message(error));
+  // Mapped, not read (populated up front, read-only, padded for simdjson); the long strings are
+  // decoded from the mapping, so it stays until every array is decoded.
+  std::shared_ptr<Storage> file = map_file(path, simdjson::SIMDJSON_PADDING);
+  std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
+  LongStrings strings;
+  std::optional<std::string> shrunk = strings.shrink(text);
+  std::string_view structure = shrunk ? std::string_view(*shrunk) : text;
+  if (structure.size() > parser.max_capacity())
+    raise<UnsupportedError>("{}: its JSON structure (without the array strings) is {} bytes, larger than the JSON "
+                            "reader's limit of {} bytes", what, structure.size(), parser.max_capacity());
+  simdjson::error_code error;
+  if (shrunk) {
+    shrunk->reserve(shrunk->size() + simdjson::SIMDJSON_PADDING);
+    error = parser.parse(*shrunk).get(document);
+  } else {
+    error = parser.parse(reinterpret_cast<const uint8_t*>(text.data()), text.size(), /*realloc_if_needed=*/false)
+                .get(document);
   }
+  if (error) raise<InvalidInputError>("{}: not valid JSON: {}", what, simdjson::error_message(error));
   expect_class(document, "RunResults", what + ": top level");
   dom::element list = member(document, "lst", what);
   if (!list.is_array())
@@ -242,7 +333,7 @@ RunResults load_run_results(const std::filesystem::path& path) {
     where += fmt::format(" (runner '{}')", runner.runner_name);
     std::size_t i = 0;
     for (auto iteration : array_of(iterations))
-      runner.iterations.push_back(decode_iteration(iteration, fmt::format("{}: iteration {}", where, i++)));
+      runner.iterations.push_back(decode_iteration(iteration, strings, fmt::format("{}: iteration {}", where, i++)));
     results.push_back(std::move(runner));
   }
   return results;

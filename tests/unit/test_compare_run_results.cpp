@@ -121,6 +121,53 @@ TEST(RunResultsJson, BadFilesNameTheProblem) {
                "output 'y'");
 }
 
+// Arrays whose base64 text is long are decoded from the mapped file (the parser sees placeholders):
+// values, escaped slashes written by other JSON writers, and damage inside a long string.
+TEST(RunResultsJson, LongArrayStringsDecodeFromTheFile) {
+  TempDir dir;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> values(20000);
+  for (auto& v : values) v = normal(rng);
+  RunResults results = sample_results();
+  results[1].iterations[0].outputs.emplace_back("big", floats({4, 5000}, values));
+  results[0].iterations[1].outputs.emplace_back("big", floats({20000}, values));
+  save_run_results(dir / "long.json", results);
+  std::string text = read_file(dir / "long.json");
+  RunResults loaded = load_run_results(dir / "long.json");
+  ASSERT_EQ(loaded.size(), 2u);
+  const Tensor* big = loaded[1].iterations[0].find("big");
+  ASSERT_NE(big, nullptr);
+  EXPECT_TRUE(identical(*big, floats({4, 5000}, values)));
+  EXPECT_TRUE(identical(*loaded[0].iterations[1].find("big"), floats({20000}, values)));
+  EXPECT_TRUE(identical(*loaded[0].iterations[0].find("y"), *results[0].iterations[0].find("y")));
+
+  // The same file with every '/' of the base64 written as "\/" (valid JSON, e.g. PHP's writer).
+  std::string escaped;
+  for (char c : text) escaped += c == '/' ? std::string("\\/") : std::string(1, c);
+  ASSERT_NE(escaped, text);
+  write_file_atomic(dir / "escaped.json", escaped);
+  RunResults unescaped = load_run_results(dir / "escaped.json");
+  EXPECT_TRUE(identical(*unescaped[1].iterations[0].find("big"), floats({4, 5000}, values)));
+
+  // Cut inside a long string: not valid JSON. A bad character inside one: the output is named.
+  auto expect_error = [&](const std::string& name, const std::string& content, const std::string& needle) {
+    write_file_atomic(dir / name, content);
+    try {
+      load_run_results(dir / name);
+      ADD_FAILURE() << "no error for " << name;
+    } catch (const InvalidInputError& error) {
+      EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
+      EXPECT_NE(std::string(error.what()).find(name), std::string::npos) << error.what();
+    }
+  };
+  std::size_t long_string = text.find("\"array\": \"", text.find("\"big\"")) + 12;
+  expect_error("cut.json", text.substr(0, long_string + 5000), "not valid JSON");
+  std::string damaged = text;
+  damaged[long_string + 3000] = '*';
+  expect_error("damaged.json", damaged, "output 'big'");
+}
+
 TEST(RunResultsJson, FailedSaveLeavesNothingBehind) {
   TempDir dir;
   RunResults results = sample_results();
