@@ -185,13 +185,16 @@ std::optional<Model> load_lazily(const fs::path& path, const LoadOptions& option
 }
 
 Model load_model(const fs::path& path, const LoadOptions& options) {
-  if (options.lazy_weights) {
+  if (options.lazy_weights && options.external_data_dir.empty()) {
     if (auto model = with_context(path.string(), [&] { return load_lazily(path, options); })) return std::move(*model);
   }
   std::string bytes = with_context(path.string(), [&] { return read_file(path); });
   // read_file's message already names the path; parse errors get it prepended here.
   Model model = with_context(path.string(), [&] {
-    return parse(bytes, path.has_parent_path() ? path.parent_path() : fs::path("."), options);
+    fs::path base_dir = !options.external_data_dir.empty() ? options.external_data_dir
+                        : path.has_parent_path()            ? path.parent_path()
+                                                            : fs::path(".");
+    return parse(bytes, base_dir, options);
   });
   model.path = path;
   return model;

@@ -724,3 +724,33 @@ def test_validate_checks_every_streamed_tensor(run_parity, tmp_path):
                       "--val-range", "[3,4]", timeout=RUN_TIMEOUT)
     assert good.returncode == 0, good.describe()
     assert good.output.count("no NaN or Inf in 4 tensor(s)") == 2
+
+
+def test_external_data_in_another_folder(run_parity, tmp_path):
+    """--external-data-dir: the model's external data lives in another folder; runners (and the
+    layerwise bookkeeping, which loads the model again) find it there, and not without the flag."""
+    import onnxruntime as ort
+    model = onnx.load(large_weight_model(tmp_path / "large.onnx"))
+    model_dir, data_dir = tmp_path / "model", tmp_path / "data"
+    model_dir.mkdir()
+    data_dir.mkdir()
+    onnx.save_model(model, data_dir / "m.onnx", save_as_external_data=True, location="weights.bin",
+                    size_threshold=1024)
+    (data_dir / "m.onnx").rename(model_dir / "m.onnx")
+    path = model_dir / "m.onnx"
+    missing = run_parity("run", path, "--ref", timeout=RUN_TIMEOUT)
+    assert missing.returncode == 1 and "weights.bin" in single_error_line(missing)
+    outputs = tmp_path / "out.json"
+    run = run_parity("run", path, "--ref", "--onnxrt", "--external-data-dir", data_dir, "--atol", "1e-4",
+                     "--save-inputs", tmp_path / "in.json", "--save-outputs", outputs, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    feed = load_polygraphy_json(tmp_path / "in.json")[0]
+    expected = ort.InferenceSession(str(tmp_path / "large.onnx"), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    for name, iterations in load_polygraphy_json(outputs).items():
+        np.testing.assert_allclose(iterations[0]["y"], expected, rtol=1e-4, atol=1e-5, err_msg=name)
+    layerwise = run_parity("run", path, "--ref", "--onnxrt", "--external-data-dir", data_dir, "--onnx-outputs", "mark",
+                           "all", "--atol", "1e-4", timeout=RUN_TIMEOUT)
+    assert layerwise.returncode == 0, layerwise.describe()
+    inspected = run_parity("inspect", "model", path, "--external-data-dir", data_dir, "--show", "weights",
+                           timeout=RUN_TIMEOUT)
+    assert inspected.returncode == 0, inspected.describe()

@@ -27,6 +27,9 @@ struct LoadOptions {
   // a tensor is needed), so a 1 GB model does not cost 1 GB before anything runs. For runners;
   // save_model writes such tensors inline again (or to the new model's external data).
   bool lazy_weights = false;
+  // Folder that external data locations are relative to, instead of the model's own folder
+  // (--external-data-dir). Weights are then not left lazily in the model file.
+  fs::path external_data_dir;
   // Deepest nesting of If/Loop/Scan subgraphs accepted.
   int max_subgraph_depth = 64;
 };

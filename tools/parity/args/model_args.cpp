@@ -22,14 +22,18 @@ void ModelArgs::add_to(CLI::App& app, bool shape_inference_by_default) {
   app.add_flag("--check", check_, "Run ONNX's checker on the model and fail on any error")->group(group);
 }
 
+onnx::LoadOptions ModelArgs::load_options(onnx::LoadOptions options) const {
+  if (!external_data_dir_.empty()) options.external_data_dir = external_data_dir_;
+  return options;
+}
+
 onnx::Model ModelArgs::load(const onnx::LoadOptions& options) const {
   log::info("Loading model: {}", path_);
   auto start = std::chrono::steady_clock::now();
-  onnx::Model model = onnx::load_model(path_, options);
+  onnx::Model model = onnx::load_model(path_, load_options(options));
   log::verbose("Loaded {} bytes of protobuf ({} nodes in the main graph, {} initializers) in {:.3f} ms",
                model->ByteSizeLong(), model->graph().node_size(), model->graph().initializer_size(),
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  if (!external_data_dir_.empty()) model.base_dir = external_data_dir_;
   if (check_) {
     with_context(path_, [&] { onnx::check_model(model, /*full_check=*/false); });
     log::info("ONNX checker: the model is valid");

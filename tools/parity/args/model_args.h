@@ -17,6 +17,8 @@ class ModelArgs {
   void add_to(CLI::App& app, bool shape_inference_by_default = true);
   // Loads (and, unless disabled, shape-infers) the model, logging what it does.
   onnx::Model load(const onnx::LoadOptions& options = {}) const;
+  // `options` with this command line's --external-data-dir.
+  onnx::LoadOptions load_options(onnx::LoadOptions options = {}) const;
   const std::string& path() const { return path_; }
   bool shape_inference() const { return !no_shape_inference_; }
 

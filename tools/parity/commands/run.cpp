@@ -475,7 +475,7 @@ class RunCommand : public Command {
   // sorted), for layerwise summaries of whole-output comparisons.
   std::function<compare::TensorProducer(const std::string&)> producer_map() {
     auto map = std::make_shared<std::map<std::string, compare::TensorProducer>>();
-    onnx::Model model = onnx::load_model(model_.path(), kRunnerLoad);
+    onnx::Model model = onnx::load_model(model_.path(), model_.load_options(kRunnerLoad));
     std::size_t order = 0;
     for (const auto& node : model->graph().node())
       for (const auto& output : node.output())
@@ -669,7 +669,7 @@ class RunCommand : public Command {
     if (live.empty() && loaded.empty())
       log::warning("No runners were given (--ref, --onnxrt) and no results loaded; nothing to run or compare");
     if (!live.empty() && !excluded_.empty()) {
-      onnx::Model model = onnx::load_model(model_.path(), kRunnerLoad);
+      onnx::Model model = onnx::load_model(model_.path(), model_.load_options(kRunnerLoad));
       std::vector<std::string> known;
       for (const auto& node : model->graph().node())
         for (const auto& output : node.output())
@@ -685,7 +685,7 @@ class RunCommand : public Command {
     }
     if (!live.empty() && layerwise()) {
       // Graph output names, so that a list of --onnx-outputs still compares the graph outputs.
-      onnx::Model model = onnx::load_model(model_.path(), kRunnerLoad);
+      onnx::Model model = onnx::load_model(model_.path(), model_.load_options(kRunnerLoad));
       for (const auto& output : model->graph().output()) graph_outputs_.insert(output.name());
       if (intermediates_.mode == runtime::IntermediateOutputs::Mode::kList) {
         std::set<std::string> produced;
