@@ -77,11 +77,14 @@ def lines_with_prefix(text: str, prefix: str) -> list:
     return [line for line in plain.splitlines() if line.startswith(prefix)]
 
 
-def run_binary(binary: Path, args: Sequence, timeout: float = DEFAULT_TIMEOUT_S, cwd=None) -> Run:
-    """Runs `binary args...`; returns a Run. Raises subprocess.TimeoutExpired past `timeout`."""
+def run_binary(binary: Path, args: Sequence, timeout: float = DEFAULT_TIMEOUT_S, cwd=None, env=None) -> Run:
+    """Runs `binary args...` (with `env` added to the environment); returns a Run. Raises
+    subprocess.TimeoutExpired past `timeout`."""
     command = [str(binary), *[str(a) for a in args]]
+    extra = env or {}
     env = dict(os.environ)
     env.setdefault("NO_COLOR", "1")
+    env.update(extra)
     completed = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, timeout=timeout, cwd=cwd, env=env)
     return Run(completed.returncode,
@@ -139,8 +142,8 @@ def examples_dir() -> Path:
 def run_parity(parity_bin):
     """run_parity(*args, timeout=...) -> Run(returncode, stdout, stderr)."""
 
-    def run(*args, timeout: float = DEFAULT_TIMEOUT_S, cwd=None) -> Run:
-        return run_binary(parity_bin, args, timeout=timeout, cwd=cwd)
+    def run(*args, timeout: float = DEFAULT_TIMEOUT_S, cwd=None, env=None) -> Run:
+        return run_binary(parity_bin, args, timeout=timeout, cwd=cwd, env=env)
 
     return run
 

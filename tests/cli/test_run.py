@@ -754,3 +754,52 @@ def test_external_data_in_another_folder(run_parity, tmp_path):
     inspected = run_parity("inspect", "model", path, "--external-data-dir", data_dir, "--show", "weights",
                            timeout=RUN_TIMEOUT)
     assert inspected.returncode == 0, inspected.describe()
+
+
+def test_data_loader_script(run_parity, small_cnn, tmp_path):
+    """--data-loader-script file.py[:func], as Polygraphy's: the feeds it yields are the inputs (the
+    same file works for `polygraphy run`, and both tools see the same inputs); its errors come back
+    as one [E] line naming the script."""
+    script = tmp_path / "loader.py"
+    script.write_text(
+        "import numpy as np\n"
+        "def load_data():\n"
+        "    rng = np.random.default_rng(7)\n"
+        "    for _ in range(3):\n"
+        "        yield {'image': rng.standard_normal((1, 3, 32, 32), dtype=np.float32)}\n"
+        "def constant():\n"
+        "    return [{'image': np.full((2, 3, 32, 32), 0.5, np.float32)}]\n"
+        "def broken():\n"
+        "    raise RuntimeError('no data today')\n"
+        "def wrong_name():\n"
+        "    return [{'imge': np.zeros((1, 3, 32, 32), np.float32)}]\n")
+    env = {"PARITY_PYTHON": sys.executable}
+    ours, theirs = tmp_path / "parity_inputs.json", tmp_path / "polygraphy_inputs.json"
+    run = run_parity("run", small_cnn, "--ref", "--onnxrt", "--atol", "1e-4", "--rtol", "1e-3",
+                     "--data-loader-script", script, "--save-inputs", ours, env=env, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    assert "Completed 3 iteration(s)" in run.output
+    polygraphy("run", small_cnn, "--onnxrt", "--data-loader-script", script, "--save-inputs", theirs)
+    parity_feeds, polygraphy_feeds = load_polygraphy_json(ours), load_polygraphy_json(theirs)
+    assert len(parity_feeds) == len(polygraphy_feeds) == 3
+    for a, b in zip(parity_feeds, polygraphy_feeds):
+        np.testing.assert_array_equal(a["image"], b["image"])
+    # script:function, batch 2 from the script's own shapes.
+    run = run_parity("run", small_cnn, "--ref", "--data-loader-script", f"{script}:constant", "--save-inputs", ours,
+                     env=env, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    (feed,) = load_polygraphy_json(ours)
+    assert feed["image"].shape == (2, 3, 32, 32) and np.all(feed["image"] == 0.5)
+    # Failures: the script's exception, a missing function, a wrong input name, both input flags.
+    for spec, needles in ((f"{script}:broken", ["loader.py", "RuntimeError: no data today"]),
+                          (f"{script}:missing", ["defines no 'missing'"]),
+                          (f"{script}:wrong_name", ["'imge'", "did you mean 'image'"]),
+                          (str(tmp_path / "nowhere.py"), ["nowhere.py", "no such file"])):
+        bad = run_parity("run", small_cnn, "--ref", "--data-loader-script", spec, env=env, timeout=RUN_TIMEOUT)
+        assert bad.returncode == 1, bad.describe()
+        line = single_error_line(bad)
+        for needle in needles:
+            assert needle in line, line
+    both = run_parity("run", small_cnn, "--ref", "--data-loader-script", script, "--load-inputs", ours, env=env,
+                      timeout=RUN_TIMEOUT)
+    assert both.returncode != 0 and "excludes" in both.output

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "args/data_loader_script.h"
 #include "args/model_args.h"
 #include "args/value_parsing.h"
 #include "command.h"
@@ -137,9 +138,14 @@ class RunCommand : public Command {
         ->group(data);
     app.add_option("--val-range", val_range_, "Value ranges of random inputs: [<name>:][min,max] ...")->group(data);
     app.add_option("--input-shapes,--inputs", input_shapes_, "Input shapes: <name>:[d0,d1,...] ...")->group(data);
-    app.add_option("--load-inputs,--load-input-data", load_inputs_,
+    auto* load_inputs = app.add_option("--load-inputs,--load-input-data", load_inputs_,
                    "Input files: Polygraphy JSON lists of feed dicts, .npz (one iteration), .npy (single input)")
         ->group(data);
+    app.add_option("--data-loader-script", data_loader_script_,
+                   "Python script[:function] whose function (default load_data) returns an iterable of "
+                   "{input name: array} dicts; runs in $PARITY_PYTHON or python3")
+        ->group(data)
+        ->excludes(load_inputs);
 
     const char* run = "Comparator Inference";
     app.add_option("--save-inputs,--save-input-data", save_inputs_, "Save the inputs (Polygraphy JSON list)")
@@ -391,6 +397,10 @@ class RunCommand : public Command {
       if (!val_range_.empty() || seed_ != 1 || iterations_ != 1 || !input_shapes_.empty())
         log::warning("--load-inputs is set: --seed, --val-range, --iterations and --input-shapes are ignored");
       feeds = load_input_files(metadata);
+    } else if (!data_loader_script_.empty()) {
+      if (!val_range_.empty() || seed_ != 1 || iterations_ != 1 || !input_shapes_.empty())
+        log::warning("--data-loader-script is set: --seed, --val-range, --iterations and --input-shapes are ignored");
+      feeds = run_data_loader_script(parse_script_spec(data_loader_script_, "load_data"));
     } else {
       check_input_names(metadata);
       runtime::DataLoader loader(data_options_);
@@ -796,6 +806,7 @@ class RunCommand : public Command {
   std::string ort_library_;
   int64_t ort_layerwise_budget_mib_ = 64;  // ppocrv4_det 640x640: 216 MiB peak at 64, 378 at 256
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
+  std::string data_loader_script_;
   std::set<std::string> excluded_;
   std::deque<StreamedValidation> streamed_validation_;  // stable addresses for the callbacks
   int warm_up_ = 0;

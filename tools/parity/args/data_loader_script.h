@@ -1,0 +1,29 @@
+// --data-loader-script file.py[:func]: Polygraphy's custom data loader. The script runs in a Python
+// interpreter ($PARITY_PYTHON, else `python3` on PATH) with numpy; its function (default
+// `load_data`) returns an iterable of {input name: array} dicts (numpy arrays, torch tensors, or
+// anything numpy.asarray takes), one per iteration. Parity receives them as .npy files in a
+// temporary folder, removed afterwards.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parity/core/array_io.h"
+
+namespace parity::cli {
+
+struct ScriptSpec {
+  std::string path;
+  std::string function = "load_data";
+};
+
+// "file.py:func" or "file.py"; the part after the last ':' is the function when it is a Python
+// identifier (so paths holding ':' still work).
+ScriptSpec parse_script_spec(const std::string& spec, const std::string& default_function);
+
+// Runs the script and returns its feeds. Throws InvalidInputError with the script's own error (the
+// end of its traceback) when it fails, when it yields something other than dicts, or when no
+// Python can be started.
+std::vector<NamedTensors> run_data_loader_script(const ScriptSpec& script);
+
+}  // namespace parity::cli
