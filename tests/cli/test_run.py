@@ -803,3 +803,44 @@ def test_data_loader_script(run_parity, small_cnn, tmp_path):
     both = run_parity("run", small_cnn, "--ref", "--data-loader-script", script, "--load-inputs", ours, env=env,
                       timeout=RUN_TIMEOUT)
     assert both.returncode != 0 and "excludes" in both.output
+
+
+def test_compare_func_script(run_parity, small_cnn, tmp_path):
+    """--compare-func-script file.py[:func], as Polygraphy's: called with two iteration results
+    (dicts with runner_name), its {output: result} decides; the same script gives the same verdict
+    in `polygraphy run`. It also takes over layerwise runs (held, not streamed)."""
+    script = tmp_path / "compare.py"
+    script.write_text(
+        "import numpy as np\n"
+        "def compare_outputs(a, b):\n"
+        "    assert a.runner_name != b.runner_name\n"
+        "    return {name: np.allclose(a[name], b[name], atol=1e-3) for name in a}\n"
+        "def exact(a, b):\n"
+        "    return {name: bool(np.array_equal(a[name], b[name])) for name in a}\n"
+        "def broken(a, b):\n"
+        "    return [True]\n")
+    env = {"PARITY_PYTHON": sys.executable}
+    report = tmp_path / "report.json"
+    close = run_parity("run", small_cnn, "--ref", "--ref-precision", "fp64", "--onnxrt", "--compare-func-script",
+                       script, "--report", report, env=env, timeout=RUN_TIMEOUT)
+    exact = run_parity("run", small_cnn, "--ref", "--ref-precision", "fp64", "--onnxrt", "--compare-func-script",
+                       f"{script}:exact", env=env, timeout=RUN_TIMEOUT)
+    assert close.returncode == 0 and exact.returncode == 1, close.describe() + exact.describe()
+    assert "PASSED | Output: 'probabilities' | compare_outputs returned True" in close.output
+    assert "FAILED | Output: 'probabilities' | exact returned False" in exact.output
+    compared = json.loads(report.read_text())
+    assert compared["passed"] is True
+    # Polygraphy with the same script on the same inputs agrees.
+    inputs = tmp_path / "inputs.json"
+    run_parity("run", small_cnn, "--ref", "--save-inputs", inputs, env=env, timeout=RUN_TIMEOUT)
+    code, _ = polygraphy("run", small_cnn, "--onnxrt", "--onnxrt", "--load-inputs", inputs, "--compare-func-script",
+                         script, expect=None)
+    assert code == 0
+    layerwise = run_parity("run", small_cnn, "--ref", "--onnxrt", "--onnx-outputs", "mark", "all",
+                           "--compare-func-script", script, env=env, timeout=RUN_TIMEOUT)
+    assert layerwise.returncode == 0, layerwise.describe()
+    assert layerwise.output.count("compare_outputs returned True") > 3  # every marked tensor
+    bad = run_parity("run", small_cnn, "--ref", "--onnxrt", "--compare-func-script", f"{script}:broken", env=env,
+                     timeout=RUN_TIMEOUT)
+    assert bad.returncode == 1
+    assert "'broken' returned a list" in single_error_line(bad)

@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-#include "args/data_loader_script.h"
+#include "args/python_scripts.h"
 #include "args/model_args.h"
 #include "args/value_parsing.h"
 #include "command.h"
@@ -161,6 +161,10 @@ class RunCommand : public Command {
     app.add_flag("--fail-fast", fail_fast_, "Stop at the first failing comparison")->group(cmp);
     app.add_option("--compare,--compare-func", compare_func_, "Comparison function: simple, indices, distance, quality")
         ->check(CLI::IsMember({"simple", "indices", "distance", "quality"}))
+        ->group(cmp);
+    app.add_option("--compare-func-script", compare_func_script_,
+                   "Python script[:function] (default compare_outputs) called with two iteration results, "
+                   "returning {output name: result}; bool(result) is the verdict. Replaces --compare")
         ->group(cmp);
     app.add_option("--compare-to", compare_to_,
                    "Compare every result against this one ('first', a runner name or prefix, or an index) "
@@ -417,6 +421,8 @@ class RunCommand : public Command {
 
   // ---- comparisons ----
   compare::CompareFunc make_compare_func() const {
+    if (!compare_func_script_.empty())
+      return compare_func_script(parse_script_spec(compare_func_script_, "compare_outputs"));
     if (compare_func_ == "indices") return compare::indices(indices_options_);
     if (compare_func_ == "distance") {
       compare::DistanceOptions o = distance_options_;
@@ -719,7 +725,7 @@ class RunCommand : public Command {
     const auto pairs = comparisons(names_only);
 
     const bool streaming = layerwise() && save_outputs_.empty() && compare_func_ == "simple" &&
-                           live.size() + loaded.size() == 2 && !live.empty();
+                           compare_func_script_.empty() && live.size() + loaded.size() == 2 && !live.empty();
     if (streaming) {
       auto lw = run_streaming(live, loaded, feeds, results, pairs.at(0));
       compare::AccuracyResult acc;
@@ -806,7 +812,7 @@ class RunCommand : public Command {
   std::string ort_library_;
   int64_t ort_layerwise_budget_mib_ = 64;  // ppocrv4_det 640x640: 216 MiB peak at 64, 378 at 256
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
-  std::string data_loader_script_;
+  std::string data_loader_script_, compare_func_script_;
   std::set<std::string> excluded_;
   std::deque<StreamedValidation> streamed_validation_;  // stable addresses for the callbacks
   int warm_up_ = 0;

@@ -1,0 +1,36 @@
+// Polygraphy's Python hooks, run in a Python interpreter ($PARITY_PYTHON, else `python3` on PATH)
+// with numpy; arrays cross as .npy files in a temporary folder, removed afterwards.
+//   --data-loader-script file.py[:func]: the function (default `load_data`) returns an iterable of
+//     {input name: array} dicts (numpy arrays, torch tensors, or anything numpy.asarray takes).
+//   --compare-func-script file.py[:func]: the function (default `compare_outputs`) is called with
+//     two iteration results (dicts of output name -> numpy array with a `runner_name` attribute)
+//     and returns {output name: result}; bool(result) is the verdict, as in Polygraphy.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parity/compare/compare_func.h"
+#include "parity/core/array_io.h"
+
+namespace parity::cli {
+
+struct ScriptSpec {
+  std::string path;
+  std::string function = "load_data";
+};
+
+// "file.py:func" or "file.py"; the part after the last ':' is the function when it is a Python
+// identifier (so paths holding ':' still work).
+ScriptSpec parse_script_spec(const std::string& spec, const std::string& default_function);
+
+// Runs the script and returns its feeds. Throws InvalidInputError with the script's own error (the
+// end of its traceback) when it fails, when it yields something other than dicts, or when no
+// Python can be started.
+std::vector<NamedTensors> run_data_loader_script(const ScriptSpec& script);
+
+// A comparison function that calls the script once per pair of iterations. The outputs it
+// returns are the outputs compared; one it does not return is not compared.
+compare::CompareFunc compare_func_script(const ScriptSpec& script);
+
+}  // namespace parity::cli
