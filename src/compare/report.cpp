@@ -1,7 +1,7 @@
 // JSON reports of comparisons and validations.
 #include <cmath>
 
-#include "parity/compare/comparator.h"
+#include "parity/compare/accuracy.h"
 #include "parity/core/file_io.h"
 
 namespace parity::compare {

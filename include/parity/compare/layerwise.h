@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "parity/compare/comparator.h"
+#include "parity/compare/accuracy.h"
 
 namespace parity::compare {
 

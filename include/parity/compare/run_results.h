@@ -13,7 +13,7 @@
 
 #include <filesystem>
 
-#include "parity/compare/comparator.h"
+#include "parity/compare/accuracy.h"
 
 namespace parity::compare {
 

@@ -9,6 +9,8 @@
 
 namespace parity::runtime {
 
+// The model a loader returns may be shared (a command parses its model once and hands the same
+// one to every runner): treat it as read-only and copy it before changing it.
 using ModelLoader = std::function<onnx::Model()>;
 
 // Lazy: loads the model from `path` when called.

@@ -48,4 +48,9 @@ onnx::Model ModelArgs::load(const onnx::LoadOptions& options) const {
   return model;
 }
 
+onnx::Model ModelArgs::load_once(const onnx::LoadOptions& options) {
+  if (!loaded_) loaded_ = load(options);
+  return *loaded_;
+}
+
 }  // namespace parity::cli

@@ -2,6 +2,7 @@
 // --external-data-dir, --no-shape-inference, --check.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,10 @@ class ModelArgs {
   void add_to(CLI::App& app, bool shape_inference_by_default = true);
   // Loads (and, unless disabled, shape-infers) the model, logging what it does.
   onnx::Model load(const onnx::LoadOptions& options = {}) const;
+  // load() on the first call, the same model afterwards: a command parses its model (and runs the
+  // checker) once, however many runners and passes need it. The model is shared: read-only.
+  // The first call's options stand for every later call.
+  onnx::Model load_once(const onnx::LoadOptions& options = {});
   // `options` with this command line's --external-data-dir.
   onnx::LoadOptions load_options(onnx::LoadOptions options = {}) const;
   const std::string& path() const { return path_; }
@@ -27,6 +32,7 @@ class ModelArgs {
   std::string external_data_dir_;
   bool no_shape_inference_ = false;
   bool check_ = false;
+  std::optional<onnx::Model> loaded_;
 };
 
 }  // namespace parity::cli

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "parity/compare/comparator.h"
+#include "parity/compare/accuracy.h"
 #include "parity/core/array_io.h"
 
 namespace parity::cli {

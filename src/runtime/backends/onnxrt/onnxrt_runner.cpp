@@ -106,6 +106,8 @@ struct OnnxrtRunner::Layerwise {
     if (model) return;
     auto& impl = session.impl();
     onnx::Model loaded = impl.model_loader();
+    // The loader's model may be shared with other runners: shape inference works on a copy.
+    loaded.proto = std::make_shared<::onnx::ModelProto>(*loaded.proto);
     auto inference = onnx::infer_shapes(*loaded.proto);
     if (!inference.ok)
       log::verbose(

@@ -1,5 +1,5 @@
 // Comparator.compare_accuracy and Comparator.validate.
-#include "parity/compare/comparator.h"
+#include "parity/compare/accuracy.h"
 
 #include <cmath>
 #include <cstring>

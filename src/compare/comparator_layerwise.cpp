@@ -1,0 +1,208 @@
+// Comparator::run_layerwise: two runs compared tensor by tensor as the second one produces them.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "comparator_internal.h"
+#include "parity/compare/comparator.h"
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+
+namespace parity::compare {
+
+AccuracyResult LayerwiseRun::accuracy() const {
+  AccuracyResult result;
+  result.pairs.push_back(comparison.as_pair());
+  return result;
+}
+
+bool LayerwiseRun::passed() const {
+  if (!comparison.passed()) return false;
+  for (const auto& checks : validation)
+    if (!checks.passed()) return false;
+  return true;
+}
+
+namespace {
+
+// The state of one streamed comparison: which tensors take part, their postprocessing, and the
+// per-runner NaN/Inf checks.
+class LayerwiseSession {
+ public:
+  explicit LayerwiseSession(const LayerwiseRunOptions& options) : options_(options) {}
+
+  bool wanted(const std::string& name) const {
+    if (options_.exclude.count(name)) return false;
+    if (options_.tensors.mode == runtime::IntermediateOutputs::Mode::kAll) return true;
+    const auto& names = options_.tensors.names;
+    return std::find(names.begin(), names.end(), name) != names.end() || options_.graph_outputs.count(name) > 0;
+  }
+
+  // The tensor after the postprocess rules (the same handle, no copy, when no rule applies).
+  Tensor postprocessed(const std::string& name, const Tensor& tensor) const {
+    if (auto rule = postprocess_rule(options_.postprocess, name))
+      return with_context(fmt::format("--postprocess: tensor '{}'", name),
+                          [&] { return top_k_indices(tensor, rule->k, rule->axis); });
+    return tensor;
+  }
+
+  // With fail_fast, once a tensor failed the rest are not compared.
+  bool stopped(const LayerwiseResult& result) const {
+    return options_.fail_fast && !result.entries.empty() && !result.entries.back().comparison.passed;
+  }
+
+  SimpleOutputParams params(const std::string& name) const { return simple_output_params(options_.simple, name); }
+
+  // How one runner is run: its tensors go to `on_tensor` (after the NaN/Inf check with validate).
+  detail::RunnerSetup setup(LayerwiseRun& run, const runtime::Runner& runner, const DataLoaderFunc* data_loader,
+                            std::function<void(int64_t, const runtime::ProducedTensor&)> on_tensor) {
+    detail::RunnerSetup setup;
+    setup.data_loader = data_loader;
+    setup.on_feeds = options_.on_feeds;
+    setup.warm_up = options_.warm_up;
+    setup.exclude_outputs = options_.exclude;
+    if (!options_.validate) {
+      setup.on_tensor = std::move(on_tensor);
+      return setup;
+    }
+    // run.validation never grows while a runner runs, so the index stays valid.
+    run.validation.push_back(StreamedValidation{runner.name()});
+    std::size_t index = run.validation.size() - 1;
+    setup.on_tensor = [this, &run, index, on_tensor = std::move(on_tensor)](int64_t iteration,
+                                                                         const runtime::ProducedTensor& tensor) {
+      if (wanted(tensor.name) && tensor.tensor.dtype() != DType::kString)
+        run.validation[index].check(iteration, tensor);
+      on_tensor(iteration, tensor);
+    };
+    return setup;
+  }
+
+  void log_header(const LayerwiseResult& result) const {
+    log::start("Accuracy Comparison | {} vs. {} (layerwise, streamed tensor by tensor)", result.runner0,
+               result.runner1);
+  }
+
+ private:
+  const LayerwiseRunOptions& options_;
+};
+
+// "PASSED | All N tensor(s) matched" (or how many failed) and Polygraphy's accuracy summary line.
+void log_layerwise_verdict(const LayerwiseResult& result) {
+  PairResult pair = result.as_pair();
+  std::size_t failed = static_cast<std::size_t>(
+      std::count_if(result.entries.begin(), result.entries.end(), [](const auto& e) { return !e.comparison.passed; }));
+  if (pair.passed()) log::finish("    PASSED | All {} tensor(s) matched", result.entries.size());
+  else log::error("    FAILED | {} of {} tensor(s) mismatched", failed, result.entries.size());
+  std::string rate = fmt::format("{}", pair.pass_rate());
+  if (rate.find_first_of(".en") == std::string::npos) rate += ".0";  // Python's str(float)
+  auto summary = fmt::format("Accuracy Summary | {} vs. {} | Passed: {}/{} iterations | Pass Rate: {}%", pair.runner0,
+                             pair.runner1, pair.passed_iterations(), pair.total_iterations(), rate);
+  if (pair.passed()) log::finish("{}", summary);
+  else log::error("{}", summary);
+}
+
+}  // namespace
+
+LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner0, runtime::Runner& runner1,
+                                       const DataLoaderFunc& data_loader, const LayerwiseRunOptions& options) {
+  LayerwiseSession session(options);
+  LayerwiseRun run;
+  run.validation.reserve(2);
+  LayerwiseResult& result = run.comparison;
+  result.runner0 = runner0.name();
+  result.runner1 = runner1.name();
+  std::vector<NamedTensors> feeds;
+  std::set<std::pair<int64_t, std::string>> seen;
+
+  TensorSpill spill(options.spill_directory);
+  run.results.push_back(detail::run_runner(
+      runner0, feeds, session.setup(run, runner0, &data_loader, [&](int64_t iteration, const runtime::ProducedTensor& t) {
+        if (!session.wanted(t.name)) return;
+        if (t.tensor.dtype() == DType::kString) {
+          result.skipped.push_back(t.name);  // no numeric error
+          return;
+        }
+        spill.append(iteration, t.name, t.tensor, t.node_name, t.op_type);
+      })));
+  session.log_header(result);
+  run.results.push_back(detail::run_runner(
+      runner1, feeds, session.setup(run, runner1, nullptr, [&](int64_t iteration, const runtime::ProducedTensor& t) {
+        if (!session.wanted(t.name) || t.tensor.dtype() == DType::kString || session.stopped(result)) return;
+        const auto* record = spill.find(iteration, t.name);
+        if (!record) {
+          result.only_in_runner1.push_back(t.name);
+          return;
+        }
+        seen.emplace(iteration, t.name);
+        Tensor first = session.postprocessed(t.name, spill.read(*record));
+        Tensor second = session.postprocessed(t.name, t.tensor);
+        Logger::Indent indent;
+        compare_layer(result, record->order, iteration, t.name, record->node, record->op, first, second,
+                      session.params(t.name));
+      })));
+  if (!session.stopped(result))
+    for (const auto& record : spill.records())
+      if (!seen.count({record.iteration, record.name})) result.only_in_runner0.push_back(record.name);
+  result.spilled_bytes = spill.bytes_written();
+  log_layerwise_verdict(result);
+  return run;
+}
+
+LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner, const RunnerResults& held, bool live_is_first,
+                                       const DataLoaderFunc& data_loader, const LayerwiseRunOptions& options) {
+  LayerwiseSession session(options);
+  LayerwiseRun run;
+  run.validation.reserve(1);
+  LayerwiseResult& result = run.comparison;
+  result.runner0 = live_is_first ? runner.name() : held.runner_name;
+  result.runner1 = live_is_first ? held.runner_name : runner.name();
+  auto& only_in_live = live_is_first ? result.only_in_runner0 : result.only_in_runner1;
+  auto& only_in_held = live_is_first ? result.only_in_runner1 : result.only_in_runner0;
+  std::vector<NamedTensors> feeds;
+  std::set<std::pair<int64_t, std::string>> seen;
+  std::size_t order = 0;
+  int64_t order_iteration = 0;
+
+  session.log_header(result);
+  run.results.push_back(detail::run_runner(
+      runner, feeds, session.setup(run, runner, &data_loader, [&](int64_t iteration, const runtime::ProducedTensor& t) {
+        if (iteration != order_iteration) order = 0, order_iteration = iteration;  // positions count per iteration
+        ++order;
+        if (!session.wanted(t.name) || session.stopped(result)) return;
+        if (iteration >= static_cast<int64_t>(held.iterations.size())) return;
+        const Tensor* other = held.iterations[static_cast<std::size_t>(iteration)].find(t.name);
+        if (!other) {
+          only_in_live.push_back(t.name);
+          return;
+        }
+        seen.emplace(iteration, t.name);
+        Tensor live_tensor = session.postprocessed(t.name, t.tensor);
+        Tensor held_tensor = session.postprocessed(t.name, *other);
+        Logger::Indent indent;
+        compare_layer(result, order - 1, iteration, t.name, t.node_name, t.op_type,
+                      live_is_first ? live_tensor : held_tensor, live_is_first ? held_tensor : live_tensor,
+                      session.params(t.name));
+      })));
+  for (std::size_t it = 0; !session.stopped(result) && it < held.iterations.size() && it < feeds.size(); ++it)
+    for (const auto& [name, tensor] : held.iterations[it].outputs)
+      if (session.wanted(name) && !seen.count({static_cast<int64_t>(it), name})) only_in_held.push_back(name);
+  log_layerwise_verdict(result);
+  return run;
+}
+
+std::function<TensorProducer(const std::string&)> tensor_producers(const onnx::Model& model) {
+  auto producers = std::make_shared<std::map<std::string, TensorProducer>>();
+  std::size_t order = 0;
+  for (const auto& node : model->graph().node())
+    for (const auto& output : node.output())
+      if (!output.empty()) (*producers)[output] = {order++, node.name(), node.op_type()};
+  return [producers](const std::string& name) {
+    auto it = producers->find(name);
+    return it == producers->end() ? TensorProducer{} : it->second;
+  };
+}
+
+}  // namespace parity::compare

@@ -1,0 +1,138 @@
+#include "args/data_loader_args.h"
+
+#include <fmt/format.h>
+
+#include "args/python_scripts.h"
+#include "args/value_parsing.h"
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+
+namespace parity::cli {
+
+void DataLoaderArgs::add_to(CLI::App& app) {
+  const char* data = "Data Loader";
+  app.add_option("--seed", seed_, "Seed for random inputs (default 1)")->group(data);
+  app.add_option("--iterations,--iters", iterations_, "Number of inference iterations (default 1)")->group(data);
+  app.add_option("--warm-up", warm_up_, "Untimed inferences on the first input before the timed ones (default 0)")
+      ->group(data);
+  app.add_option("--val-range", val_range_, "Value ranges of random inputs: [<name>:][min,max] ...")->group(data);
+  app.add_option("--input-shapes,--inputs", input_shapes_, "Input shapes: <name>:[d0,d1,...] ...")->group(data);
+  auto* load_inputs = app.add_option("--load-inputs,--load-input-data", load_inputs_,
+                                     "Input files: Polygraphy JSON lists of feed dicts, .npz (one iteration), .npy "
+                                     "(single input)")
+                          ->group(data);
+  app.add_option("--data-loader-script", data_loader_script_,
+                 "Python script[:function] whose function (default load_data) returns an iterable of "
+                 "{input name: array} dicts; runs in $PARITY_PYTHON or python3")
+      ->group(data)
+      ->excludes(load_inputs);
+}
+
+void DataLoaderArgs::add_save_inputs_to(CLI::App& app, const char* group) {
+  app.add_option("--save-inputs,--save-input-data", save_inputs_, "Save the inputs (Polygraphy JSON list)")
+      ->group(group);
+}
+
+void DataLoaderArgs::parse() {
+  if (iterations_ < 1) raise<InvalidInputError>("--iterations must be at least 1, got {}", iterations_);
+  if (warm_up_ < 0) raise<InvalidInputError>("--warm-up must be 0 or more, got {}", warm_up_);
+  if (seed_ < 0 || seed_ > 0xFFFFFFFFLL) raise<InvalidInputError>("--seed must be in [0, 2^32 - 1], got {}", seed_);
+  // CLI11 splits a token that is entirely "[a,b]" into "a" and "b" (its list syntax); put the
+  // default range ("[min,max]" without a name) back together.
+  std::vector<std::string> ranges;
+  for (std::size_t i = 0; i < val_range_.size(); ++i) {
+    const std::string& token = val_range_[i];
+    if (token.find_first_of(":[") != std::string::npos) {
+      ranges.push_back(token);
+    } else if (i + 1 < val_range_.size() && val_range_[i + 1].find_first_of(":[") == std::string::npos) {
+      ranges.push_back("[" + token + "," + val_range_[i + 1] + "]");
+      ++i;
+    } else {
+      raise<InvalidInputError>("--val-range: expected [<name>:][min,max], got '{}'", token);
+    }
+  }
+  for (const auto& arg : ranges) {
+    auto [name, range] = split_named_bracket(arg, false, "--val-range");
+    std::string body = range.substr(1, range.size() - 2);
+    auto comma = body.find(',');
+    if (comma == std::string::npos || range.back() != ']')
+      raise<InvalidInputError>("--val-range: expected [<name>:][min,max], got '{}'", arg);
+    double low = parse_double(body.substr(0, comma), "--val-range");
+    double high = parse_double(body.substr(comma + 1), "--val-range");
+    options_.val_ranges.emplace_back(name, std::pair(low, high));
+  }
+  for (const auto& arg : input_shapes_) {
+    auto [name, dims] = split_named_bracket(arg, true, "--input-shapes");
+    options_.input_shapes.emplace_back(name, parse_dims(dims, "--input-shapes " + name));
+  }
+  options_.seed = static_cast<uint32_t>(seed_);
+  options_.iterations = iterations_;
+}
+
+bool DataLoaderArgs::random_flags_given() const {
+  return !val_range_.empty() || seed_ != 1 || iterations_ != 1 || !input_shapes_.empty();
+}
+
+std::vector<NamedTensors> DataLoaderArgs::load_input_files(const TensorMetadata& metadata) const {
+  std::vector<NamedTensors> feeds;
+  for (const auto& path : load_inputs_) {
+    std::string extension = file_extension(path);
+    if (extension == ".npz") {
+      feeds.push_back(load_npz(path));
+    } else if (extension == ".npy") {
+      if (metadata.size() != 1)
+        raise<InvalidInputError>("{}: a .npy file holds one array, but the model has {} inputs; use .npz or a "
+                                 "Polygraphy JSON input file", path, metadata.size());
+      feeds.push_back({{metadata[0].first, load_npy(path)}});
+    } else {
+      auto loaded = load_inputs_json(path);
+      feeds.insert(feeds.end(), std::make_move_iterator(loaded.begin()), std::make_move_iterator(loaded.end()));
+    }
+  }
+  if (feeds.empty()) raise<InvalidInputError>("--load-inputs: the input file(s) hold no iterations");
+  log::info("Loaded {} iteration(s) of inputs from {}", feeds.size(), fmt::join(load_inputs_, ", "));
+  return feeds;
+}
+
+// --input-shapes and --val-range name inputs of the model: a name that matches none is an error
+// (Polygraphy only warns, or for --input-shapes says nothing, and runs with the defaults), with
+// a "did you mean" hint when an input's name is close to it.
+void DataLoaderArgs::check_input_names(const TensorMetadata& metadata) const {
+  std::vector<std::string> names;
+  for (const auto& [known, info] : metadata) names.push_back(known);
+  auto check = [&](const std::string& name, const char* flag) {
+    if (metadata.contains(name)) return;
+    auto hint = runtime::closest_name(name, names);
+    raise<InvalidInputError>("{}: the model has no input called '{}'{} (inputs: {})", flag, name,
+                             hint ? fmt::format("; did you mean '{}'?", *hint) : "", fmt::join(names, ", "));
+  };
+  for (const auto& [name, dims] : options_.input_shapes)
+    if (name.find_first_of("*?[") == std::string::npos) check(name, "--input-shapes");  // else a wildcard
+  for (const auto& [name, range] : options_.val_ranges)
+    if (!name.empty()) check(name, "--val-range");  // "" is the default range
+}
+
+compare::DataLoaderFunc DataLoaderArgs::data_loader() const {
+  return [this](const TensorMetadata& metadata) -> std::vector<NamedTensors> {
+    if (!load_inputs_.empty()) {
+      if (random_flags_given())
+        log::warning("--load-inputs is set: --seed, --val-range, --iterations and --input-shapes are ignored");
+      return load_input_files(metadata);
+    }
+    if (!data_loader_script_.empty()) {
+      if (random_flags_given())
+        log::warning("--data-loader-script is set: --seed, --val-range, --iterations and --input-shapes are ignored");
+      return run_data_loader_script(parse_script_spec(data_loader_script_, "load_data"));
+    }
+    check_input_names(metadata);
+    return runtime::DataLoader(options_).generate_all(metadata);
+  };
+}
+
+void DataLoaderArgs::save_inputs(const std::vector<NamedTensors>& feeds) const {
+  if (save_inputs_.empty()) return;
+  save_inputs_json(save_inputs_, feeds);
+  log::info("Saving inference input data to {}", save_inputs_);
+}
+
+}  // namespace parity::cli

@@ -1,0 +1,68 @@
+#include "args/runner_args.h"
+
+#include "parity/core/error.h"
+#include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/ref_runner.h"
+
+namespace parity::cli {
+
+void RunnerArgs::add_to(CLI::App& app) {
+  app_ = &app;
+  const char* runners = "Runners";
+  ref_flag_ = app.add_flag("--ref", ref_count_, "Run Parity's reference interpreter (repeatable)")->group(runners);
+  onnxrt_flag_ = app.add_flag("--onnxrt", onnxrt_count_, "Run ONNX Runtime (repeatable)")->group(runners);
+  const char* ref = "Reference Runner";
+  app.add_option("--ref-precision", ref_precision_, "Reference interpreter precision: fp32 (default) or fp64")
+      ->check(CLI::IsMember({"fp32", "fp64"}))
+      ->group(ref);
+  const char* ort = "ONNX-Runtime Session Creation";
+  app.add_option("--providers,--execution-providers", providers_,
+                 "ONNX Runtime execution providers in priority order (exact or case-insensitive partial "
+                 "match; default: cpu)")
+      ->group(ort);
+  app.add_option("--ort-opt-level", ort_opt_level_, "ONNX Runtime graph optimization level: disable, basic, "
+                 "extended, all (default)")->group(ort);
+  app.add_option("--ort-intra-op-threads", ort_intra_threads_, "ONNX Runtime intra-op threads (0: its default)")
+      ->group(ort);
+  app.add_option("--ort-library", ort_library_, "ONNX Runtime shared library (file or folder)")->group(ort);
+  app.add_option("--ort-layerwise-budget", ort_layerwise_budget_mib_,
+                 "Layerwise runs: MiB of intermediate tensors one ONNX Runtime partial run may produce; the "
+                 "graph is split into pieces that fit (default 64; 0: half the available memory)")
+      ->group(ort);
+  app.add_option("--ort-profile", ort_profile_,
+                 "ONNX Runtime profiling: each ONNX Runtime runner writes a Chrome-trace JSON file "
+                 "'<PREFIX>_<date>.json' when it finishes (its path is logged)")
+      ->group(ort);
+}
+
+void RunnerArgs::parse() const {
+  if (!ort_opt_level_.empty()) (void)runtime::ort_optimization_level_from_name(ort_opt_level_);
+  if (ort_intra_threads_ < 0) raise<InvalidInputError>("--ort-intra-op-threads must be >= 0");
+  if (ort_layerwise_budget_mib_ < 0 || ort_layerwise_budget_mib_ > (int64_t{1} << 30))
+    raise<InvalidInputError>("--ort-layerwise-budget must be between 0 and 2^30 MiB, got {}", ort_layerwise_budget_mib_);
+  if (!ort_profile_.empty() && onnxrt_count_ == 0)
+    raise<InvalidInputError>("--ort-profile needs an ONNX Runtime runner (--onnxrt)");
+}
+
+std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const runtime::ModelLoader& model) const {
+  std::vector<std::unique_ptr<runtime::Runner>> runners;
+  for (const CLI::Option* option : app_->parse_order()) {
+    if (option == ref_flag_) {
+      runtime::RefOptions options;
+      options.fp64 = ref_precision_ == "fp64";
+      runners.push_back(std::make_unique<runtime::RefRunner>(model, options));
+    } else if (option == onnxrt_flag_) {
+      runtime::OnnxrtOptions options;
+      if (!providers_.empty()) options.providers = providers_;
+      if (!ort_opt_level_.empty()) options.optimization_level = runtime::ort_optimization_level_from_name(ort_opt_level_);
+      options.intra_op_threads = ort_intra_threads_;
+      options.library_path = ort_library_;
+      options.profile_prefix = ort_profile_;
+      options.intermediate_memory_budget = static_cast<std::size_t>(ort_layerwise_budget_mib_) << 20;
+      runners.push_back(std::make_unique<runtime::OnnxrtRunner>(model, options));
+    }
+  }
+  return runners;
+}
+
+}  // namespace parity::cli

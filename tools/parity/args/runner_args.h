@@ -1,0 +1,40 @@
+// The runner flags shared by commands that run a model (Polygraphy's runner argument groups):
+// --ref and --onnxrt (repeatable, in command-line order) and each backend's options.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "parity/runtime/loader.h"
+#include "parity/runtime/runner.h"
+
+namespace parity::cli {
+
+class RunnerArgs {
+ public:
+  void add_to(CLI::App& app);
+  // Checks the values (before anything runs, so bad flags fail fast).
+  void parse() const;
+  // The runners in command-line order, each loading its model through `model` when it activates.
+  std::vector<std::unique_ptr<runtime::Runner>> make_runners(const runtime::ModelLoader& model) const;
+  // The flags that select runners, for messages ("--ref, --onnxrt").
+  static const char* runner_flags() { return "--ref, --onnxrt"; }
+
+ private:
+  CLI::App* app_ = nullptr;
+  CLI::Option* ref_flag_ = nullptr;
+  CLI::Option* onnxrt_flag_ = nullptr;
+  int ref_count_ = 0, onnxrt_count_ = 0;
+  std::string ref_precision_ = "fp32";
+  std::vector<std::string> providers_;
+  std::string ort_opt_level_;
+  int ort_intra_threads_ = 0;
+  std::string ort_library_;
+  std::string ort_profile_;
+  int64_t ort_layerwise_budget_mib_ = 64;  // ppocrv4_det 640x640: 216 MiB peak at 64, 378 at 256
+};
+
+}  // namespace parity::cli
