@@ -1,5 +1,6 @@
 // Comparator::run_layerwise: two runs compared tensor by tensor as the second one produces them.
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
@@ -64,6 +65,12 @@ class LayerwiseSession {
     setup.on_feeds = options_.on_feeds;
     setup.warm_up = options_.warm_up;
     setup.exclude_outputs = options_.exclude;
+    // Time spent in the callback is the comparison's, not the runner's.
+    on_tensor = [&run, on_tensor = std::move(on_tensor)](int64_t iteration, const runtime::ProducedTensor& tensor) {
+      auto start = std::chrono::steady_clock::now();
+      on_tensor(iteration, tensor);
+      run.comparison_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
     if (!options_.validate) {
       setup.on_tensor = std::move(on_tensor);
       return setup;
@@ -102,6 +109,19 @@ void log_layerwise_verdict(const LayerwiseResult& result) {
                              pair.runner1, pair.passed_iterations(), pair.total_iterations(), rate);
   if (pair.passed()) log::finish("{}", summary);
   else log::error("{}", summary);
+}
+
+// Splits the runners' reported inference time into their own work and the comparison's (the
+// validation checks count as the comparison's too), and says so at verbose level.
+void log_timing(LayerwiseRun& run) {
+  double reported = 0;
+  for (const auto& runner : run.results)
+    for (const auto& iteration : runner.iterations) reported += iteration.runtime.value_or(0.0);
+  run.inference_seconds = std::max(0.0, reported - run.comparison_seconds);
+  log::verbose("Layerwise timing | runners' own inference: {:.3f} s | comparison (spill, compare, statistics, "
+               "logging): {:.3f} s ({:.2f}x the inference)",
+               run.inference_seconds, run.comparison_seconds,
+               run.inference_seconds > 0 ? run.comparison_seconds / run.inference_seconds : 0.0);
 }
 
 }  // namespace
@@ -148,6 +168,7 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner0, runtime::Runner
       if (!seen.count({record.iteration, record.name})) result.only_in_runner0.push_back(record.name);
   result.spilled_bytes = spill.bytes_written();
   log_layerwise_verdict(result);
+  log_timing(run);
   return run;
 }
 
@@ -190,6 +211,7 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner, const RunnerResu
     for (const auto& [name, tensor] : held.iterations[it].outputs)
       if (session.wanted(name) && !seen.count({static_cast<int64_t>(it), name})) only_in_held.push_back(name);
   log_layerwise_verdict(result);
+  log_timing(run);
   return run;
 }
 

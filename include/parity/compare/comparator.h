@@ -83,6 +83,11 @@ struct LayerwiseRun {
   LayerwiseResult comparison;
   RunResults results;                          // the live runners' graph outputs, in run order
   std::vector<StreamedValidation> validation;  // one per live runner, in run order (with validate)
+  // Where the time went: the runners' own inference (their inference time less the time spent in
+  // this comparison's tensor callbacks) and the comparison's own work (spilling, reading back,
+  // comparing, statistics and the log lines).
+  double inference_seconds = 0;
+  double comparison_seconds = 0;
   AccuracyResult accuracy() const;          // the comparison as one pair, for reports
   bool passed() const;                      // comparison and validation
 };
