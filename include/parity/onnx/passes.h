@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -18,10 +17,8 @@
 
 namespace parity::onnx {
 
-// Names a graph's nodes read from enclosing graphs (recursively through nested subgraphs).
-std::set<std::string> outer_references(const ::onnx::GraphProto& graph);
-// Every value a node reads: its inputs and the outer references of its subgraphs.
-std::vector<std::string> node_reads(const ::onnx::NodeProto& node);
+// What nodes read (outer_references, node_reads) and the order they run in: parity/onnx/graph_order.h.
+
 // "node 'name' (Op)" or "node <unnamed> (Op)", for messages.
 std::string describe_node(const ::onnx::NodeProto& node);
 
@@ -42,7 +39,7 @@ struct CleanupReport {
 CleanupReport cleanup(::onnx::GraphProto& graph, const CleanupOptions& options = {});
 
 // Reorders nodes topologically (stable: keeps the model's order where it can). Throws
-// InvalidInputError naming a node on a cycle. Recurses into subgraphs.
+// InvalidInputError naming a node on a cycle. Recurses into subgraphs. Built on topological_order.
 void toposort(::onnx::GraphProto& graph);
 
 // Replaces Constant nodes by initializers (value, value_float(s), value_int(s), value_string(s));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "parity/core/error.h"
+#include "parity/onnx/graph_order.h"
 #include "parity/onnx/passes.h"
 
 namespace parity::onnx {

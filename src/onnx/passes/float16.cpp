@@ -15,6 +15,7 @@
 #include "parity/core/error.h"
 #include "parity/core/half.h"
 #include "parity/core/logger.h"
+#include "parity/onnx/graph_order.h"
 #include "parity/onnx/passes.h"
 #include "parity/onnx/tensor_proto.h"
 

@@ -1,13 +1,13 @@
-// Graph bookkeeping passes: outer references, cleanup (dead-code removal), toposort,
+// Graph bookkeeping passes: cleanup (dead-code removal), toposort,
 // Constant-node lowering, input-shape overrides, value_info helpers.
 #include <algorithm>
-#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "parity/core/error.h"
+#include "parity/onnx/graph_order.h"
 #include "parity/onnx/passes.h"
 
 namespace parity::onnx {
@@ -32,39 +32,6 @@ std::string describe_node(const NodeProto& node) {
   std::string op = node.domain().empty() || node.domain() == "ai.onnx" ? node.op_type()
                                                                         : node.domain() + "." + node.op_type();
   return node.name().empty() ? fmt::format("node <unnamed> ({})", op) : fmt::format("node '{}' ({})", node.name(), op);
-}
-
-std::set<std::string> outer_references(const GraphProto& graph) {
-  std::set<std::string> out;
-  std::unordered_set<std::string> defined;
-  for (const auto& i : graph.input()) defined.insert(i.name());
-  for (const auto& t : graph.initializer()) defined.insert(t.name());
-  for (const auto& t : graph.sparse_initializer()) defined.insert(t.values().name());
-  for (const auto& n : graph.node())
-    for (const auto& o : n.output()) defined.insert(o);
-  auto use = [&](const std::string& name) {
-    if (!name.empty() && !defined.count(name)) out.insert(name);
-  };
-  for (const auto& n : graph.node())
-    for (const auto& r : node_reads(n)) use(r);
-  for (const auto& o : graph.output()) use(o.name());
-  return out;
-}
-
-std::vector<std::string> node_reads(const NodeProto& node) {
-  std::vector<std::string> reads;
-  for (const auto& i : node.input())
-    if (!i.empty()) reads.push_back(i);
-  for (const auto& a : node.attribute()) {
-    std::set<std::string> inner;
-    if (a.has_g()) inner = outer_references(a.g());
-    for (const auto& g : a.graphs()) {
-      auto more = outer_references(g);
-      inner.insert(more.begin(), more.end());
-    }
-    reads.insert(reads.end(), inner.begin(), inner.end());
-  }
-  return reads;
 }
 
 int64_t count_nodes(const GraphProto& graph) {
@@ -140,41 +107,18 @@ CleanupReport cleanup(GraphProto& graph, const CleanupOptions& options) {
 void toposort(GraphProto& graph) {
   for (auto& node : *graph.mutable_node()) for_each_subgraph(node, [](GraphProto& g) { toposort(g); });
   const int n = graph.node_size();
-  std::unordered_map<std::string, int> producer;
-  for (int i = 0; i < n; ++i)
+  std::unordered_map<std::string, int> producer;  // a tensor produced twice: its last producer
+  std::vector<std::vector<std::string>> reads;
+  reads.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
     for (const auto& o : graph.node(i).output())
       if (!o.empty()) producer[o] = i;
-  std::vector<std::vector<int>> consumers(static_cast<std::size_t>(n));
-  std::vector<int> pending(static_cast<std::size_t>(n), 0);
-  for (int i = 0; i < n; ++i) {
-    std::set<int> deps;
-    for (const auto& r : node_reads(graph.node(i))) {
-      auto it = producer.find(r);
-      if (it != producer.end()) deps.insert(it->second);
-    }
-    if (deps.count(i))
-      raise<InvalidInputError>("{} reads its own output: the graph '{}' has a cycle", describe_node(graph.node(i)),
-                               graph.name());
-    for (int d : deps) consumers[static_cast<std::size_t>(d)].push_back(i);
-    pending[static_cast<std::size_t>(i)] = static_cast<int>(deps.size());
+    reads.push_back(node_reads(graph.node(i)));
   }
-  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-  for (int i = 0; i < n; ++i)
-    if (!pending[static_cast<std::size_t>(i)]) ready.push(i);
-  std::vector<int> order;
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (int c : consumers[static_cast<std::size_t>(i)])
-      if (--pending[static_cast<std::size_t>(c)] == 0) ready.push(c);
-  }
-  if (static_cast<int>(order.size()) != n) {
-    for (int i = 0; i < n; ++i)
-      if (pending[static_cast<std::size_t>(i)] > 0)
-        raise<InvalidInputError>("the graph '{}' has a cycle: {} depends (directly or not) on its own output",
-                                 graph.name(), describe_node(graph.node(i)));
-  }
+  const std::vector<int> order =
+      topological_order(graph, reads, producer,
+                        {.describe_node = [&](int index) { return describe_node(graph.node(index)); },
+                         .name_graph_when_node_reads_itself = true});
   bool sorted = true;
   for (int i = 0; i < n; ++i) sorted = sorted && order[static_cast<std::size_t>(i)] == i;
   if (sorted) return;

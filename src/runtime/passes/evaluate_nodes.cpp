@@ -2,7 +2,7 @@
 
 #include <unordered_set>
 
-#include "parity/onnx/passes.h"
+#include "parity/onnx/graph_order.h"
 #include "parity/runtime/interpreter.h"
 
 namespace parity::runtime::detail {

@@ -8,6 +8,7 @@
 #include "evaluate_nodes.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/onnx/graph_order.h"
 #include "parity/onnx/passes.h"
 #include "parity/runtime/interpreter.h"
 
