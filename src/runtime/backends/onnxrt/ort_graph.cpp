@@ -1,10 +1,10 @@
 #include "ort_graph.h"
 
-#include <queue>
 #include <set>
 #include <unordered_set>
 
 #include "parity/core/error.h"
+#include "parity/onnx/graph_order.h"
 
 namespace parity::runtime::onnxrt {
 namespace {
@@ -17,29 +17,6 @@ using ::onnx::TypeProto;
 std::string node_label(const NodeProto& node, int index) {
   return node.name().empty() ? fmt::format("node #{} ({})", index, node.op_type())
                              : fmt::format("node '{}' ({})", node.name(), node.op_type());
-}
-
-// Names a subgraph reads from enclosing scopes (If/Loop/Scan bodies see the outer graph's values).
-void outer_references(const GraphProto& graph, std::set<std::string>& out) {
-  std::unordered_set<std::string> defined;
-  for (const auto& v : graph.input()) defined.insert(v.name());
-  for (const auto& t : graph.initializer()) defined.insert(t.name());
-  for (const auto& s : graph.sparse_initializer()) defined.insert(s.values().name());
-  for (const auto& node : graph.node())
-    for (const auto& o : node.output()) defined.insert(o);
-  for (const auto& node : graph.node()) {
-    for (const auto& in : node.input())
-      if (!in.empty() && !defined.count(in)) out.insert(in);
-    for (const auto& attribute : node.attribute()) {
-      std::set<std::string> nested;
-      if (attribute.has_g()) outer_references(attribute.g(), nested);
-      for (const auto& g : attribute.graphs()) outer_references(g, nested);
-      for (const auto& name : nested)
-        if (!defined.count(name)) out.insert(name);
-    }
-  }
-  for (const auto& o : graph.output())
-    if (!defined.count(o.name())) out.insert(o.name());
 }
 
 void set_value_type(::onnx::ValueInfoProto& value, const TypeProto* type, bool element_type_only) {
@@ -70,62 +47,17 @@ GraphAnalysis analyse_graph(const GraphProto& graph, int64_t ir_version) {
   }
   for (const auto& o : graph.output()) analysis.outputs.push_back(o.name());
 
-  std::unordered_map<std::string, int> producer;
-  for (int i = 0; i < n; ++i) {
-    analysis.node_names.push_back(graph.node(i).name());
-    analysis.op_types.push_back(graph.node(i).op_type());
-    for (const auto& o : graph.node(i).output()) {
-      if (o.empty()) continue;
-      if (auto [it, inserted] = producer.emplace(o, i); !inserted)
-        raise<InvalidInputError>("tensor '{}' is produced by two nodes: {} and {}", o,
-                                 node_label(graph.node(it->second), it->second),
-                                 node_label(graph.node(i), i));
-    }
+  for (const auto& node : graph.node()) {
+    analysis.node_names.push_back(node.name());
+    analysis.op_types.push_back(node.op_type());
   }
-
-  analysis.reads.resize(static_cast<std::size_t>(n));
-  std::vector<std::vector<int>> consumers(static_cast<std::size_t>(n));
-  std::vector<int> pending(static_cast<std::size_t>(n), 0);
-  for (int i = 0; i < n; ++i) {
-    const NodeProto& node = graph.node(i);
-    auto& reads = analysis.reads[static_cast<std::size_t>(i)];
-    for (const auto& in : node.input())
-      if (!in.empty()) reads.push_back(in);
-    std::set<std::string> implicit;
-    for (const auto& attribute : node.attribute()) {
-      if (attribute.has_g()) outer_references(attribute.g(), implicit);
-      for (const auto& g : attribute.graphs()) outer_references(g, implicit);
-    }
-    reads.insert(reads.end(), implicit.begin(), implicit.end());
-    std::set<int> dependencies;
-    for (const auto& r : reads)
-      if (auto it = producer.find(r); it != producer.end()) dependencies.insert(it->second);
-    for (int d : dependencies) {
-      if (d == i)
-        raise<InvalidInputError>("{} reads its own output: the graph has a cycle",
-                                 node_label(node, i));
-      consumers[static_cast<std::size_t>(d)].push_back(i);
-    }
-    pending[static_cast<std::size_t>(i)] = static_cast<int>(dependencies.size());
-  }
-  // Kahn's algorithm, preferring the model's own node order among ready nodes (as the reference
-  // interpreter does, so both runners list tensors in the same order).
-  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-  for (int i = 0; i < n; ++i)
-    if (pending[static_cast<std::size_t>(i)] == 0) ready.push(i);
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    analysis.order.push_back(i);
-    for (int c : consumers[static_cast<std::size_t>(i)])
-      if (--pending[static_cast<std::size_t>(c)] == 0) ready.push(c);
-  }
-  if (static_cast<int>(analysis.order.size()) != n)
-    for (int i = 0; i < n; ++i)
-      if (pending[static_cast<std::size_t>(i)] > 0)
-        raise<InvalidInputError>(
-            "the graph '{}' has a cycle: {} depends (directly or not) on its own output",
-            graph.name(), node_label(graph.node(i), i));
+  const onnx::NodeDescriber describe = [&](int index) { return node_label(graph.node(index), index); };
+  const auto producer = onnx::unique_producers(graph, describe);
+  analysis.reads.reserve(static_cast<std::size_t>(n));
+  for (const auto& node : graph.node()) analysis.reads.push_back(onnx::node_reads(node));
+  // The model's own order among ready nodes, as the reference interpreter's, so both runners list
+  // tensors in the same order.
+  analysis.order = onnx::topological_order(graph, analysis.reads, producer, {.describe_node = describe});
 
   // Constant nodes (see GraphAnalysis::constant), in execution order so ancestors come first.
   static const std::unordered_set<std::string> nondeterministic = {

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <queue>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -11,6 +9,7 @@
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/onnx/graph_order.h"
 #include "parity/onnx/tensor_proto.h"
 
 namespace parity::runtime {
@@ -43,29 +42,6 @@ class ProtoBytes final : public Storage {
   const std::string& bytes_;
 };
 
-// Names a graph's nodes read from outside the graph (outer scope), recursively through subgraphs.
-void collect_outer_references(const GraphProto& graph, std::set<std::string>& out) {
-  std::unordered_set<std::string> defined;
-  for (const auto& i : graph.input()) defined.insert(i.name());
-  for (const auto& t : graph.initializer()) defined.insert(t.name());
-  for (const auto& t : graph.sparse_initializer()) defined.insert(t.values().name());
-  for (const auto& n : graph.node())
-    for (const auto& o : n.output()) defined.insert(o);
-  auto use = [&](const std::string& name) {
-    if (!name.empty() && !defined.count(name)) out.insert(name);
-  };
-  for (const auto& n : graph.node()) {
-    for (const auto& i : n.input()) use(i);
-    for (const auto& a : n.attribute()) {
-      std::set<std::string> inner;
-      if (a.has_g()) collect_outer_references(a.g(), inner);
-      for (const auto& g : a.graphs()) collect_outer_references(g, inner);
-      for (const auto& name : inner) use(name);
-    }
-  }
-  for (const auto& o : graph.output()) use(o.name());
-}
-
 // Execution plan of one graph: topological order, what each node reads, how often each value
 // is read (to free it after its last reader), and the initializers as zero-copy tensors.
 struct GraphPlan {
@@ -79,59 +55,14 @@ struct GraphPlan {
 GraphPlan make_plan(const GraphProto& graph, const std::shared_ptr<const ::onnx::ModelProto>& owner,
                     const std::filesystem::path& base_dir, int64_t element_limit) {
   GraphPlan plan;
-  const int n = graph.node_size();
-  plan.reads.resize(static_cast<std::size_t>(n));
-  std::unordered_map<std::string, int> producer;
-  for (int i = 0; i < n; ++i)
-    for (const auto& o : graph.node(i).output())
-      if (!o.empty()) {
-        if (producer.count(o))
-          raise<InvalidInputError>("tensor '{}' is produced by two nodes: {} and {}", o,
-                                   node_label(graph.node(producer[o])), node_label(graph.node(i)));
-        producer[o] = i;
-      }
-  std::vector<std::vector<int>> consumers(static_cast<std::size_t>(n));
-  std::vector<int> pending(static_cast<std::size_t>(n), 0);
-  for (int i = 0; i < n; ++i) {
-    const auto& node = graph.node(i);
-    auto& reads = plan.reads[static_cast<std::size_t>(i)];
-    for (const auto& in : node.input())
-      if (!in.empty()) reads.push_back(in);
-    std::set<std::string> implicit;
-    for (const auto& a : node.attribute()) {
-      if (a.has_g()) collect_outer_references(a.g(), implicit);
-      for (const auto& g : a.graphs()) collect_outer_references(g, implicit);
-    }
-    reads.insert(reads.end(), implicit.begin(), implicit.end());
-    std::set<int> deps;
-    for (const auto& r : reads) {
-      ++plan.read_count[r];
-      auto it = producer.find(r);
-      if (it != producer.end()) deps.insert(it->second);
-    }
-    for (int d : deps) {
-      if (d == i) raise<InvalidInputError>("{} reads its own output: the graph has a cycle", node_label(node));
-      consumers[static_cast<std::size_t>(d)].push_back(i);
-    }
-    pending[static_cast<std::size_t>(i)] = static_cast<int>(deps.size());
+  const onnx::NodeDescriber describe = [&](int index) { return node_label(graph.node(index)); };
+  const auto producers = onnx::unique_producers(graph, describe);
+  plan.reads.reserve(static_cast<std::size_t>(graph.node_size()));
+  for (const auto& node : graph.node()) {
+    plan.reads.push_back(onnx::node_reads(node));
+    for (const auto& r : plan.reads.back()) ++plan.read_count[r];
   }
-  // Kahn's algorithm, preferring the model's own node order among ready nodes.
-  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-  for (int i = 0; i < n; ++i)
-    if (pending[static_cast<std::size_t>(i)] == 0) ready.push(i);
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    plan.order.push_back(i);
-    for (int c : consumers[static_cast<std::size_t>(i)])
-      if (--pending[static_cast<std::size_t>(c)] == 0) ready.push(c);
-  }
-  if (static_cast<int>(plan.order.size()) != n) {
-    for (int i = 0; i < n; ++i)
-      if (pending[static_cast<std::size_t>(i)] > 0)
-        raise<InvalidInputError>("the graph '{}' has a cycle: {} depends (directly or not) on its own output",
-                                 graph.name(), node_label(graph.node(i)));
-  }
+  plan.order = onnx::topological_order(graph, plan.reads, producers, {.describe_node = describe});
   for (const auto& t : graph.initializer()) {
     Tensor tensor;
     if (t.has_raw_data() && !onnx::uses_external_data(t) && t.data_type() != ::onnx::TensorProto::STRING) {
