@@ -2,12 +2,14 @@
 // one implementation the reference interpreter, the ONNX Runtime graph cutter and the passes share.
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "parity/core/error.h"
 #include "parity/onnx/graph_order.h"
+#include "test_support.h"
 
 namespace parity {
 namespace {
@@ -62,12 +64,7 @@ std::vector<int> order_of(const GraphProto& graph) {
 
 template <typename Fn>
 std::string invalid_input_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const InvalidInputError& error) {
-    return error.what();
-  }
-  return "(no InvalidInputError)";
+  return testing_support::message_of_thrown<InvalidInputError>(std::forward<Fn>(fn));
 }
 
 TEST(GraphOrder, OuterReferencesExcludeWhatTheGraphDefines) {

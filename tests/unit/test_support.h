@@ -1,4 +1,5 @@
-// Helpers shared by the unit tests: a temporary folder removed on scope exit, whole-file reads.
+// Helpers shared by the unit tests: a temporary folder removed on scope exit, the message of an
+// expected exception, whole-file reads.
 #pragma once
 
 #include <stdlib.h>
@@ -31,6 +32,17 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The message of the exception of type E that fn throws; a marker string when it throws none.
+template <typename E, typename Fn>
+std::string message_of_thrown(Fn&& fn) {
+  try {
+    fn();
+  } catch (const E& error) {
+    return error.what();
+  }
+  return "(nothing thrown)";
+}
 
 inline std::string read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
