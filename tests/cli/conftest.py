@@ -139,6 +139,31 @@ def examples_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def small_cnn(examples_dir) -> Path:
+    return examples_dir / "small_cnn.onnx"
+
+
+@pytest.fixture(scope="session")
+def polygraphy_outputs(small_cnn, tmp_path_factory):
+    """small_cnn run by Polygraphy (inputs and outputs), and a copy of the outputs 0.1% off."""
+    import numpy as np
+    from polygraphy.comparator import RunResults
+
+    from run_util import polygraphy
+    folder = tmp_path_factory.mktemp("polygraphy_outputs")
+    inputs, outputs, drifted = folder / "inputs.json", folder / "outputs.json", folder / "drifted.json"
+    polygraphy("run", small_cnn, "--onnxrt", "--save-inputs", inputs, "--save-outputs", outputs)
+    results = RunResults.load(str(outputs))
+    name = list(results.keys())[0]
+    results[name][0]["probabilities"] = results[name][0]["probabilities"] * np.float32(1.001)
+    results[name][0].runner_name = "drifted-runner"
+    renamed = RunResults()
+    renamed.append(("drifted-runner", results[name]))
+    renamed.save(str(drifted))
+    return {"inputs": inputs, "outputs": outputs, "drifted": drifted}
+
+
+@pytest.fixture(scope="session")
 def run_parity(parity_bin):
     """run_parity(*args, timeout=...) -> Run(returncode, stdout, stderr)."""
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO_ROOT, lines_with_prefix
-from test_run import RUN_TIMEOUT, SHARED_MODELS, polygraphy
+from run_util import RUN_TIMEOUT, SHARED_MODELS, polygraphy
 
 EXAMPLE_MODELS = REPO_ROOT / "examples" / "models"
 
