@@ -11,7 +11,6 @@ namespace {
 struct Pool3 {
   int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out[3];
   int64_t in_size() const { return in[0] * in[1] * in[2]; }
-  int64_t out_size() const { return out[0] * out[1] * out[2]; }
 };
 
 Pool3 to_pool3(const KernelContext& ctx, const nn::Geometry& g) {
@@ -36,13 +35,59 @@ Pool3 to_pool3(const KernelContext& ctx, const nn::Geometry& g) {
   return p;
 }
 
+// The valid kernel taps of one output position along each dim: input index = start + k * dilation
+// for k in [lo, hi) lies in [0, in).
+struct PoolWindow {
+  int64_t start[3], lo[3], hi[3];
+  int64_t taps() const { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
+};
+
 // Valid kernel taps [lo, hi) of output index o along dim i: input = o*s - pb + k*d in [0, in).
-inline void tap_range(const Pool3& p, int i, int64_t o, int64_t& start, int64_t& lo, int64_t& hi) {
+inline void tap_range(const Pool3& p, int i, int64_t o, PoolWindow& w) {
+  int64_t& start = w.start[i];
+  int64_t& lo = w.lo[i];
+  int64_t& hi = w.hi[i];
   start = o * p.s[i] - p.pb[i];
   lo = start >= 0 ? 0 : (-start + p.d[i] - 1) / p.d[i];
   hi = p.in[i] - start <= 0 ? 0 : (p.in[i] - start + p.d[i] - 1) / p.d[i];
   hi = std::min(hi, p.k[i]);
   lo = std::min(lo, hi);
+}
+
+// Calls visit(plane, output, window) for every output position of `planes` (N x C) planes, in
+// output order: `output` is the flat index into Y.
+template <typename Visit>
+void for_each_window(const Pool3& p, int64_t planes, Visit&& visit) {
+  PoolWindow w;
+  int64_t output = 0;
+  for (int64_t plane = 0; plane < planes; ++plane)
+    for (int64_t o0 = 0; o0 < p.out[0]; ++o0) {
+      tap_range(p, 0, o0, w);
+      for (int64_t o1 = 0; o1 < p.out[1]; ++o1) {
+        tap_range(p, 1, o1, w);
+        for (int64_t o2 = 0; o2 < p.out[2]; ++o2, ++output) {
+          tap_range(p, 2, o2, w);
+          visit(plane, output, w);
+        }
+      }
+    }
+}
+
+// Calls tap(i0, i1, i2, offset) for every valid tap of `w`, in row-major order: (i0, i1, i2) is
+// the input position and `offset` its flat index within the plane.
+template <typename Tap>
+void for_each_tap(const Pool3& p, const PoolWindow& w, Tap&& tap) {
+  for (int64_t k0 = w.lo[0]; k0 < w.hi[0]; ++k0) {
+    const int64_t i0 = w.start[0] + k0 * p.d[0];
+    for (int64_t k1 = w.lo[1]; k1 < w.hi[1]; ++k1) {
+      const int64_t i1 = w.start[1] + k1 * p.d[1];
+      const int64_t row = (i0 * p.in[1] + i1) * p.in[2];
+      for (int64_t k2 = w.lo[2]; k2 < w.hi[2]; ++k2) {
+        const int64_t i2 = w.start[2] + k2 * p.d[2];
+        tap(i0, i1, i2, row + i2);
+      }
+    }
+  }
 }
 
 // Taps inside the explicitly padded extent [-pb, in + pe) (count_include_pad).
@@ -78,63 +123,42 @@ void max_pool(KernelContext& ctx) {
   const bool want_idx = ctx.output_requested(1);
   int64_t* pi = want_idx ? ctx.allocate_output(1, DType::kInt64, out_shape).mutable_data<int64_t>() : nullptr;
   const int64_t planes = x.shape()[0] * x.shape()[1];
-  const int64_t is = p.in_size(), os = p.out_size();
+  const int64_t is = p.in_size();
   dispatch<decltype(FloatTypes{} + TypeList<int8_t, uint8_t>{})>(x.dtype(), ctx, [&]<typename T>() {
     using C = compute_t<T>;
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
-    for (int64_t plane = 0; plane < planes; ++plane) {
+    for_each_window(p, planes, [&](int64_t plane, int64_t o, const PoolWindow& w) {
       const T* xp = px + plane * is;
-      int64_t o = plane * os;
-      for (int64_t o0 = 0; o0 < p.out[0]; ++o0) {
-        int64_t s0, lo0, hi0;
-        tap_range(p, 0, o0, s0, lo0, hi0);
-        for (int64_t o1 = 0; o1 < p.out[1]; ++o1) {
-          int64_t s1, lo1, hi1;
-          tap_range(p, 1, o1, s1, lo1, hi1);
-          for (int64_t o2 = 0; o2 < p.out[2]; ++o2, ++o) {
-            int64_t s2, lo2, hi2;
-            tap_range(p, 2, o2, s2, lo2, hi2);
-            bool found = false;
-            C best{};
-            int64_t bi0 = 0, bi1 = 0, bi2 = 0;
-            for (int64_t k0 = lo0; k0 < hi0; ++k0) {
-              const int64_t i0 = s0 + k0 * p.d[0];
-              for (int64_t k1 = lo1; k1 < hi1; ++k1) {
-                const int64_t i1 = s1 + k1 * p.d[1];
-                const T* row = xp + (i0 * p.in[1] + i1) * p.in[2];
-                for (int64_t k2 = lo2; k2 < hi2; ++k2) {
-                  const int64_t i2 = s2 + k2 * p.d[2];
-                  C v = static_cast<C>(convert<compute_t<T>>(row[i2]));
-                  if (!found || v > best) {
-                    best = v;
-                    found = true;
-                    bi0 = i0;
-                    bi1 = i1;
-                    bi2 = i2;
-                  }
-                }
-              }
-            }
-            py[o] = found ? nn::from_compute<T>(best) : T{};
-            if (pi) {
-              int64_t local = (bi0 * p.in[1] + bi1) * p.in[2] + bi2;
-              if (storage_order != 0) {  // column-major over the real dims: the first varies fastest
-                const std::size_t lead = 3 - g.nd;
-                int64_t idx[3] = {bi0, bi1, bi2};
-                local = 0;
-                int64_t mul = 1;
-                for (std::size_t dd = lead; dd < 3; ++dd) {
-                  local += idx[dd] * mul;
-                  mul *= p.in[dd];
-                }
-              }
-              pi[o] = found ? plane * is + local : -1;
-            }
+      bool found = false;
+      C best{};
+      int64_t bi0 = 0, bi1 = 0, bi2 = 0;
+      for_each_tap(p, w, [&](int64_t i0, int64_t i1, int64_t i2, int64_t offset) {
+        C v = static_cast<C>(convert<compute_t<T>>(xp[offset]));
+        if (!found || v > best) {
+          best = v;
+          found = true;
+          bi0 = i0;
+          bi1 = i1;
+          bi2 = i2;
+        }
+      });
+      py[o] = found ? nn::from_compute<T>(best) : T{};
+      if (pi) {
+        int64_t local = (bi0 * p.in[1] + bi1) * p.in[2] + bi2;
+        if (storage_order != 0) {  // column-major over the real dims: the first varies fastest
+          const std::size_t lead = 3 - g.nd;
+          int64_t idx[3] = {bi0, bi1, bi2};
+          local = 0;
+          int64_t mul = 1;
+          for (std::size_t dd = lead; dd < 3; ++dd) {
+            local += idx[dd] * mul;
+            mul *= p.in[dd];
           }
         }
+        pi[o] = found ? plane * is + local : -1;
       }
-    }
+    });
   });
 }
 
@@ -153,54 +177,35 @@ void avg_or_lp_pool(KernelContext& ctx, PoolKind kind) {
   if (!avg) pw = ctx.opset() >= 2 ? static_cast<double>(ctx.attr_int("p", 2)) : ctx.attr_float("p", 2.0f);
   Tensor& y = ctx.allocate_output(0, x.dtype(), pooled_shape(x, g));
   const int64_t planes = x.shape()[0] * x.shape()[1];
-  const int64_t is = p.in_size(), os = p.out_size();
+  const int64_t is = p.in_size();
   dispatch_float(x.dtype(), ctx, [&]<typename T, typename C>() {
     using A = double;  // accumulator
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
     const C cp = static_cast<C>(pw);
-    for (int64_t plane = 0; plane < planes; ++plane) {
+    for_each_window(p, planes, [&](int64_t plane, int64_t o, const PoolWindow& w) {
       const T* xp = px + plane * is;
-      int64_t o = plane * os;
-      for (int64_t o0 = 0; o0 < p.out[0]; ++o0) {
-        int64_t s0, lo0, hi0;
-        tap_range(p, 0, o0, s0, lo0, hi0);
-        for (int64_t o1 = 0; o1 < p.out[1]; ++o1) {
-          int64_t s1, lo1, hi1;
-          tap_range(p, 1, o1, s1, lo1, hi1);
-          for (int64_t o2 = 0; o2 < p.out[2]; ++o2, ++o) {
-            int64_t s2, lo2, hi2;
-            tap_range(p, 2, o2, s2, lo2, hi2);
-            A sum = 0;
-            for (int64_t k0 = lo0; k0 < hi0; ++k0) {
-              const int64_t i0 = s0 + k0 * p.d[0];
-              for (int64_t k1 = lo1; k1 < hi1; ++k1) {
-                const int64_t i1 = s1 + k1 * p.d[1];
-                const T* row = xp + (i0 * p.in[1] + i1) * p.in[2];
-                for (int64_t k2 = lo2; k2 < hi2; ++k2) {
-                  C v = nn::to_compute<T, C>(row[s2 + k2 * p.d[2]]);
-                  if (avg) sum += v;
-                  else if (pw == 2.0) sum += static_cast<A>(v) * static_cast<A>(v);
-                  else if (pw == 1.0) sum += std::abs(v);
-                  else sum += std::pow(std::abs(v), cp);
-                }
-              }
-            }
-            C r;
-            if (avg) {
-              int64_t count = include_pad ? padded_taps(p, 0, s0) * padded_taps(p, 1, s1) * padded_taps(p, 2, s2)
-                                          : (hi0 - lo0) * (hi1 - lo1) * (hi2 - lo2);
-              r = count > 0 ? static_cast<C>(sum / static_cast<A>(count)) : C(0);
-            } else {
-              r = pw == 1.0 ? static_cast<C>(sum)
-                            : pw == 2.0 ? static_cast<C>(std::sqrt(sum))
-                                        : static_cast<C>(std::pow(static_cast<C>(sum), C(1) / cp));
-            }
-            py[o] = nn::from_compute<T>(r);
-          }
-        }
+      A sum = 0;
+      for_each_tap(p, w, [&](int64_t, int64_t, int64_t, int64_t offset) {
+        C v = nn::to_compute<T, C>(xp[offset]);
+        if (avg) sum += v;
+        else if (pw == 2.0) sum += static_cast<A>(v) * static_cast<A>(v);
+        else if (pw == 1.0) sum += std::abs(v);
+        else sum += std::pow(std::abs(v), cp);
+      });
+      C r;
+      if (avg) {
+        int64_t count = include_pad ? padded_taps(p, 0, w.start[0]) * padded_taps(p, 1, w.start[1]) *
+                                          padded_taps(p, 2, w.start[2])
+                                    : w.taps();
+        r = count > 0 ? static_cast<C>(sum / static_cast<A>(count)) : C(0);
+      } else {
+        r = pw == 1.0 ? static_cast<C>(sum)
+                      : pw == 2.0 ? static_cast<C>(std::sqrt(sum))
+                                  : static_cast<C>(std::pow(static_cast<C>(sum), C(1) / cp));
       }
-    }
+      py[o] = nn::from_compute<T>(r);
+    });
   });
 }
 
