@@ -21,6 +21,20 @@ void row_stats(const T* x, int64_t n, double& mean, double& var) {
   var = n > 0 ? q / static_cast<double>(n) : 0.0;
 }
 
+// Calls visit(batch, channel, offset) for every block of `inner` contiguous elements of an
+// [n, channels, inner] layout, in memory order: offset = (batch * channels + channel) * inner.
+template <typename Visit>
+void for_each_channel_block(int64_t n, int64_t channels, int64_t inner, Visit&& visit) {
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < channels; ++ch) visit(b, ch, (b * channels + ch) * inner);
+}
+
+// y = (x - mean) * scale + bias over `count` contiguous elements, in the compute type C.
+template <typename T, typename C>
+void normalize_block(const T* x, T* y, int64_t count, C mean, C scale, C bias) {
+  for (int64_t i = 0; i < count; ++i) y[i] = nn::from_compute<T>((nn::to_compute<T, C>(x[i]) - mean) * scale + bias);
+}
+
 // --- BatchNormalization ---------------------------------------------------------------------------
 void batch_normalization(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -51,16 +65,16 @@ void batch_normalization(KernelContext& ctx) {
     const double count = static_cast<double>(n * inner);
     dispatch<FloatTypes>(x.dtype(), ctx, [&]<typename T>() {
       const T* px = x.data<T>();
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t ch = 0; ch < c; ++ch)
-          for (int64_t i = 0; i < inner; ++i) bm[ch] += static_cast<double>(convert<compute_t<T>>(px[(b * c + ch) * inner + i]));
+      for_each_channel_block(n, c, inner, [&](int64_t, int64_t ch, int64_t offset) {
+        for (int64_t i = 0; i < inner; ++i) bm[ch] += static_cast<double>(convert<compute_t<T>>(px[offset + i]));
+      });
       for (auto& v : bm) v = count > 0 ? v / count : 0.0;
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t ch = 0; ch < c; ++ch)
-          for (int64_t i = 0; i < inner; ++i) {
-            double d = static_cast<double>(convert<compute_t<T>>(px[(b * c + ch) * inner + i])) - bm[ch];
-            bv[ch] += d * d;
-          }
+      for_each_channel_block(n, c, inner, [&](int64_t, int64_t ch, int64_t offset) {
+        for (int64_t i = 0; i < inner; ++i) {
+          double d = static_cast<double>(convert<compute_t<T>>(px[offset + i])) - bm[ch];
+          bv[ch] += d * d;
+        }
+      });
       for (auto& v : bv) v = count > 0 ? v / count : 0.0;
     });
     used_mean = bm;
@@ -90,14 +104,10 @@ void batch_normalization(KernelContext& ctx) {
     T* py = y.mutable_data<T>();
     const int64_t block = per == c ? inner : 1;
     const int64_t groups = per == c ? c : c * inner;
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t g = 0; g < groups; ++g) {
-        const C a = static_cast<C>(scale[g] / std::sqrt(used_var[g] + eps));
-        const C m = static_cast<C>(used_mean[g]);
-        const C bb = static_cast<C>(bias[g]);
-        const int64_t off = (b * groups + g) * block;
-        for (int64_t i = 0; i < block; ++i) py[off + i] = nn::from_compute<T>((nn::to_compute<T, C>(px[off + i]) - m) * a + bb);
-      }
+    for_each_channel_block(n, groups, block, [&](int64_t, int64_t g, int64_t offset) {
+      const C a = static_cast<C>(scale[g] / std::sqrt(used_var[g] + eps));
+      normalize_block<T, C>(px + offset, py + offset, block, static_cast<C>(used_mean[g]), a, static_cast<C>(bias[g]));
+    });
   });
 }
 
@@ -115,15 +125,12 @@ void instance_normalization(KernelContext& ctx) {
   dispatch_float(x.dtype(), ctx, [&]<typename T, typename C>() {
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t ch = 0; ch < c; ++ch) {
-        const int64_t off = (b * c + ch) * inner;
-        double mean, var;
-        row_stats(px + off, inner, mean, var);
-        const C a = static_cast<C>(scale[ch] / std::sqrt(var + eps));
-        const C m = static_cast<C>(mean), bb = static_cast<C>(bias[ch]);
-        for (int64_t i = 0; i < inner; ++i) py[off + i] = nn::from_compute<T>((nn::to_compute<T, C>(px[off + i]) - m) * a + bb);
-      }
+    for_each_channel_block(n, c, inner, [&](int64_t, int64_t ch, int64_t offset) {
+      double mean, var;
+      row_stats(px + offset, inner, mean, var);
+      const C a = static_cast<C>(scale[ch] / std::sqrt(var + eps));
+      normalize_block<T, C>(px + offset, py + offset, inner, static_cast<C>(mean), a, static_cast<C>(bias[ch]));
+    });
   });
 }
 
@@ -239,19 +246,18 @@ void group_normalization(KernelContext& ctx) {
   dispatch_float(x.dtype(), ctx, [&]<typename T, typename C>() {
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t g = 0; g < groups; ++g) {
-        const int64_t off = (b * c + g * cpg) * inner;
-        double mean, var;
-        row_stats(px + off, cpg * inner, mean, var);
-        const double inv = 1.0 / std::sqrt(var + eps);
-        for (int64_t ch = 0; ch < cpg; ++ch) {
-          const int64_t pi = per_group ? g : g * cpg + ch;
-          const C a = static_cast<C>(scale[pi] * inv), m = static_cast<C>(mean), bb = static_cast<C>(bias[pi]);
-          const int64_t o = off + ch * inner;
-          for (int64_t i = 0; i < inner; ++i) py[o + i] = nn::from_compute<T>((nn::to_compute<T, C>(px[o + i]) - m) * a + bb);
-        }
+    // A group's channels are contiguous: one block of cpg * inner elements per (batch, group).
+    for_each_channel_block(n, groups, cpg * inner, [&](int64_t, int64_t g, int64_t offset) {
+      double mean, var;
+      row_stats(px + offset, cpg * inner, mean, var);
+      const double inv = 1.0 / std::sqrt(var + eps);
+      for (int64_t ch = 0; ch < cpg; ++ch) {
+        const int64_t pi = per_group ? g : g * cpg + ch;
+        const int64_t channel_offset = offset + ch * inner;
+        normalize_block<T, C>(px + channel_offset, py + channel_offset, inner, static_cast<C>(mean),
+                              static_cast<C>(scale[pi] * inv), static_cast<C>(bias[pi]));
       }
+    });
   });
 }
 
@@ -301,20 +307,19 @@ void lrn(KernelContext& ctx) {
   dispatch_float(x.dtype(), ctx, [&]<typename T, typename C>() {
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t ch = 0; ch < c; ++ch) {
-        const int64_t lo = std::max<int64_t>(0, ch - before), hi = std::min<int64_t>(c - 1, ch + after);
-        for (int64_t i = 0; i < inner; ++i) {
-          double sq = 0;
-          for (int64_t k = lo; k <= hi; ++k) {
-            double v = static_cast<double>(nn::to_compute<T, C>(px[(b * c + k) * inner + i]));
-            sq += v * v;
-          }
-          const int64_t o = (b * c + ch) * inner + i;
-          double v = static_cast<double>(nn::to_compute<T, C>(px[o]));
-          py[o] = nn::from_compute<T>(static_cast<C>(v / std::pow(bias + alpha / static_cast<double>(size) * sq, beta)));
+    for_each_channel_block(n, c, inner, [&](int64_t b, int64_t ch, int64_t offset) {
+      const int64_t lo = std::max<int64_t>(0, ch - before), hi = std::min<int64_t>(c - 1, ch + after);
+      for (int64_t i = 0; i < inner; ++i) {
+        double sq = 0;
+        for (int64_t k = lo; k <= hi; ++k) {
+          double v = static_cast<double>(nn::to_compute<T, C>(px[(b * c + k) * inner + i]));
+          sq += v * v;
         }
+        const int64_t o = offset + i;
+        double v = static_cast<double>(nn::to_compute<T, C>(px[o]));
+        py[o] = nn::from_compute<T>(static_cast<C>(v / std::pow(bias + alpha / static_cast<double>(size) * sq, beta)));
       }
+    });
   });
 }
 
