@@ -12,11 +12,6 @@ from conftest import lines_with_prefix
 RUN_TIMEOUT = 180
 
 
-@pytest.fixture(scope="module")
-def small_cnn(examples_dir):
-    return examples_dir / "small_cnn.onnx"
-
-
 def output_listing(run):
     """The tensor names of the '---- Inference Output(s) ----' block."""
     text = run.stdout
