@@ -148,7 +148,8 @@ ValidationResult validate(const RunResults& results, const ValidateOptions& opti
             const TensorSummary& s = entry.summary;
             if (options.check_nan && s.nan_count > 0) {
               std::string line = "NaN Detected | One or more NaNs were encountered in this output";
-              if (options.style == StatsStyle::kParity) line += fmt::format(" | {} of {} element(s)", s.nan_count, s.size);
+              if (options.style == StatisticsStyle::kParity)
+                line += fmt::format(" | {} of {} element(s)", s.nan_count, s.size);
               log::error("{}", line);
               log_once(Severity::kInfo, "Note: Use -vv or set logging verbosity to EXTRA_VERBOSE to display locations of NaNs");
               if (Logger::global().enabled(Severity::kExtraVerbose))
@@ -158,7 +159,7 @@ ValidationResult validate(const RunResults& results, const ValidateOptions& opti
             int64_t nonfinite = s.nan_count + s.inf_count();
             if (options.check_inf && nonfinite > 0) {
               std::string line = "Inf Detected | One or more non-finite values were encountered in this output";
-              if (options.style == StatsStyle::kParity)
+              if (options.style == StatisticsStyle::kParity)
                 line += fmt::format(" | {} NaN, {} +Inf, {} -Inf of {} element(s)", s.nan_count, s.posinf_count,
                                     s.neginf_count, s.size);
               log::error("{}", line);

@@ -27,7 +27,8 @@ std::string runner_column(std::string_view runner_name);
 
 // Runs the per-output comparison `match` over the outputs of `result0` paired with `result1`'s
 // (Polygraphy's run_comparison): "Comparing Output: ..." lines, the mismatched-outputs summary,
-// and the "All outputs were skipped" error (thrown as InvalidInputError after logging).
+// and the "All outputs were skipped" error (thrown as InvalidInputError after logging). An empty
+// `find_output` pairs by default_find_output against `result0`.
 using MatchFunc = std::function<OutputComparison(const std::string& name0, const Tensor& out0,
                                                  const std::string& name1, const Tensor& out1)>;
 IterationComparison run_comparison(const MatchFunc& match, bool fail_fast, const IterationResult& result0,
@@ -52,6 +53,6 @@ void check_per_output_keys(const PerOutput<T>& values, const IterationResult& r0
 // Logs the stats line of `summary` and, indented, the values (<= 100 elements) and histogram at
 // INFO when `failed` else VERBOSE (Polygraphy's log_output_stats).
 void log_output_stats(const TensorSummary& summary, const TensorView* values, const Histogram* histogram,
-                      bool failed, std::string_view label, StatsStyle style);
+                      bool failed, std::string_view label, StatisticsStyle style);
 
 }  // namespace parity::compare::detail

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "engine.h"
+#include "streaming_statistics.h"
 #include "log_util.h"
 #include "parity/compare/compare_func.h"
 #include "parity/compare/python_format.h"
@@ -54,7 +54,7 @@ bool match_shapes(bool check_shapes, const std::string& name0, const Tensor& out
 }
 
 void log_pair_stats(const TensorSummary& s0, const TensorSummary& s1, const Tensor& out0, const Tensor& out1,
-                    bool failed, const std::string& label0, const std::string& label1, StatsStyle style) {
+                    bool failed, const std::string& label0, const std::string& label1, StatisticsStyle style) {
   Severity severity = failed ? Severity::kInfo : Severity::kVerbose;
   std::optional<Histogram> h0, h1;
   if (Logger::global().enabled(severity)) {
@@ -180,10 +180,7 @@ CompareFunc indices(IndicesOptions options) {
       result.indices = std::move(metrics);
       return result;
     };
-    FindOutputFunc find = [&r0](const std::string& name, std::size_t index, const IterationResult& other) {
-      return default_find_output(name, index, other, r0);
-    };
-    return run_comparison(match, options.fail_fast, r0, r1, find);
+    return run_comparison(match, options.fail_fast, r0, r1, {});
   };
 }
 
@@ -227,7 +224,7 @@ CompareFunc distance(DistanceOptions options) {
         double cosine = sums.dot / (magnitude0 * magnitude1);
         if (std::isnan(cosine)) {
           // Polygraphy's max(-1.0, min(1.0, nan)) is 1.0; Parity reports the NaN.
-          m.cosine_similarity = options.style == StatsStyle::kPolygraphy ? 1.0 : NAN;
+          m.cosine_similarity = options.style == StatisticsStyle::kPolygraphy ? 1.0 : NAN;
         } else {
           m.cosine_similarity = std::max(-1.0, std::min(1.0, cosine));
         }
@@ -266,12 +263,7 @@ CompareFunc distance(DistanceOptions options) {
       result.distance = std::move(m);
       return result;
     };
-    FindOutputFunc find = options.find_output;
-    if (!find)
-      find = [&r0](const std::string& name, std::size_t index, const IterationResult& other) {
-        return default_find_output(name, index, other, r0);
-      };
-    return run_comparison(match, options.fail_fast, r0, r1, find);
+    return run_comparison(match, options.fail_fast, r0, r1, options.find_output);
   };
 }
 
@@ -360,12 +352,7 @@ CompareFunc quality(QualityOptions options) {
       result.quality = std::move(m);
       return result;
     };
-    FindOutputFunc find = options.find_output;
-    if (!find)
-      find = [&r0](const std::string& name, std::size_t index, const IterationResult& other) {
-        return default_find_output(name, index, other, r0);
-      };
-    return run_comparison(match, options.fail_fast, r0, r1, find);
+    return run_comparison(match, options.fail_fast, r0, r1, options.find_output);
   };
 }
 

@@ -3,7 +3,7 @@
 // ranges and merged in numpy's order; and the mean / avg-magnitude / float32 var built on them.
 #include <functional>
 
-#include "engine.h"
+#include "streaming_statistics.h"
 
 namespace parity::compare::detail {
 

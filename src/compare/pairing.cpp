@@ -165,7 +165,7 @@ void warn_unknown_keys(const std::vector<std::string>& keys, const IterationResu
 }
 
 void log_output_stats(const TensorSummary& summary, const TensorView* values, const Histogram* histogram,
-                      bool failed, std::string_view label, StatsStyle style) {
+                      bool failed, std::string_view label, StatisticsStyle style) {
   log::info("{}", format_stats_line(summary, style, label));
   Logger::Indent indent;
   Severity severity = failed ? Severity::kInfo : Severity::kVerbose;
@@ -173,12 +173,12 @@ void log_output_stats(const TensorSummary& summary, const TensorView* values, co
   if (values && summary.size <= 100)
     log::at(severity, "---- Values ----\n{}", indent_block(numpy_array_str(*values)));
   if (summary.is_bool) {
-    if (style == StatsStyle::kPolygraphy) log::at(severity, "");
+    if (style == StatisticsStyle::kPolygraphy) log::at(severity, "");
     return;
   }
   if (!histogram) return;
   std::string text = format_histogram(*histogram);
-  if (style == StatsStyle::kParity && (text.empty() || text == "None")) return;
+  if (style == StatisticsStyle::kParity && (text.empty() || text == "None")) return;
   if (text.empty() && !histogram->error.empty())
     log::verbose("Could not generate histogram. Note: Error was: {}", histogram->error);
   log::at(severity, "{}", text);
@@ -197,7 +197,8 @@ IterationComparison run_comparison(const MatchFunc& match, bool fail_fast, const
   };
   for (std::size_t index = 0; index < result0.outputs.size(); ++index) {
     const auto& [name0, out0] = result0.outputs[index];
-    std::vector<std::string> names1 = find_output(name0, index, result1);
+    std::vector<std::string> names1 =
+        find_output ? find_output(name0, index, result1) : default_find_output(name0, index, result1, result0);
     if (names1.size() > 1)
       log::info("Will attempt to compare output: '{}' [{}] with multiple outputs: '{}' [{}]", name0,
                 result0.runner_name, python_list_repr(names1), result1.runner_name);

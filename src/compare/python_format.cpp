@@ -210,14 +210,29 @@ std::pair<std::string, std::string> positional_parts(double value, FloatKind kin
 
 // dragon4_scientific(x, precision, unique=True, trim='.'): (mantissa integer digit incl. sign,
 // fraction digits, exponent value).
-struct SciParts {
+struct ScientificParts {
   std::string int_part;
   std::string frac_part;
   int exponent = 0;
 };
 
-SciParts scientific_parts(double value, FloatKind kind, int precision) {
-  SciParts out;
+// printf's "%.*e" rendering of `value` with `precision` digits after the point (the exact decimal
+// digits, rounded), split into its parts: "-1.2500e-03" -> {"-1", "2500", -3}.
+ScientificParts printf_scientific_parts(double value, int precision) {
+  char buffer[128];
+  std::snprintf(buffer, sizeof buffer, "%.*e", precision, std::fabs(value));
+  std::string text(buffer);
+  auto e = text.find('e');
+  std::string mantissa = text.substr(0, e);
+  ScientificParts parts;
+  parts.exponent = std::atoi(text.c_str() + e + 1);
+  parts.int_part = (std::signbit(value) ? "-" : "") + mantissa.substr(0, 1);
+  parts.frac_part = mantissa.size() > 2 ? mantissa.substr(2) : "";
+  return parts;
+}
+
+ScientificParts scientific_parts(double value, FloatKind kind, int precision) {
+  ScientificParts out;
   std::string sign = std::signbit(value) ? "-" : "";
   if (value == 0) {
     out.int_part = sign + "0";
@@ -229,14 +244,7 @@ SciParts scientific_parts(double value, FloatKind kind, int precision) {
     out.frac_part = d.digits.substr(1);
     out.exponent = d.exponent;
   } else {
-    char buffer[128];
-    std::snprintf(buffer, sizeof buffer, "%.*e", precision, std::fabs(value));
-    std::string text(buffer);
-    auto e = text.find('e');
-    std::string mantissa = text.substr(0, e);
-    out.exponent = std::atoi(text.c_str() + e + 1);
-    out.int_part = sign + mantissa.substr(0, 1);
-    out.frac_part = mantissa.size() > 2 ? mantissa.substr(2) : "";
+    out = printf_scientific_parts(value, precision);
     while (!out.frac_part.empty() && out.frac_part.back() == '0') out.frac_part.pop_back();
   }
   return out;
@@ -274,7 +282,7 @@ class FloatFormatter {
       int max_exp_len = 0;
       std::size_t max_frac = 0, max_int = 0;
       for (double v : finite) {
-        SciParts p = scientific_parts(v, kind_, kPrecision);
+        ScientificParts p = scientific_parts(v, kind_, kPrecision);
         max_frac = std::max(max_frac, p.frac_part.size());
         max_int = std::max(max_int, p.int_part.size());
         int exp_len = static_cast<int>(fmt::format("{:02d}", std::abs(p.exponent)).size());
@@ -306,19 +314,13 @@ class FloatFormatter {
       return pad_left(text, pad_left_ + pad_right_ + 1);
     }
     if (exp_format_) {
-      SciParts p = scientific_parts(v, kind_, precision_);
+      ScientificParts p = scientific_parts(v, kind_, precision_);
       std::string frac = p.frac_part;
       if (static_cast<int>(frac.size()) < precision_ && v != 0) {
         // numpy prints min_digits=precision digits here: the value's exact digits past the
         // shortest ones (Dragon4), not zeros: float32 0.417022 -> 4.17021990e-01.
-        char buffer[128];
-        std::snprintf(buffer, sizeof buffer, "%.*e", precision_, std::fabs(v));
-        std::string text(buffer);
-        auto e = text.find('e');
-        std::string mantissa = text.substr(0, e);
-        p.exponent = std::atoi(text.c_str() + e + 1);
-        p.int_part = (std::signbit(v) ? "-" : "") + mantissa.substr(0, 1);
-        frac = mantissa.size() > 2 ? mantissa.substr(2) : "";
+        p = printf_scientific_parts(v, precision_);
+        frac = p.frac_part;
       }
       if (static_cast<int>(frac.size()) < precision_) frac.append(static_cast<std::size_t>(precision_) - frac.size(), '0');
       std::string exp_digits = std::to_string(std::abs(p.exponent));

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "log_util.h"
-#include "pair_engine.h"
+#include "pair_statistics.h"
 #include "parity/compare/compare_func.h"
 #include "parity/compare/python_format.h"
 #include "parity/core/error.h"
@@ -57,7 +57,7 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
   result.dtype1 = out1_view.dtype();
   result.shape0 = out0_view.shape();
   result.shape1 = out1_view.shape();
-  const StatsStyle style = params.style;
+  const StatisticsStyle style = params.style;
 
   log::info("Tolerance: [abs={}, rel={}] | Checking {} error", format_g(params.atol, 5), format_g(params.rtol, 5),
             error_stat_name(params.check_error_stat));
@@ -95,7 +95,7 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
                        dtype_text(out1v.dtype()), shape_text(shape), indent_block(numpy_array_str(out1v)));
   }
 
-  PairRequest request;
+  PairStatisticsRequest request;
   request.atol = params.atol;
   request.rtol = params.rtol;
   request.infinities_compare_equal = params.infinities_compare_equal;
@@ -106,9 +106,9 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
       params.check_error_stat == ErrorStat::kElemwise && !Logger::global().enabled(Severity::kVerbose);
   request.histogram_style = style;
   request.small_values = out0v.size() <= 100 && Logger::global().enabled(Severity::kInfo);
-  PairOutcome outcome;
+  PairStatistics outcome;
   try {
-    outcome = evaluate_pair(out0v, out1v, shape, request);
+    outcome = compute_pair_statistics(out0v, out1v, shape, request);
   } catch (const UnsupportedError& error) {
     log::error("FAILED | Output: '{}' | Cannot compare these outputs: {}", name0, error.message());
     result.failure = error.message();
@@ -216,7 +216,7 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
   {
     Logger::Indent indent;
     std::string message;
-    if (style == StatsStyle::kPolygraphy) {
+    if (style == StatisticsStyle::kPolygraphy) {
       message = fmt::format("Minimum Required Tolerance: {} error | [abs={}] OR [rel={}]",
                             error_stat_name(params.check_error_stat), format_g(metrics.required_atol, 5),
                             format_g(metrics.required_rtol, 5));
@@ -229,7 +229,7 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
       message += " (requirements may be lower if both abs/rel tolerances are set)";
     else if (params.check_error_stat == ErrorStat::kQuantile)
       message += fmt::format(" (quantile={})", format_g(params.error_quantile, 4));
-    if (style == StatsStyle::kParity) {
+    if (style == StatisticsStyle::kParity) {
       if (metrics.zero_reference_count > 0)
         message += fmt::format(" | rel leaves out {} element(s) with zero reference, which pass only within abs "
                                "(largest abs error there: {})",
@@ -258,7 +258,7 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
   if (failed) {
     std::string line = fmt::format("FAILED | Output: '{}' | Difference exceeds tolerance (rel={}, abs={})", name0,
                                    python_float_repr(params.rtol), python_float_repr(params.atol));
-    if (style == StatsStyle::kParity && params.check_error_stat == ErrorStat::kElemwise)
+    if (style == StatisticsStyle::kParity && params.check_error_stat == ErrorStat::kElemwise)
       line += fmt::format(" | {} of {} element(s) ({}) exceed both", result.simple->mismatch_count,
                           result.simple->element_count,
                           percent_text(result.simple->mismatch_count, result.simple->element_count));
@@ -290,12 +290,7 @@ CompareFunc simple(SimpleOptions options) {
       params.style = options.style;
       return compare_simple_output(r0.runner_name, name0, out0.view(), r1.runner_name, name1, out1.view(), params);
     };
-    FindOutputFunc find = options.find_output;
-    if (!find)
-      find = [&r0](const std::string& name, std::size_t index, const IterationResult& other) {
-        return default_find_output(name, index, other, r0);
-      };
-    return run_comparison(match, options.fail_fast, r0, r1, find);
+    return run_comparison(match, options.fail_fast, r0, r1, options.find_output);
   };
 }
 

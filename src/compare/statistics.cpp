@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "engine.h"
+#include "streaming_statistics.h"
 #include "parity/compare/python_format.h"
 #include "parity/core/error.h"
 
@@ -25,24 +25,6 @@ int64_t Histogram::total() const {
 }
 
 namespace {
-
-template <typename T>
-inline double magnitude_of(T v, double wrap) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::fabs(static_cast<double>(v));
-  } else if constexpr (std::is_signed_v<T>) {
-    double d = static_cast<double>(v);
-    return d == wrap ? d : std::fabs(d);
-  } else {
-    return static_cast<double>(v);
-  }
-}
-
-template <typename T>
-inline bool is_finite_value(T v) {
-  if constexpr (std::is_floating_point_v<T>) return std::isfinite(v);
-  else return true;
-}
 
 template <typename T>
 TensorSummary summarize_typed(const TensorView& t, const SummaryOptions& options) {
@@ -194,9 +176,9 @@ std::string format_statistics(const Statistics& s, bool is_bool) {
   return out;
 }
 
-std::string format_stats_line(const TensorSummary& summary, StatsStyle style, std::string_view label) {
+std::string format_stats_line(const TensorSummary& summary, StatisticsStyle style, std::string_view label) {
   std::string out = label.empty() ? std::string() : std::string(label) + " | Stats: ";
-  if (style == StatsStyle::kPolygraphy) return out + format_statistics(summary.polygraphy, summary.is_bool);
+  if (style == StatisticsStyle::kPolygraphy) return out + format_statistics(summary.polygraphy, summary.is_bool);
   const Statistics& s = summary.finite;
   if (s.state == Statistics::State::kEmpty) out += "empty tensor";
   else if (s.state == Statistics::State::kNoFiniteValues)
@@ -215,7 +197,7 @@ std::string format_stats_line(const TensorSummary& summary, StatsStyle style, st
 namespace {
 
 template <typename T>
-Histogram histogram_typed(const TensorView& t, const std::optional<HistogramRange>& given, StatsStyle style) {
+Histogram histogram_typed(const TensorView& t, const std::optional<HistogramRange>& given, StatisticsStyle style) {
   Histogram h;
   const int64_t n = t.size();
   BinSpec spec;
@@ -239,13 +221,13 @@ Histogram histogram_typed(const TensorView& t, const std::optional<HistogramRang
         for (int64_t j = 0; j < count; ++j) {
           double v = static_cast<double>(values[j]);
           if (std::isnan(v)) { nan = true; continue; }
-          if (style == StatsStyle::kParity && !std::isfinite(v)) continue;
+          if (style == StatisticsStyle::kParity && !std::isfinite(v)) continue;
           lo = std::min(lo, v);
           hi = std::max(hi, v);
         }
       }
-      if (style == StatsStyle::kPolygraphy && nan) lo = hi = NAN;
-      if (style == StatsStyle::kParity && lo > hi) return h;  // no finite values: no histogram
+      if (style == StatisticsStyle::kPolygraphy && nan) lo = hi = NAN;
+      if (style == StatisticsStyle::kParity && lo > hi) return h;  // no finite values: no histogram
       first = lo;
       last = hi;
     }
@@ -277,7 +259,7 @@ Histogram histogram_typed(const TensorView& t, const std::optional<HistogramRang
 
 }  // namespace
 
-Histogram histogram(const TensorView& tensor, const std::optional<HistogramRange>& range, StatsStyle style) {
+Histogram histogram(const TensorView& tensor, const std::optional<HistogramRange>& range, StatisticsStyle style) {
   Work work = cast_up_work(tensor.dtype());
   return visit_work(work, [&]<typename T>() { return histogram_typed<T>(tensor, range, style); });
 }
@@ -305,9 +287,9 @@ std::string format_histogram(const Histogram& h) {
 }
 
 std::optional<HistogramRange> common_histogram_range(const TensorSummary& out0, const TensorSummary& out1,
-                                                     StatsStyle style) {
+                                                     StatisticsStyle style) {
   HistogramRange range;
-  if (style == StatsStyle::kPolygraphy) {
+  if (style == StatisticsStyle::kPolygraphy) {
     // Python's min(a, b) keeps a unless b < a; max(a, b) keeps a unless b > a.
     double min0 = out0.polygraphy.min, min1 = out1.polygraphy.min;
     double max0 = out0.polygraphy.max, max1 = out1.polygraphy.max;

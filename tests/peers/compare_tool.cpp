@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   try {
     Logger::global().set_severity(severity_from_name(verbosity));
     Logger::global().set_format(LogFormat{false, false, true});
-    const StatsStyle stats_style = style == "polygraphy" ? StatsStyle::kPolygraphy : StatsStyle::kParity;
+    const StatisticsStyle stats_style = style == "polygraphy" ? StatisticsStyle::kPolygraphy : StatisticsStyle::kParity;
 
     RunResults results;
     auto load_runner = [](const std::string& name, const std::vector<std::string>& files) {

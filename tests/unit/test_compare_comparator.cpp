@@ -130,7 +130,7 @@ TEST(CompareValidate, NanAndInfMessages) {
   results[0].iterations.push_back(iteration("r0", {{"ok", f32({1, 2})}, {"bad", f32({NAN, INFINITY})}}));
   ValidateOptions options;
   options.check_inf = true;
-  options.style = StatsStyle::kPolygraphy;
+  options.style = StatisticsStyle::kPolygraphy;
   ValidationResult v = validate(results, options);
   EXPECT_FALSE(v.passed);
   ASSERT_EQ(v.outputs.size(), 2u);
@@ -224,7 +224,7 @@ TEST(CompareDistance, NanIsReportedInParityButFailsEitherWay) {
   EXPECT_FALSE(r.passed());
   EXPECT_TRUE(std::isnan(r.outputs[0].distance->cosine_similarity));
   DistanceOptions polygraphy;
-  polygraphy.style = StatsStyle::kPolygraphy;
+  polygraphy.style = StatisticsStyle::kPolygraphy;
   auto p = distance(polygraphy)(iteration("r0", {{"v", f32({NAN, 1})}}), iteration("r1", {{"v", f32({1, 1})}}));
   EXPECT_FALSE(p.passed());
   EXPECT_EQ(p.outputs[0].distance->cosine_similarity, 1.0);  // Python's min(1.0, nan) is 1.0

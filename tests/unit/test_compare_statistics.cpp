@@ -11,7 +11,7 @@
 #include "parity/compare/python_format.h"
 #include "parity/compare/statistics.h"
 #include "test_compare_helpers.h"
-#include "../../src/compare/engine.h"
+#include "../../src/compare/streaming_statistics.h"
 
 namespace parity::compare {
 namespace {
@@ -36,23 +36,24 @@ TEST(CompareStatistics, SmallFloatArrayByHand) {
   EXPECT_EQ(s.finite.quantile(0.9), 5.0);
   EXPECT_EQ(s.finite.quantile(0.95), 5.5);
   EXPECT_EQ(s.finite.quantile(0.99), static_cast<double>(6.0f - 2.0f * 0.05f));
-  EXPECT_EQ(format_stats_line(s, StatsStyle::kPolygraphy, "r"),
+  EXPECT_EQ(format_stats_line(s, StatisticsStyle::kPolygraphy, "r"),
             "r | Stats: mean=1.8333, std-dev=3.4359, var=11.806, median=2.5, min=-5 at (1, 1), max=6 at (1, 2), "
             "avg-magnitude=3.5, p90=5, p95=5.5, p99=5.9");
   // No NaN/Inf: Parity's line is Polygraphy's.
-  EXPECT_EQ(format_stats_line(s, StatsStyle::kParity, "r"), format_stats_line(s, StatsStyle::kPolygraphy, "r"));
+  EXPECT_EQ(format_stats_line(s, StatisticsStyle::kParity, "r"),
+            format_stats_line(s, StatisticsStyle::kPolygraphy, "r"));
   // Validate prints the numbers without a label.
-  EXPECT_EQ(format_stats_line(s, StatsStyle::kPolygraphy, "").rfind("mean=1.8333, ", 0), 0u);
+  EXPECT_EQ(format_stats_line(s, StatisticsStyle::kPolygraphy, "").rfind("mean=1.8333, ", 0), 0u);
 }
 
 TEST(CompareStatistics, NanPoisonsPolygraphyButNotParity) {
   TensorSummary s = summarize(f32({1.0f, NAN, INFINITY}).view());
   EXPECT_EQ(s.nan_count, 1);
   EXPECT_EQ(s.posinf_count, 1);
-  EXPECT_EQ(format_stats_line(s, StatsStyle::kPolygraphy, "x"),
+  EXPECT_EQ(format_stats_line(s, StatisticsStyle::kPolygraphy, "x"),
             "x | Stats: mean=nan, std-dev=nan, var=nan, median=nan, min=nan at (1,), max=nan at (1,), "
             "avg-magnitude=nan, p90=nan, p95=nan, p99=nan");
-  EXPECT_EQ(format_stats_line(s, StatsStyle::kParity, "x"),
+  EXPECT_EQ(format_stats_line(s, StatisticsStyle::kParity, "x"),
             "x | Stats: mean=1, std-dev=0, var=0, median=1, min=1 at (0,), max=1 at (0,), avg-magnitude=1, "
             "p90=1, p95=1, p99=1 | NaN: 1, Inf: 1");
 }
@@ -61,7 +62,7 @@ TEST(CompareStatistics, InfinitiesFollowNumpy) {
   // [1, inf, -inf, 2]: inf + -inf -> mean NaN; std NaN; sorted -inf 1 2 inf -> median 1.5;
   // p90: index 2.7 between 2 and inf, t >= 0.5 -> inf - (inf-2)*0.3 = inf - inf = NaN.
   TensorSummary s = summarize(f32({1.0f, INFINITY, -INFINITY, 2.0f}).view());
-  EXPECT_EQ(format_stats_line(s, StatsStyle::kPolygraphy, "x"),
+  EXPECT_EQ(format_stats_line(s, StatisticsStyle::kPolygraphy, "x"),
             "x | Stats: mean=nan, std-dev=nan, var=nan, median=1.5, min=-inf at (2,), max=inf at (1,), "
             "avg-magnitude=inf, p90=nan, p95=nan, p99=nan");
   // Only +inf: the mean is inf; median of 1 2 3 inf is 2.5.
@@ -76,7 +77,7 @@ TEST(CompareStatistics, InfinitiesFollowNumpy) {
 TEST(CompareStatistics, OnlyNonFiniteValues) {
   TensorSummary s = summarize(f32({NAN, NAN}).view());
   EXPECT_EQ(s.finite.state, Statistics::State::kNoFiniteValues);
-  EXPECT_EQ(format_stats_line(s, StatsStyle::kParity, "x"), "x | Stats: no finite values | NaN: 2, Inf: 0");
+  EXPECT_EQ(format_stats_line(s, StatisticsStyle::kParity, "x"), "x | Stats: no finite values | NaN: 2, Inf: 0");
 }
 
 TEST(CompareStatistics, Int8AbsWrapsAndQuantileDifferenceWraps) {
@@ -84,7 +85,7 @@ TEST(CompareStatistics, Int8AbsWrapsAndQuantileDifferenceWraps) {
   // Cast up to int32 for var: deviations -88, 45, 43 -> 11618/3 = 3872.67.
   // p90: sorted -128 3 5, index 1.8 -> 5 - 2*0.2 = 4.6.
   TensorSummary s = summarize(ints<int8_t>(DType::kInt8, {-128, 5, 3}).view());
-  EXPECT_EQ(format_stats_line(s, StatsStyle::kPolygraphy, "i8"),
+  EXPECT_EQ(format_stats_line(s, StatisticsStyle::kPolygraphy, "i8"),
             "i8 | Stats: mean=-40, std-dev=62.231, var=3872.7, median=3, min=-128 at (0,), max=5 at (1,), "
             "avg-magnitude=-40, p90=4.6, p95=4.8, p99=4.96");
   // int8 [-128, 127]: numpy computes b - a in int8: 255 wraps to -1, so p90 = 127 - (-1)*0.1.
@@ -103,12 +104,12 @@ TEST(CompareStatistics, Float16QuantilesInterpolateInHalfPrecision) {
 
 TEST(CompareStatistics, EmptyAndScalar) {
   TensorSummary e = summarize(f32(Shape{0, 3}, {}).view());
-  EXPECT_EQ(format_stats_line(e, StatsStyle::kPolygraphy, "e"),
+  EXPECT_EQ(format_stats_line(e, StatisticsStyle::kPolygraphy, "e"),
             "e | Stats: mean=nan, std-dev=0, var=0, median=0, min=0 at 0, max=0 at 0, avg-magnitude=nan, "
             "p90=inf, p95=inf, p99=inf");
-  EXPECT_EQ(format_stats_line(e, StatsStyle::kParity, "e"), "e | Stats: empty tensor");
+  EXPECT_EQ(format_stats_line(e, StatisticsStyle::kParity, "e"), "e | Stats: empty tensor");
   TensorSummary s = summarize(f32(Shape{}, {3.5f}).view());
-  EXPECT_EQ(format_stats_line(s, StatsStyle::kPolygraphy, "s"),
+  EXPECT_EQ(format_stats_line(s, StatisticsStyle::kPolygraphy, "s"),
             "s | Stats: mean=3.5, std-dev=0, var=0, median=3.5, min=3.5 at (), max=3.5 at (), avg-magnitude=3.5, "
             "p90=3.5, p95=3.5, p99=3.5");
 }
@@ -116,7 +117,7 @@ TEST(CompareStatistics, EmptyAndScalar) {
 TEST(CompareStatistics, BoolHasNoPercentiles) {
   // [T, F, T]: mean 2/3, var p(1-p) = 2/9, median of F T T is T.
   TensorSummary s = summarize(boolean({true, false, true}).view());
-  EXPECT_EQ(format_stats_line(s, StatsStyle::kPolygraphy, "b"),
+  EXPECT_EQ(format_stats_line(s, StatisticsStyle::kPolygraphy, "b"),
             "b | Stats: mean=0.66667, std-dev=0.4714, var=0.22222, median=1, min=0 at (1,), max=1 at (0,), "
             "avg-magnitude=0.66667");
 }
@@ -247,7 +248,7 @@ TEST(CompareNumpySum, SplitsAndChunksMergeExactly) {
 // ---- Histograms ----
 TEST(CompareHistogram, EqualValuesWidenTheRangeByHalf) {
   // [1, 1]: numpy uses (0.5, 1.5); 1.0 falls in bin 5: ((1 - 0.5) / 1) * 10 = 5.
-  Histogram h = histogram(f32({1, 1}).view(), std::nullopt, StatsStyle::kPolygraphy);
+  Histogram h = histogram(f32({1, 1}).view(), std::nullopt, StatisticsStyle::kPolygraphy);
   ASSERT_TRUE(h.valid);
   EXPECT_EQ(h.edges[0], 0.5);
   EXPECT_EQ(h.edges[10], 1.5);
@@ -257,7 +258,7 @@ TEST(CompareHistogram, EqualValuesWidenTheRangeByHalf) {
 
 TEST(CompareHistogram, LastBinIsClosedAndOutsideValuesAreDropped) {
   Histogram h = histogram(f32({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1}).view(),
-                          HistogramRange{0, 10}, StatsStyle::kPolygraphy);
+                          HistogramRange{0, 10}, StatisticsStyle::kPolygraphy);
   ASSERT_TRUE(h.valid);
   for (std::size_t i = 0; i < 9; ++i) EXPECT_EQ(h.counts[i], 1) << i;
   EXPECT_EQ(h.counts[9], 2);  // 9 and 10
@@ -275,40 +276,40 @@ TEST(CompareHistogram, SuppliedRangeBinsInFloat64LikeNumpyWithPythonNumbers) {
   // (edge 7 = f32(2.1) = 2.0999999) and the index is float64 ((2.0999999 / 3) * 10 = 6.9999997 -> 6,
   // then x >= edge 7 moves it up): 2.1f lands in bin 7. In float32 arithmetic throughout (numpy's
   // own range) the edge would be 7 * 0.3f = 2.1000001 and 2.1f would stay in bin 6.
-  Histogram h = histogram(f32({0.0f, 1.0f, 2.1f, 3.0f}).view(), HistogramRange{0, 3}, StatsStyle::kPolygraphy);
+  Histogram h = histogram(f32({0.0f, 1.0f, 2.1f, 3.0f}).view(), HistogramRange{0, 3}, StatisticsStyle::kPolygraphy);
   ASSERT_TRUE(h.valid);
   EXPECT_EQ(h.edges[7], static_cast<double>(2.1f));
   EXPECT_EQ(h.counts[0], 1);
   EXPECT_EQ(h.counts[3], 1);
   EXPECT_EQ(h.counts[7], 1);
   EXPECT_EQ(h.counts[9], 1);
-  Histogram own = histogram(f32({0.0f, 2.1f, 3.0f}).view(), std::nullopt, StatsStyle::kPolygraphy);
+  Histogram own = histogram(f32({0.0f, 2.1f, 3.0f}).view(), std::nullopt, StatisticsStyle::kPolygraphy);
   EXPECT_EQ(own.edges[7], static_cast<double>(7 * 0.3f));
   EXPECT_EQ(own.counts[6], 1);
 }
 
 TEST(CompareHistogram, NonFiniteRangeAndEmptyData) {
   // Polygraphy: a NaN makes np.histogram refuse (empty text); Parity bins the finite values.
-  Histogram p = histogram(f32({1, NAN, 3}).view(), std::nullopt, StatsStyle::kPolygraphy);
+  Histogram p = histogram(f32({1, NAN, 3}).view(), std::nullopt, StatisticsStyle::kPolygraphy);
   EXPECT_FALSE(p.valid);
   EXPECT_EQ(format_histogram(p), "");
-  Histogram q = histogram(f32({1, NAN, 3}).view(), std::nullopt, StatsStyle::kParity);
+  Histogram q = histogram(f32({1, NAN, 3}).view(), std::nullopt, StatisticsStyle::kParity);
   ASSERT_TRUE(q.valid);
   EXPECT_EQ(q.total(), 2);
   // No value inside the range: Polygraphy's str_histogram returns None, logged as "None".
   Histogram none = histogram(f32({5}).view(), HistogramRange{0, 1},
-                             StatsStyle::kPolygraphy);
+                             StatisticsStyle::kPolygraphy);
   EXPECT_EQ(format_histogram(none), "None");
 }
 
 TEST(CompareHistogram, CommonRangeUsesPythonMinMaxWithNan) {
   TensorSummary a = summarize(f32({NAN, 1}).view()), b = summarize(f32({0, 2}).view());
   // min(nan, 0) is nan (first argument kept), min(0, nan) is 0.
-  EXPECT_TRUE(std::isnan(common_histogram_range(a, b, StatsStyle::kPolygraphy)->first));
-  auto r = common_histogram_range(b, a, StatsStyle::kPolygraphy);
+  EXPECT_TRUE(std::isnan(common_histogram_range(a, b, StatisticsStyle::kPolygraphy)->first));
+  auto r = common_histogram_range(b, a, StatisticsStyle::kPolygraphy);
   EXPECT_EQ(r->first, 0);
   EXPECT_EQ(r->last, 2);
-  auto f = common_histogram_range(a, b, StatsStyle::kParity);
+  auto f = common_histogram_range(a, b, StatisticsStyle::kParity);
   EXPECT_EQ(f->first, 0);
   EXPECT_EQ(f->last, 2);
 }

@@ -56,7 +56,7 @@ struct ValidateOptions {
   bool check_inf = false;
   bool check_nan = true;
   bool fail_fast = false;
-  StatsStyle style = StatsStyle::kParity;
+  StatisticsStyle style = StatisticsStyle::kParity;
 };
 struct OutputValidation {
   std::string runner_name;

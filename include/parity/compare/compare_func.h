@@ -181,7 +181,7 @@ struct SimpleOptions {
   PerOutput<ErrorStat> check_error_stat{ErrorStat::kElemwise};
   bool infinities_compare_equal = false;
   PerOutput<double> error_quantile{0.99};
-  StatsStyle style = StatsStyle::kParity;
+  StatisticsStyle style = StatisticsStyle::kParity;
 };
 CompareFunc simple(SimpleOptions options = {});
 
@@ -193,7 +193,7 @@ struct SimpleOutputParams {
   double error_quantile = 0.99;
   bool check_shapes = true;
   bool infinities_compare_equal = false;
-  StatsStyle style = StatsStyle::kParity;
+  StatisticsStyle style = StatisticsStyle::kParity;
 };
 OutputComparison compare_simple_output(const std::string& runner0, const std::string& name0, const TensorView& out0,
                                        const std::string& runner1, const std::string& name1, const TensorView& out1,
@@ -203,7 +203,7 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
 struct IndicesOptions {
   PerOutput<int64_t> index_tolerance{0};
   bool fail_fast = false;
-  StatsStyle style = StatsStyle::kParity;
+  StatisticsStyle style = StatisticsStyle::kParity;
 };
 CompareFunc indices(IndicesOptions options = {});
 
@@ -214,7 +214,7 @@ struct DistanceOptions {
   bool check_shapes = true;
   bool fail_fast = false;
   FindOutputFunc find_output;
-  StatsStyle style = StatsStyle::kParity;
+  StatisticsStyle style = StatisticsStyle::kParity;
 };
 CompareFunc distance(DistanceOptions options = {});
 
@@ -225,7 +225,7 @@ struct QualityOptions {
   bool check_shapes = true;
   bool fail_fast = false;
   FindOutputFunc find_output;
-  StatsStyle style = StatsStyle::kParity;
+  StatisticsStyle style = StatisticsStyle::kParity;
 };
 CompareFunc quality(QualityOptions options = {});
 

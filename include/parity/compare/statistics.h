@@ -30,7 +30,7 @@ namespace parity::compare {
 
 // Which numbers and text to produce: Polygraphy's, byte for byte, or Parity's (finite values,
 // NaN/Inf counts, zero references counted).
-enum class StatsStyle { kParity, kPolygraphy };
+enum class StatisticsStyle { kParity, kPolygraphy };
 
 struct Statistics {
   enum class State {
@@ -66,8 +66,8 @@ struct TensorSummary {
   Statistics finite;
 
   int64_t inf_count() const { return posinf_count + neginf_count; }
-  const Statistics& view(StatsStyle style) const {
-    return style == StatsStyle::kPolygraphy ? polygraphy : finite;
+  const Statistics& view(StatisticsStyle style) const {
+    return style == StatisticsStyle::kPolygraphy ? polygraphy : finite;
   }
 };
 
@@ -79,6 +79,16 @@ struct SummaryOptions {
 // One streaming pass (plus one refining pass per order statistic level) over `tensor`.
 // Throws UnsupportedError for string and complex tensors.
 TensorSummary summarize(const TensorView& tensor, const SummaryOptions& options = {});
+
+// The error of `output` against `reference` (same number of elements), in the arithmetic of
+// CompareFunc.simple (numpy's promotion of the cast-up types; the relative error divides by
+// |reference|, with 2.22e-16 added to zero references): one fused pass plus the refining passes.
+// `relative.finite` leaves out the elements whose reference is zero (relative.excluded_count).
+struct ErrorSummary {
+  TensorSummary absolute;  // |output - reference|
+  TensorSummary relative;  // |output - reference| / |reference|
+};
+ErrorSummary summarize_error(const TensorView& output, const TensorView& reference);
 
 // NaN and infinity counts alone (one pass, no statistics): for checking every tensor of a
 // layerwise run. Integer and bool tensors have none; string and complex tensors are not numbers
@@ -97,7 +107,7 @@ std::string format_statistics(const Statistics& statistics, bool is_bool);
 // finite values, then " | NaN: n, Inf: m" when there are any and " | k element(s) with zero
 // reference (excluded)" for a relative error with zero references; "Stats: no finite values" /
 // "Stats: empty tensor" when nothing is left to describe.
-std::string format_stats_line(const TensorSummary& summary, StatsStyle style, std::string_view label);
+std::string format_stats_line(const TensorSummary& summary, StatisticsStyle style, std::string_view label);
 
 // ---- Histograms (numpy.histogram, 10 bins, last bin closed) ----
 // A histogram range given explicitly, as Polygraphy gives it (Python numbers: numpy then computes
@@ -119,7 +129,7 @@ struct Histogram {
 // Histogram of `tensor`'s values in `range` (default: the tensor's own min/max, as np.histogram
 // picks it). Polygraphy style bins every value numpy would; Parity style only the finite values
 // (and the default range is that of the finite values).
-Histogram histogram(const TensorView& tensor, const std::optional<HistogramRange>& range, StatsStyle style);
+Histogram histogram(const TensorView& tensor, const std::optional<HistogramRange>& range, StatisticsStyle style);
 
 // Polygraphy's histogram text ("---- Histogram ----\nBin Range ...\n(...) |  n | ###\n..."),
 // without a trailing newline. "" for an invalid histogram and "None" when every count is zero
@@ -130,6 +140,6 @@ std::string format_histogram(const Histogram& histogram);
 // max(max0, max1)) with Python's min/max (a NaN in the first argument wins, in the second it is
 // ignored). Parity style: over the finite values. nullopt when neither tensor has a value.
 std::optional<HistogramRange> common_histogram_range(const TensorSummary& out0, const TensorSummary& out1,
-                                                     StatsStyle style);
+                                                     StatisticsStyle style);
 
 }  // namespace parity::compare

@@ -4,6 +4,7 @@
 #include "args/model_args.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
+#include "parity/compare/statistics.h"
 #include "parity/core/values.h"
 #include "parity/runtime/data_loader.h"
 #include "parity/runtime/interpreter.h"
@@ -37,9 +38,6 @@ class ConvertCommand : public Command {
         ->group(group);
     app.add_option("--val-range", val_ranges_,
                    "Value range of --report-error's inputs: [min,max] for all or name:[min,max] for one")
-        ->group(group);
-    app.add_option("--convert-to", convert_to_, "Format to convert to (only onnx today)")
-        ->check(CLI::IsMember({"onnx"}))
         ->group(group);
     app.add_option("-o,--output", output_, "Path to save the converted model")->required()->group("ONNX Model Saving");
   }
@@ -105,18 +103,20 @@ class ConvertCommand : public Command {
       const Tensor& a = expected[o].second.tensor();
       const Tensor& b = got[o].second.tensor();
       if (a.shape() != b.shape() || !has_numeric_values(a.dtype()) || !has_numeric_values(b.dtype())) continue;
-      double max_abs = 0, max_rel = 0, sum_abs = 0;
-      for (int64_t i = 0; i < a.size(); ++i) {
-        double x = element_as_double(a.view(), i), y = element_as_double(b.view(), i);
-        double err = std::fabs(x - y);
-        if (std::isnan(err)) err = INFINITY;
-        max_abs = std::max(max_abs, err);
-        sum_abs += err;
-        if (x != 0) max_rel = std::max(max_rel, err / std::fabs(x));
-      }
+      // The float32 run is the reference; a NaN or infinite error reads as an infinite one.
+      const compare::ErrorSummary error = compare::summarize_error(b.view(), a.view());
+      auto largest = [](const compare::TensorSummary& summary) -> double {
+        if (summary.nan_count || summary.inf_count()) return INFINITY;
+        return summary.finite.state == compare::Statistics::State::kValues ? summary.finite.max : 0.0;
+      };
+      const compare::TensorSummary& absolute = error.absolute;
+      double mean_abs = absolute.nan_count || absolute.inf_count() ? INFINITY
+                        : absolute.finite.state == compare::Statistics::State::kValues ? absolute.finite.mean
+                                                                                        : 0.0;
+      double max_abs = largest(absolute), max_rel = largest(error.relative);
       log::info("float16 vs float32 on the reference runner | {} | max abs error: {:.5g}, mean abs error: {:.5g}, "
                 "max rel error: {:.5g}",
-                expected[o].first, max_abs, a.size() ? sum_abs / static_cast<double>(a.size()) : 0.0, max_rel);
+                expected[o].first, max_abs, mean_abs, max_rel);
     }
   }
 
@@ -127,7 +127,6 @@ class ConvertCommand : public Command {
   std::vector<std::string> input_shapes_, val_ranges_;
   bool no_keep_io_types_ = false;
   std::vector<std::string> keep_fp32_;
-  std::string convert_to_ = "onnx";
   std::string output_;
 };
 

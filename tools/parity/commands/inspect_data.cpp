@@ -103,7 +103,8 @@ class InspectDataCommand : public Command {
   std::string histogram_text(const Tensor& tensor) const {
     if (tensor.dtype() == DType::kBool) return "";
     try {
-      return compare::format_histogram(compare::histogram(tensor.view(), std::nullopt, compare::StatsStyle::kPolygraphy));
+      return compare::format_histogram(
+          compare::histogram(tensor.view(), std::nullopt, compare::StatisticsStyle::kPolygraphy));
     } catch (const Error& error) {
       log::verbose("Could not generate histogram.\nNote: Error was: {}", error.what());
       return "";

@@ -1,9 +1,9 @@
-#include "pair_engine.h"
+#include "pair_statistics.h"
 
 #include <array>
 #include <cmath>
 
-#include "engine.h"
+#include "streaming_statistics.h"
 #include "parity/core/error.h"
 
 namespace parity::compare::detail {
@@ -69,30 +69,12 @@ struct PairArithmetic {
 };
 
 template <typename T>
-inline double magnitude_of(T v, double wrap) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::fabs(static_cast<double>(v));
-  } else if constexpr (std::is_signed_v<T>) {
-    double d = static_cast<double>(v);
-    return d == wrap ? d : std::fabs(d);
-  } else {
-    return static_cast<double>(v);
-  }
-}
-
-template <typename T>
-inline bool finite_value(T v) {
-  if constexpr (std::is_floating_point_v<T>) return std::isfinite(v);
-  else return true;
-}
-
-template <typename T>
 double type_min_wrap() {
   if constexpr (std::is_signed_v<T> && std::is_integral_v<T>) return static_cast<double>(std::numeric_limits<T>::min());
   else return NAN;
 }
 
-struct PassOneState {
+struct FirstPassState {
   StreamAccumulator a, b, abs, rel_nonzero, rel_zero;
   int64_t mismatches = 0;
   int64_t zero_references = 0;
@@ -104,7 +86,7 @@ struct PassOneState {
     rel_nonzero.enable_histogram();
     rel_zero.enable_histogram();
   }
-  void merge(const PassOneState& o) {
+  void merge(const FirstPassState& o) {
     a.merge(o.a);
     b.merge(o.b);
     abs.merge(o.abs);
@@ -153,7 +135,8 @@ Histogram histogram_from(const BinSpec& spec, const BinCounter& counter, double 
 }
 
 template <typename T0, typename T1, bool kInfEqual>
-PairOutcome evaluate_typed(const TensorView& a, const TensorView& b, const Shape& shape, const PairRequest& request) {
+PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, const Shape& shape,
+                                     const PairStatisticsRequest& request) {
   using Arith = PairArithmetic<T0, T1, kInfEqual>;
   using C = typename Arith::C;
   using R = typename Arith::R;
@@ -201,10 +184,10 @@ PairOutcome evaluate_typed(const TensorView& a, const TensorView& b, const Shape
     sums[kAbs][k].init(!kAbsSingle, true, kAbsSingle, false, begin, end);
     sums[kRel][k].init(!kRelSingle, false, kRelSingle, false, begin, end);
   }
-  std::vector<PassOneState> parts(static_cast<std::size_t>(workers));
+  std::vector<FirstPassState> parts(static_cast<std::size_t>(workers));
   for (auto& p : parts) p.enable_histograms();
   run_ranges(plan, [&](int w, int64_t begin, int64_t end) {
-    PassOneState& s = parts[static_cast<std::size_t>(w)];
+    FirstPassState& s = parts[static_cast<std::size_t>(w)];
     StreamSums& sum0 = sums[kA][static_cast<std::size_t>(w)];
     StreamSums& sum1 = sums[kB][static_cast<std::size_t>(w)];
     StreamSums& sum_abs = sums[kAbs][static_cast<std::size_t>(w)];
@@ -221,7 +204,7 @@ PairOutcome evaluate_typed(const TensorView& a, const TensorView& b, const Shape
       if (zero_reference) [[unlikely]] {
         s.rel_zero.add(r, std::fabs(static_cast<double>(r)), i);
         ++s.zero_references;
-        if (finite_value(d)) s.max_abs_at_zero = std::max(s.max_abs_at_zero, static_cast<double>(d));
+        if (is_finite_value(d)) s.max_abs_at_zero = std::max(s.max_abs_at_zero, static_cast<double>(d));
       } else {
         s.rel_nonzero.add(r, std::fabs(static_cast<double>(r)), i);
       }
@@ -232,7 +215,7 @@ PairOutcome evaluate_typed(const TensorView& a, const TensorView& b, const Shape
       s.mismatches += (abs_fail && rel_fail) ? 1 : 0;
     });
   });
-  PassOneState acc = std::move(parts[0]);
+  FirstPassState acc = std::move(parts[0]);
   for (std::size_t w = 1; w < parts.size(); ++w) acc.merge(parts[w]);
   parts.clear();
   const float var_mean0 = variance0 ? variance_mean(sums[kA], n, plan.depth) : 0.0f;
@@ -291,12 +274,12 @@ PairOutcome evaluate_typed(const TensorView& a, const TensorView& b, const Shape
   if (has_zero) select_rel_all.begin(widen(rel_all.histogram), ranks_for(rel_all, n, levels_rel, false, true));
 
   // ---- Display histograms (numpy.histogram over the ranges Polygraphy uses) ----
-  const StatsStyle hstyle = request.histogram_style;
+  const StatisticsStyle hstyle = request.histogram_style;
   BinSpec spec0, spec1, spec_abs, spec_rel;
   double range_first = 0, range_last = 0, abs_first = 0, abs_last = 0, rel_first = 0, rel_last = 0;
   if (request.histograms) {
     bool have_range = false, take_min1 = false, take_max1 = false;
-    if (hstyle == StatsStyle::kPolygraphy) {
+    if (hstyle == StatisticsStyle::kPolygraphy) {
       // Python's min(min0, min1) / max(max0, max1): the first argument wins unless the second
       // compares smaller/larger (so a NaN in the first wins, one in the second is ignored).
       double min0 = polygraphy_min(acc.a, n), min1 = polygraphy_min(acc.b, n);
@@ -337,7 +320,7 @@ PairOutcome evaluate_typed(const TensorView& a, const TensorView& b, const Shape
     spec_rel = BinSpec::data_range(rel_first, rel_last, work_of<R>());
   }
   const bool count_bins = request.histograms && !(request.histograms_only_if_mismatched && acc.mismatches == 0);
-  const bool parity_bins = hstyle == StatsStyle::kParity;
+  const bool parity_bins = hstyle == StatisticsStyle::kParity;
 
   // ---- Refining passes (and the histogram counts, in the first one) ----
   bool first_pass = true;
@@ -385,10 +368,10 @@ PairOutcome evaluate_typed(const TensorView& a, const TensorView& b, const Shape
           if constexpr (kAbsSingle) sum_abs.add_square(static_cast<float>(d), var_mean_abs);
           if constexpr (kRelSingle) sum_rel.add_square(static_cast<float>(r), var_mean_rel);
         }
-        if (need0 && finite_value(x)) select0.offer(w.s0, x);
-        if (need1 && finite_value(y)) select1.offer(w.s1, y);
-        if (need_abs && finite_value(d)) select_abs.offer(w.sabs, d);
-        if (finite_value(r)) {
+        if (need0 && is_finite_value(x)) select0.offer(w.s0, x);
+        if (need1 && is_finite_value(y)) select1.offer(w.s1, y);
+        if (need_abs && is_finite_value(d)) select_abs.offer(w.sabs, d);
+        if (is_finite_value(r)) {
           if (need_nz && !zero_reference) select_rel_nonzero.offer(w.snz, r);
           if (need_all) select_rel_all.offer(w.sall, r);
         }
@@ -426,7 +409,7 @@ PairOutcome evaluate_typed(const TensorView& a, const TensorView& b, const Shape
   }
 
   // ---- Summaries ----
-  PairOutcome out;
+  PairStatistics out;
   RankValue v0 = [&](uint64_t r) { return static_cast<double>(select0.value(r)); };
   RankValue v1 = [&](uint64_t r) { return static_cast<double>(select1.value(r)); };
   RankValue vabs = [&](uint64_t r) { return static_cast<double>(select_abs.value(r)); };
@@ -494,7 +477,8 @@ PairOutcome evaluate_typed(const TensorView& a, const TensorView& b, const Shape
 }
 
 template <typename T0, typename T1, bool kInfEqual>
-std::vector<int64_t> mismatches_typed(const TensorView& a, const TensorView& b, const PairRequest& request, int64_t limit) {
+std::vector<int64_t> mismatch_indices_typed(const TensorView& a, const TensorView& b,
+                                            const PairStatisticsRequest& request, int64_t limit) {
   using Arith = PairArithmetic<T0, T1, kInfEqual>;
   using C = typename Arith::C;
   using R = typename Arith::R;
@@ -522,28 +506,40 @@ std::vector<int64_t> mismatches_typed(const TensorView& a, const TensorView& b, 
 
 }  // namespace
 
-std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& out1, const PairRequest& request,
-                                      int64_t limit) {
+std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& out1,
+                                      const PairStatisticsRequest& request, int64_t limit) {
   Work w0 = cast_up_work(out0.dtype()), w1 = cast_up_work(out1.dtype());
   return visit_work(w0, [&]<typename T0>() {
     return visit_work(w1, [&]<typename T1>() {
-      if (request.infinities_compare_equal) return mismatches_typed<T0, T1, true>(out0, out1, request, limit);
-      return mismatches_typed<T0, T1, false>(out0, out1, request, limit);
+      if (request.infinities_compare_equal) return mismatch_indices_typed<T0, T1, true>(out0, out1, request, limit);
+      return mismatch_indices_typed<T0, T1, false>(out0, out1, request, limit);
     });
   });
 }
 
-PairOutcome evaluate_pair(const TensorView& out0, const TensorView& out1, const Shape& shape,
-                          const PairRequest& request) {
+PairStatistics compute_pair_statistics(const TensorView& out0, const TensorView& out1, const Shape& shape,
+                          const PairStatisticsRequest& request) {
   if (out0.size() != out1.size())
-    raise<InternalError>("evaluate_pair: {} vs {} elements", out0.size(), out1.size());
+    raise<InternalError>("compute_pair_statistics: {} vs {} elements", out0.size(), out1.size());
   Work w0 = cast_up_work(out0.dtype()), w1 = cast_up_work(out1.dtype());
   return visit_work(w0, [&]<typename T0>() {
     return visit_work(w1, [&]<typename T1>() {
-      if (request.infinities_compare_equal) return evaluate_typed<T0, T1, true>(out0, out1, shape, request);
-      return evaluate_typed<T0, T1, false>(out0, out1, shape, request);
+      if (request.infinities_compare_equal) return pair_statistics_typed<T0, T1, true>(out0, out1, shape, request);
+      return pair_statistics_typed<T0, T1, false>(out0, out1, shape, request);
     });
   });
 }
 
 }  // namespace parity::compare::detail
+
+namespace parity::compare {
+
+ErrorSummary summarize_error(const TensorView& output, const TensorView& reference) {
+  if (output.size() != reference.size())
+    raise<InvalidInputError>("summarize_error: the output has {} elements, the reference {}", output.size(),
+                             reference.size());
+  detail::PairStatistics statistics = detail::compute_pair_statistics(output, reference, reference.shape(), {});
+  return ErrorSummary{std::move(statistics.absdiff), std::move(statistics.reldiff)};
+}
+
+}  // namespace parity::compare

@@ -1,4 +1,4 @@
-#include "engine.h"
+#include "streaming_statistics.h"
 
 #include <cfloat>
 #include <numeric>

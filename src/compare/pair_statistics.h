@@ -1,7 +1,8 @@
-// The fused two-tensor kernel of CompareFunc.simple (private to compare): one pass computes, per
-// element, Polygraphy's absolute and relative error in numpy's types and feeds the statistics of
-// both outputs and both errors plus the elementwise verdict; refining passes give exact medians
-// and quantiles and, when they will be logged, the histograms.
+// Statistics of a tensor pair (private to compare): the fused two-tensor kernel of
+// CompareFunc.simple. One pass computes, per element, Polygraphy's absolute and relative error in
+// numpy's types and feeds the statistics of both outputs and both errors plus the elementwise
+// verdict; refining passes give exact medians and quantiles and, when they will be logged, the
+// histograms.
 #pragma once
 
 #include <optional>
@@ -15,18 +16,18 @@ namespace parity::compare::detail {
 // Polygraphy's epsilon added to zero reference values before dividing.
 constexpr double kRelativeEpsilon = 2.220446049250313e-16;
 
-struct PairRequest {
+struct PairStatisticsRequest {
   double atol = 1e-5;
   double rtol = 1e-5;
   bool infinities_compare_equal = false;
   std::optional<double> error_quantile;  // also compute this quantile of both errors
   bool histograms = false;               // compute the four display histograms
   bool histograms_only_if_mismatched = false;  // ...unless no element mismatches (elemwise pass)
-  StatsStyle histogram_style = StatsStyle::kParity;
+  StatisticsStyle histogram_style = StatisticsStyle::kParity;
   bool small_values = false;             // materialise absdiff/reldiff (for "---- Values ----")
 };
 
-struct PairOutcome {
+struct PairStatistics {
   TensorSummary out0, out1, absdiff, reldiff;
   bool absdiff_single = false;  // the absolute error's numpy type is float32
   bool reldiff_single = false;  // the relative error's numpy type is float32
@@ -40,12 +41,12 @@ struct PairOutcome {
 
 // `out0` and `out1` must have the same number of elements; `shape` is the shape both are viewed
 // with (indices of min/max refer to it).
-PairOutcome evaluate_pair(const TensorView& out0, const TensorView& out1, const Shape& shape,
-                          const PairRequest& request);
+PairStatistics compute_pair_statistics(const TensorView& out0, const TensorView& out1, const Shape& shape,
+                          const PairStatisticsRequest& request);
 
 // Flat indices of the elements failing both tolerances (Polygraphy's elemwise mismatch mask), at
 // most `limit` of them.
-std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& out1, const PairRequest& request,
-                                      int64_t limit);
+std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& out1,
+                                      const PairStatisticsRequest& request, int64_t limit);
 
 }  // namespace parity::compare::detail

@@ -1,4 +1,4 @@
-// The streaming statistics engine behind statistics.h and compare_func.h (private to compare).
+// Streaming statistics of one tensor: the accumulators behind statistics.h and compare_func.h (private to compare).
 //
 // Values flow through in chunks converted to their "work" type (Polygraphy's cast_up: float16 ->
 // float32, small ints -> int32, uint32 -> int64). Per stream, one pass gathers counts, moments
@@ -79,6 +79,27 @@ decltype(auto) visit_work(Work work, Fn&& fn) {
 // The lowest value of a signed integer source type, whose numpy abs() wraps to itself
 // (abs(int8(-128)) == -128); NaN when the type has none.
 double abs_wrap_value(DType source);
+
+// numpy's |v| of a work-type value as a double: integers whose abs() wraps (see abs_wrap_value,
+// passed as `wrap`) keep their value; unsigned values are their own magnitude.
+template <typename T>
+inline double magnitude_of(T v, double wrap) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::fabs(static_cast<double>(v));
+  } else if constexpr (std::is_signed_v<T>) {
+    double d = static_cast<double>(v);
+    return d == wrap ? d : std::fabs(d);
+  } else {
+    return static_cast<double>(v);
+  }
+}
+
+// Whether a work-type value is finite (integers always are).
+template <typename T>
+inline bool is_finite_value(T v) {
+  if constexpr (std::is_floating_point_v<T>) return std::isfinite(v);
+  else return true;
+}
 
 // ------------------------------------------------------------------------------------------------
 // Chunked reading
