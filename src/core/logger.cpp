@@ -52,48 +52,81 @@ Severity severity_from_name(std::string_view name) {
       name);
 }
 
+StreamLogSink::StreamLogSink(std::FILE* stream) : stream_(stream), terminal_(stream && ::isatty(::fileno(stream))) {}
+
+void StreamLogSink::write(Severity /*severity*/, std::string_view text) {
+  if (!stream_) return;
+  std::fwrite(text.data(), 1, text.size(), stream_);
+  std::fflush(stream_);
+}
+
 Logger& Logger::global() {
   static Logger logger;
   return logger;
 }
 
-Logger::Logger() { set_stream(stdout); }
+Logger::Logger() : sink_(std::make_shared<StreamLogSink>(stdout)) {}
 
-void Logger::set_stream(std::FILE* stream) {
-  stream_ = stream;
-  colour_ = stream && ::isatty(::fileno(stream));
+LogFormat Logger::format() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return format_;
+}
+
+void Logger::set_format(LogFormat format) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  format_ = format;
+}
+
+void Logger::set_stream(std::FILE* stream) { set_sink(std::make_shared<StreamLogSink>(stream)); }
+
+void Logger::set_sink(std::shared_ptr<LogSink> sink) {
+  if (!sink) sink = std::make_shared<StreamLogSink>(stdout);
+  std::lock_guard<std::mutex> lock(mutex_);
+  sink_ = std::move(sink);
 }
 
 void Logger::set_log_file(const std::filesystem::path& path) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) raise<FileError>("cannot open log file '{}' for writing", path.string());
+  std::lock_guard<std::mutex> lock(mutex_);
   file_.reset(f);
 }
 
-void Logger::log(Severity severity, std::string_view message) {
+void Logger::log(Severity severity, std::string_view message, std::source_location location) {
   if (!enabled(severity)) return;
   const auto& style = style_of(severity);
-  std::string prefix = style.prefix;
-  if (format_.timestamp) {
-    std::time_t now = std::time(nullptr);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "[%Y-%m-%d %H:%M:%S] ", std::localtime(&now));
-    prefix = stamp + prefix;
-  }
   // Continuation lines line up after the "[I] " prefix; Indent adds 4 spaces per level.
-  std::string indent(static_cast<std::size_t>(indent_) * 4, ' ');
+  std::string indent(static_cast<std::size_t>(std::max(indent_.load(), 0)) * 4, ' ');
   std::string continuation(4, ' ');
   std::string body = indent;
   for (char c : message) {
     body += c;
     if (c == '\n') body += continuation + indent;
   }
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string prefix = style.prefix;
+  if (format_.timestamp) {
+    std::time_t now = std::time(nullptr);
+    std::tm local{};
+    ::localtime_r(&now, &local);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "[%Y-%m-%d %H:%M:%S] ", &local);
+    prefix = stamp + prefix;
+  }
+  // Polygraphy's line-info: "[I] [file:line] message", the file by its base name.
+  if (format_.line_info) {
+    std::string_view file = location.file_name();
+    if (auto slash = file.find_last_of("/\\"); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+    prefix += fmt::format(" [{}:{}]", file, location.line());
+  }
   std::string plain = prefix + " " + body + "\n";
-  if (!silent_ && stream_) {
-    bool coloured = colour_ && !format_.no_colors && style.colour[0] != '\0';
-    std::string line = coloured ? std::string(style.colour) + prefix + " " + body + "\033[0m\n" : plain;
-    std::fwrite(line.data(), 1, line.size(), stream_);
-    std::fflush(stream_);
+  if (!silent_.load(std::memory_order_relaxed)) {
+    bool coloured = sink_->wants_colour() && !format_.no_colors && style.colour[0] != '\0';
+    if (coloured)
+      sink_->write(severity, std::string(style.colour) + prefix + " " + body + "\033[0m\n");
+    else
+      sink_->write(severity, plain);
   }
   if (file_) {
     std::fwrite(plain.data(), 1, plain.size(), file_.get());
