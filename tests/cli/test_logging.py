@@ -1,6 +1,7 @@
 """Polygraphy-style logging options of `parity inspect model`:
--v / -q / --verbosity / --silent / --log-file."""
+-v / -q / --verbosity / --silent / --log-file / --log-format."""
 
+import re
 from pathlib import Path
 
 import onnx
@@ -98,3 +99,77 @@ def test_unknown_verbosity_is_an_error(inspect_model):
         f"an unknown verbosity name should be refused\n{run.describe()}"
     assert not run.crash_markers(), run.describe()
     assert "chatty" in run.output, f"the message should name the bad value\n{run.describe()}"
+
+
+# A message's first line: "[I] ...", "[2024-01-31 12:00:00] [I] ...", "[I] [file.cpp:12] ..."
+SEVERITY_PREFIX = r"\[[USXVIWE!]\] "
+TIMESTAMP = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] "
+LINE_INFO = r"\[([^\]/\\]+):(\d+)\] "
+
+
+def without(pattern, text):
+    """`text` with `pattern` removed where it starts a line."""
+    return re.sub(rf"^{pattern}", "", text, flags=re.MULTILINE)
+
+
+def first_lines(text):
+    """The first line of each message (continuation lines start with spaces)."""
+    return [line for line in text.splitlines() if line and not line[0].isspace()]
+
+
+def logging_call_at(file_name, line):
+    """Whether some source file called `file_name` has a logging call on line `line`."""
+    for path in list((REPO_ROOT / "src").rglob(file_name)) + list((REPO_ROOT / "tools").rglob(file_name)):
+        lines = path.read_text(errors="replace").splitlines()
+        if 0 < line <= len(lines) and "log" in lines[line - 1]:
+            return True
+    return False
+
+
+def test_line_info_names_each_messages_source(inspect_model, default_run):
+    run = inspect_model(MODEL, "--log-format", "line-info")
+    assert_success(run)
+    messages = first_lines(run.stdout)
+    assert messages, run.describe()
+    for message in messages:
+        match = re.match(SEVERITY_PREFIX + LINE_INFO, message)
+        assert match, f"line-info: message without [file:line]: {message!r}\n{run.describe()}"
+        file_name, line = match.group(1), int(match.group(2))
+        assert logging_call_at(file_name, line), \
+            f"{message!r}: no logging call at {file_name}:{line} in src/ or tools/"
+    # Apart from the locations, the output is the default one (continuation lines unchanged).
+    stripped = "".join(re.sub(rf"^({SEVERITY_PREFIX}){LINE_INFO}", r"\1", line) + "\n"
+                       for line in run.stdout.splitlines())
+    assert non_blank(stripped) == non_blank(default_run.stdout), \
+        f"line-info changed more than the prefix\n--- default ---\n{default_run.stdout}\n{run.describe()}"
+
+
+def test_timestamp_prefixes_each_message(inspect_model, default_run):
+    run = inspect_model(MODEL, "--log-format", "timestamp")
+    assert_success(run)
+    messages = first_lines(run.stdout)
+    assert messages and all(re.match(TIMESTAMP + SEVERITY_PREFIX, line) for line in messages), run.describe()
+    assert non_blank(without(TIMESTAMP, run.stdout)) == non_blank(default_run.stdout), \
+        f"timestamp changed more than the prefix\n--- default ---\n{default_run.stdout}\n{run.describe()}"
+
+
+def test_timestamp_and_line_info_together_also_in_the_log_file(inspect_model, default_run, tmp_path):
+    log_file = tmp_path / "formatted.log"
+    run = inspect_model(MODEL, "--log-format", "timestamp", "line-info", "--log-file", log_file)
+    assert_success(run)
+    logged = log_file.read_text(errors="replace")
+    for text, where in ((run.stdout, "stdout"), (logged, "log file")):
+        messages = first_lines(text)
+        assert messages, f"{where}: no messages\n{run.describe()}"
+        for line in messages:
+            assert re.match(TIMESTAMP + SEVERITY_PREFIX + LINE_INFO, line), \
+                f"{where}: {line!r} lacks '[time] [I] [file:line] '\n{run.describe()}"
+        plain = without(TIMESTAMP, text)
+        plain = re.sub(rf"^({SEVERITY_PREFIX}){LINE_INFO}", r"\1", plain, flags=re.MULTILINE)
+        assert non_blank(plain) == non_blank(default_run.stdout), f"{where} differs\n{run.describe()}"
+
+
+def test_unknown_log_format_is_an_error(inspect_model):
+    run = inspect_model(MODEL, "--log-format", "fancy")
+    assert run.returncode > 0, f"an unknown log format should be refused\n{run.describe()}"
+    assert not run.crash_markers(), run.describe()
