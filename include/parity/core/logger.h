@@ -39,6 +39,9 @@ enum class Severity : int {
 // Parses "verbose", "info", "VERBOSE", "warning"... (Polygraphy's --verbosity names).
 Severity severity_from_name(std::string_view name);
 
+// Continuation lines of a message always start 4 spaces (plus the indentation) in, under the
+// message's first character when no timestamp or location precedes it; Polygraphy lines them up
+// under the whole prefix, but Parity keeps one column for them whatever the format.
 struct LogFormat {
   bool timestamp = false;  // prefix each message with the wall-clock time: "[2024-01-31 12:00:00] [I] ..."
   bool line_info = false;  // name the logging call's source file and line: "[I] [runner.cpp:42] ..."
