@@ -3,10 +3,14 @@
   1. `simple` comparison (elemwise, with its statistics lines) of two float32 outputs of
      --elements elements (default 64 M): Parity's compare::simple() vs Polygraphy's
      CompareFunc.simple() (target <= 0.2x);
+     The machine's memory bandwidth is measured in the same run (a large numpy copy: bytes read
+     plus bytes written per second), and the comparison's rate is printed in bytes of input per
+     second and as a fraction of that bandwidth (target >= 1/3);
   2. saving and loading a RunResults JSON of about --file-mb MB (default 500): Parity's
      save_run_results/load_run_results vs Polygraphy's save_json/load_json (target <= 0.3x each).
 
     python bench/compare_vs_polygraphy.py [--build build/release] [--elements 67108864] [--file-mb 500] [--repeat 3]
+                                       [--skip-files]
 
 Each side runs in its own process and times only the operation (arrays are created or loaded
 from .npz before the clock starts); the median of --repeat runs is reported, with peak RSS.
@@ -17,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -64,12 +69,26 @@ def run(cmd):
     return last_json(done.stderr)
 
 
+def memory_bandwidth(repeat: int, megabytes: int = 1024) -> float:
+    """Bytes read plus bytes written per second by a large numpy copy (the best of `repeat`)."""
+    source = np.ones(megabytes * 1024 * 1024 // 8, dtype=np.float64)
+    target = np.empty_like(source)
+    np.copyto(target, source)  # fault the pages in before timing
+    best = float("inf")
+    for _ in range(max(repeat, 3)):
+        start = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - start)
+    return 2 * source.nbytes / best
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     parser.add_argument("--elements", type=int, default=64 * 1024 * 1024)
     parser.add_argument("--file-mb", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-files", action="store_true", help="only the comparison (and the bandwidth)")
     args = parser.parse_args()
     tool = os.path.join(args.build, "bench", "parity_bench_compare_files")
     rng = np.random.default_rng(0)
@@ -87,6 +106,13 @@ def main():
               f"({poly['peak_rss_mb']:.0f} MB)   ratio {parity['seconds'] / poly['seconds']:.3f} (target <= 0.2)", flush=True)
         os.remove(a_path)
         os.remove(b_path)
+        bandwidth = memory_bandwidth(args.repeat)
+        input_rate = 2 * args.elements * 4 / parity["seconds"]
+        print(f"  memory bandwidth (numpy copy, read + write) {bandwidth / 1e9:.2f} GB/s   parity's comparison reads "
+              f"{input_rate / 1e9:.2f} GB/s of input = {input_rate / bandwidth:.3f} of the bandwidth (target >= 0.333)",
+              flush=True)
+        if args.skip_files:
+            return
 
         # Base64 makes 4 bytes of text per 3 of data: arrays of file_mb * 3/4 MB, in 4 outputs.
         per_array = args.file_mb * 1024 * 1024 * 3 // 4 // 4 // 4

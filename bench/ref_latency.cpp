@@ -14,6 +14,7 @@
 
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
+#include "parity/core/thread_pool.h"
 #include "parity/runtime/ref_runner.h"
 
 int main(int argc, char** argv) {
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   app.add_option("--save-outputs", save_outputs);
   CLI11_PARSE(app, argc, argv);
   try {
-    ops::set_compute_threads(threads);
+    if (threads > 0) set_compute_threads(threads);
     runtime::RefOptions options;
     options.fp64 = fp64;
     runtime::RefRunner runner(runtime::ModelFromPath(model_path), options);

@@ -85,7 +85,11 @@ float pairwise_sum32(const float* values, int64_t count) {
 }
 
 SumPart32::SumPart32(bool buffered, int64_t begin, int64_t end)
-    : buffered_(buffered), begin_(begin), end_(end), next_(begin) {
+    : buffered_(buffered),
+      begin_(begin),
+      end_(end),
+      next_(begin),
+      pending_(static_cast<std::size_t>(std::clamp<int64_t>(end - begin, 1, kFlush))) {
   if (!buffered_) tree_.reset(end - begin);
   chunk_start_ = begin;
 }

@@ -98,12 +98,6 @@ struct FirstPassState {
   }
 };
 
-std::vector<uint64_t> widen(const std::vector<uint32_t>& h) {
-  std::vector<uint64_t> out(65536, 0);
-  for (std::size_t i = 0; i < h.size(); ++i) out[i] = h[i];
-  return out;
-}
-
 // Polygraphy's compute_min/compute_max of a stream (NaN wins; infinities count; 0 when empty).
 double polygraphy_min(const StreamAccumulator& s, int64_t size) {
   if (size == 0) return 0;
@@ -184,8 +178,10 @@ PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, c
     sums[kAbs][k].init(!kAbsSingle, true, kAbsSingle, false, begin, end);
     sums[kRel][k].init(!kRelSingle, false, kRelSingle, false, begin, end);
   }
+  const bool by_histogram = n > kSelectByCopyLimit;
   std::vector<FirstPassState> parts(static_cast<std::size_t>(workers));
-  for (auto& p : parts) p.enable_histograms();
+  if (by_histogram)
+    for (auto& p : parts) p.enable_histograms();
   run_ranges(plan, [&](int w, int64_t begin, int64_t end) {
     FirstPassState& s = parts[static_cast<std::size_t>(w)];
     StreamSums& sum0 = sums[kA][static_cast<std::size_t>(w)];
@@ -266,12 +262,15 @@ PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, c
   OrderSelector<C> select_abs;
   OrderSelector<R> select_rel_nonzero;
   OrderSelector<R> select_rel_all;
-  select0.begin(widen(acc.a.histogram), ranks_for(acc.a, n, levels0, true, true));
-  select1.begin(widen(acc.b.histogram), ranks_for(acc.b, n, levels1, true, true));
-  select_abs.begin(widen(acc.abs.histogram), ranks_for(acc.abs, n, levels_abs, true, true));
-  select_rel_nonzero.begin(widen(acc.rel_nonzero.histogram),
-                           ranks_for(acc.rel_nonzero, n, levels_rel, true, !has_zero));
-  if (has_zero) select_rel_all.begin(widen(rel_all.histogram), ranks_for(rel_all, n, levels_rel, false, true));
+  auto begin_selection = [&](auto& selector, const StreamAccumulator& stream, std::vector<uint64_t> ranks) {
+    if (by_histogram) selector.begin(stream.histogram, std::move(ranks));
+    else selector.begin_by_copy(static_cast<uint64_t>(stream.moments.n), std::move(ranks));
+  };
+  begin_selection(select0, acc.a, ranks_for(acc.a, n, levels0, true, true));
+  begin_selection(select1, acc.b, ranks_for(acc.b, n, levels1, true, true));
+  begin_selection(select_abs, acc.abs, ranks_for(acc.abs, n, levels_abs, true, true));
+  begin_selection(select_rel_nonzero, acc.rel_nonzero, ranks_for(acc.rel_nonzero, n, levels_rel, true, !has_zero));
+  if (has_zero) begin_selection(select_rel_all, rel_all, ranks_for(rel_all, n, levels_rel, false, true));
 
   // ---- Display histograms (numpy.histogram over the ranges Polygraphy uses) ----
   const StatisticsStyle hstyle = request.histogram_style;

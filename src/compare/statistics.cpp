@@ -38,10 +38,11 @@ TensorSummary summarize_typed(const TensorView& t, const SummaryOptions& options
   const bool variance = work_of<T>() == Work::kFloat32;
   const bool separate_variance = variance && buffered;
 
+  const bool by_histogram = n > kSelectByCopyLimit;
   std::vector<StreamAccumulator> parts(static_cast<std::size_t>(workers));
   std::vector<StreamSums> sums(static_cast<std::size_t>(workers));
   for (int w = 0; w < workers; ++w) {
-    parts[static_cast<std::size_t>(w)].enable_histogram();
+    if (by_histogram) parts[static_cast<std::size_t>(w)].enable_histogram();
     auto [begin, end] = plan.ranges[static_cast<std::size_t>(w)];
     sums[static_cast<std::size_t>(w)].init(buffered, false, variance, separate_variance, begin, end);
   }
@@ -85,9 +86,8 @@ TensorSummary summarize_typed(const TensorView& t, const SummaryOptions& options
   }
 
   OrderSelector<T> selector;
-  std::vector<uint64_t> level0(acc.histogram.begin(), acc.histogram.end());
-  if (level0.empty()) level0.assign(65536, 0);
-  selector.begin(level0, ranks);
+  if (by_histogram) selector.begin(acc.histogram, std::move(ranks));
+  else selector.begin_by_copy(static_cast<uint64_t>(acc.moments.n), std::move(ranks));
   bool first_pass = true;
   while (selector.needs_pass() || (first_pass && variance && n > 0)) {
     const bool select = selector.needs_pass(), squares = first_pass && variance;

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "parity/core/error.h"
+#include "parity/core/thread_pool.h"
 #include "parity/core/values.h"
 
 namespace parity::compare::detail {
@@ -158,11 +159,53 @@ void NonFinite::merge(const NonFinite& other) {
   neginf += other.neginf;
 }
 
+namespace {
+
+// Cleared 65536-bucket buffers kept by each thread for its next streams.
+std::vector<std::vector<uint32_t>>& histogram_cache() {
+  thread_local std::vector<std::vector<uint32_t>> cache;
+  return cache;
+}
+constexpr std::size_t kHistogramCacheLimit = 16;
+
+void return_histogram(std::vector<uint32_t>& histogram) {
+  if (histogram.size() != 65536) return;
+  auto& cache = histogram_cache();
+  if (cache.size() < kHistogramCacheLimit) cache.push_back(std::move(histogram));
+  histogram.clear();
+}
+
+}  // namespace
+
+void StreamAccumulator::enable_histogram() {
+  auto& cache = histogram_cache();
+  if (histogram.size() == 65536) {
+    std::fill(histogram.begin(), histogram.end(), 0u);
+  } else if (!cache.empty()) {
+    histogram = std::move(cache.back());
+    cache.pop_back();
+    std::fill(histogram.begin(), histogram.end(), 0u);
+  } else {
+    histogram.assign(65536, 0);
+  }
+}
+
+StreamAccumulator& StreamAccumulator::operator=(StreamAccumulator&& other) noexcept {
+  if (this == &other) return *this;
+  return_histogram(histogram);
+  moments = other.moments;
+  nonfinite = other.nonfinite;
+  histogram = std::move(other.histogram);
+  return *this;
+}
+
+StreamAccumulator::~StreamAccumulator() { return_histogram(histogram); }
+
 void StreamAccumulator::merge(const StreamAccumulator& other) {
   moments.merge(other.moments);
   nonfinite.merge(other.nonfinite);
   if (!other.histogram.empty()) {
-    if (histogram.empty()) histogram.assign(65536, 0);
+    if (histogram.empty()) enable_histogram();
     for (std::size_t i = 0; i < 65536; ++i) histogram[i] += other.histogram[i];
   }
 }
@@ -171,10 +214,11 @@ void StreamAccumulator::merge(const StreamAccumulator& other) {
 // OrderSelector
 // ------------------------------------------------------------------------------------------------
 template <typename T>
-void OrderSelector<T>::begin(const std::vector<uint64_t>& level0, std::vector<uint64_t> ranks) {
+void OrderSelector<T>::begin(std::span<const uint32_t> level0, std::vector<uint64_t> ranks) {
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   targets_.clear();
+  collect_all_ = false;
   std::size_t r = 0;
   uint64_t below = 0;
   for (uint32_t bucket = 0; bucket < 65536 && r < ranks.size(); ++bucket) {
@@ -196,8 +240,30 @@ void OrderSelector<T>::begin(const std::vector<uint64_t>& level0, std::vector<ui
 }
 
 template <typename T>
-void OrderSelector<T>::regroup() {
+void OrderSelector<T>::begin_by_copy(uint64_t count, std::vector<uint64_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  targets_.clear();
   groups_.clear();
+  collect_all_ = !ranks.empty();
+  for (uint64_t rank : ranks) {
+    if (rank >= count) raise<InternalError>("order statistic rank {} beyond {} values", rank, count);
+    Target t;
+    t.rank = rank;
+    t.prefix = 0;
+    t.bits = 0;
+    t.rank_in_group = rank;
+    t.group_count = count;
+    targets_.push_back(t);
+  }
+  if (collect_all_) groups_.push_back(Group{0, 0, true});
+}
+
+template <typename T>
+void OrderSelector<T>::regroup() {
+  collect_all_ = false;
+  groups_.clear();
+  if (std::all_of(targets_.begin(), targets_.end(), [](const Target& t) { return t.done; })) return;
   interest_.assign(65536, 0);
   for (Target& t : targets_) {
     if (t.done) continue;
@@ -236,6 +302,9 @@ void OrderSelector<T>::PassState::merge(PassState& other) {
 
 template <typename T>
 void OrderSelector<T>::finish_pass(PassState& state) {
+  // Targets come in ascending rank order; within a collected group, everything past the previous
+  // selected position is >= it, so each selection only partitions what lies beyond.
+  std::vector<std::size_t> selected_up_to(groups_.size(), 0);
   for (Target& t : targets_) {
     if (t.done) continue;
     std::size_t g = 0;
@@ -243,7 +312,10 @@ void OrderSelector<T>::finish_pass(PassState& state) {
     if (groups_[g].collect) {
       auto& keys = state.collected[g];
       if (t.rank_in_group >= keys.size()) raise<InternalError>("order statistic group lost values");
-      std::nth_element(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(t.rank_in_group), keys.end());
+      std::size_t from = std::min<std::size_t>(selected_up_to[g], static_cast<std::size_t>(t.rank_in_group));
+      std::nth_element(keys.begin() + static_cast<std::ptrdiff_t>(from),
+                       keys.begin() + static_cast<std::ptrdiff_t>(t.rank_in_group), keys.end());
+      selected_up_to[g] = static_cast<std::size_t>(t.rank_in_group) + 1;
       t.result = keys[t.rank_in_group];
       t.done = true;
     } else {
@@ -702,7 +774,7 @@ Statistics finite_statistics(const Moments& m, int64_t size, const StreamTraits&
 // ------------------------------------------------------------------------------------------------
 WorkPlan plan_work(int64_t n) {
   constexpr int64_t kMinimumPerWorker = int64_t{1} << 20;
-  int64_t hardware = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  int64_t hardware = compute_threads();
   int64_t wanted = std::min<int64_t>({hardware, std::max<int64_t>(1, n / kMinimumPerWorker), 16});
   // Each worker's uint32 radix buckets must not overflow: at most 2^31 elements per worker (the
   // tree split halves ranges, so round the count needed up to a power of two).
@@ -719,22 +791,10 @@ void run_ranges(const WorkPlan& plan, const std::function<void(int, int64_t, int
     fn(0, plan.ranges.empty() ? 0 : plan.ranges[0].first, plan.ranges.empty() ? 0 : plan.ranges[0].second);
     return;
   }
-  std::vector<std::thread> threads;
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  for (std::size_t w = 0; w < plan.ranges.size(); ++w) {
-    auto [begin, end] = plan.ranges[w];
-    threads.emplace_back([&, w, begin, end] {
-      try {
-        fn(static_cast<int>(w), begin, end);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
+  compute_thread_pool().parallel_for(plan.workers(), [&](int w) {
+    auto [begin, end] = plan.ranges[static_cast<std::size_t>(w)];
+    fn(w, begin, end);
+  });
 }
 
 }  // namespace parity::compare::detail

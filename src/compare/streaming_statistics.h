@@ -19,11 +19,9 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <optional>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -192,8 +190,8 @@ class SumPart32 {
   SumPart32() = default;
   SumPart32(bool buffered, int64_t begin, int64_t end);
   [[gnu::always_inline]] inline void add(float v) {
-    pending_[pending_count_++] = v;
-    if (pending_count_ == kFlush) [[unlikely]] flush(false);
+    pending_[static_cast<std::size_t>(pending_count_++)] = v;
+    if (pending_count_ == static_cast<int64_t>(pending_.size())) [[unlikely]] flush(false);
   }
   void finish() { flush(true); }
   // The whole sum from every worker's part (in range order), numpy's way.
@@ -204,7 +202,7 @@ class SumPart32 {
   void flush(bool last);
   bool buffered_ = false;
   int64_t begin_ = 0, end_ = 0, next_ = 0;  // next_: global index of pending_[0]
-  std::vector<float> pending_ = std::vector<float>(kFlush);
+  std::vector<float> pending_;  // min(kFlush, end - begin) values: no 8 KiB buffer for a small part
   int64_t pending_count_ = 0;
   PairwiseSum32 tree_;                       // contiguous
   std::vector<float> chunk_;                 // buffered: the current 8192-chunk's values
@@ -278,7 +276,15 @@ struct StreamAccumulator {
   NonFinite nonfinite;
   std::vector<uint32_t> histogram;  // 65536 buckets of top16(key); empty when not wanted
 
-  void enable_histogram() { histogram.assign(65536, 0); }
+  // Buckets come from a per-thread cache of cleared buffers (taken back on destruction), so a
+  // comparison does not allocate and fault in fresh pages for every stream.
+  StreamAccumulator() = default;
+  StreamAccumulator(const StreamAccumulator& other) = default;
+  StreamAccumulator(StreamAccumulator&& other) noexcept = default;
+  StreamAccumulator& operator=(const StreamAccumulator& other) = default;
+  StreamAccumulator& operator=(StreamAccumulator&& other) noexcept;
+  ~StreamAccumulator();
+  void enable_histogram();
 
   template <typename T>
   inline void add(T v, double magnitude, int64_t i) {
@@ -306,7 +312,10 @@ class OrderSelector {
 
   // `level0` is the top-16 histogram of all N finite values; `ranks` are positions in their
   // ascending order (each < N).
-  void begin(const std::vector<uint64_t>& level0, std::vector<uint64_t> ranks);
+  void begin(std::span<const uint32_t> level0, std::vector<uint64_t> ranks);
+  // Without a histogram (small streams, see kSelectByCopyLimit): the next pass collects all
+  // `count` finite values and selects every rank within that copy.
+  void begin_by_copy(uint64_t count, std::vector<uint64_t> ranks);
   bool needs_pass() const { return !groups_.empty(); }
 
   struct PassState {
@@ -321,6 +330,10 @@ class OrderSelector {
 
   [[gnu::always_inline]] inline void offer(PassState& state, T v) const {
     const Key k = KeyTraits<T>::key(v);
+    if (collect_all_) {
+      state.collected[0].push_back(k);
+      return;
+    }
     const uint8_t slot = interest_[static_cast<std::size_t>(k >> (kBits - 16))];
     if (slot == 0) [[likely]] return;
     if (slot != kManyGroups) {
@@ -361,7 +374,13 @@ class OrderSelector {
   std::vector<Target> targets_;
   std::vector<Group> groups_;
   std::vector<uint8_t> interest_;  // 65536 slots (see kManyGroups)
+  bool collect_all_ = false;       // one group holding every value (begin_by_copy)
 };
+
+// Streams of at most this many elements select their order statistics in a copy of their values
+// (nth_element) instead of through the 65536-bucket radix histograms, whose fixed cost (clearing
+// and scanning the buckets) dominates small tensors.
+constexpr int64_t kSelectByCopyLimit = int64_t{1} << 14;
 
 // ------------------------------------------------------------------------------------------------
 // numpy.histogram (10 equal bins over a given finite range)
@@ -511,7 +530,8 @@ struct WorkPlan {
   int workers() const { return static_cast<int>(ranges.size()); }
 };
 WorkPlan plan_work(int64_t n);
-// Calls fn(worker, begin, end) for every range, concurrently.
+// Calls fn(worker, begin, end) for every range, concurrently on the compute thread pool
+// (parity/core/thread_pool.h).
 void run_ranges(const WorkPlan& plan, const std::function<void(int, int64_t, int64_t)>& fn);
 
 // ------------------------------------------------------------------------------------------------

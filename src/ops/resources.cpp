@@ -1,9 +1,10 @@
 // Machine resources seen by the reference kernels: memory for the default element limit, and
-// the BLAS thread count.
+// the BLAS thread count (which follows parity::set_compute_threads).
 #include <unistd.h>
 
 #include <cblas.h>
 
+#include "parity/core/thread_pool.h"
 #include "parity/ops/kernel.h"
 
 namespace parity::ops {
@@ -15,8 +16,15 @@ int64_t physical_memory_bytes() {
   return static_cast<int64_t>(pages) * page_size;
 }
 
-void set_compute_threads(int threads) {
-  if (threads > 0) openblas_set_num_threads(threads);
-}
+namespace {
+
+// Registered when the reference kernels are linked in: this file is, through
+// physical_memory_bytes (ExecutionLimits' default).
+const bool kBlasFollowsComputeThreads = [] {
+  on_compute_threads_change([](int threads) { openblas_set_num_threads(threads); });
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace parity::ops

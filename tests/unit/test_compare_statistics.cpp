@@ -10,6 +10,7 @@
 
 #include "parity/compare/python_format.h"
 #include "parity/compare/statistics.h"
+#include "parity/core/thread_pool.h"
 #include "test_compare_helpers.h"
 #include "../../src/compare/streaming_statistics.h"
 
@@ -339,6 +340,56 @@ TEST(CompareStatistics, NonFiniteCountsAgreeWithSummarize) {
   EXPECT_EQ(mixed.neginf, 2);
   EXPECT_FALSE(count_nonfinite(ints<int32_t>(DType::kInt32, {1, -2, 3})).any());
   EXPECT_FALSE(count_nonfinite(boolean({true, false})).any());
+}
+
+
+// Streams of at most detail::kSelectByCopyLimit elements select their order statistics in a copy,
+// larger ones through the radix histograms: both give the same values. The larger tensor holds
+// the same finite values plus one NaN, so Parity's finite view describes the same values.
+TEST(CompareStatistics, SelectionByCopyAgreesWithRadixHistograms) {
+  const int64_t n = detail::kSelectByCopyLimit;
+  std::mt19937 generator(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  Tensor small = Tensor::zeros(DType::kFloat32, {n});
+  Tensor large = Tensor::zeros(DType::kFloat32, {n + 1});
+  for (int64_t i = 0; i < n; ++i) {
+    float v = std::round(normal(generator) * 64.0f) / 64.0f;  // ties too
+    small.mutable_data<float>()[i] = v;
+    large.mutable_data<float>()[i] = v;
+  }
+  large.mutable_data<float>()[n] = std::numeric_limits<float>::quiet_NaN();
+  SummaryOptions options;
+  options.extra_quantiles = {0.0, 0.25, 0.5001, 1.0};
+  const Statistics by_copy = summarize(small.view(), options).finite;
+  const Statistics by_histogram = summarize(large.view(), options).finite;
+  EXPECT_EQ(by_copy.median, by_histogram.median);
+  EXPECT_EQ(by_copy.min, by_histogram.min);
+  EXPECT_EQ(by_copy.max, by_histogram.max);
+  ASSERT_EQ(by_copy.quantile_values.size(), by_histogram.quantile_values.size());
+  for (std::size_t i = 0; i < by_copy.quantile_values.size(); ++i)
+    EXPECT_EQ(by_copy.quantile_values[i], by_histogram.quantile_values[i]) << by_copy.quantile_levels[i];
+}
+
+// The compute thread setting changes how a large tensor is split, never its numbers.
+TEST(CompareStatistics, NumbersDoNotDependOnTheComputeThreads) {
+  const int64_t n = (int64_t{1} << 22) + 12345;
+  std::mt19937 generator(11);
+  std::normal_distribution<float> normal(1.0f, 2.0f);
+  Tensor tensor = Tensor::zeros(DType::kFloat32, {n});
+  for (int64_t i = 0; i < n; ++i) tensor.mutable_data<float>()[i] = normal(generator);
+  set_compute_threads(1);
+  const TensorSummary one = summarize(tensor.view());
+  set_compute_threads(4);
+  const TensorSummary four = summarize(tensor.view());
+  set_compute_threads(0);
+  EXPECT_EQ(format_stats_line(one, StatisticsStyle::kPolygraphy, "x"),
+            format_stats_line(four, StatisticsStyle::kPolygraphy, "x"));
+  EXPECT_EQ(one.size, n);
+  EXPECT_EQ(one.polygraphy.mean, four.polygraphy.mean);
+  EXPECT_EQ(one.polygraphy.variance, four.polygraphy.variance);
+  EXPECT_EQ(one.polygraphy.median, four.polygraphy.median);
+  EXPECT_EQ(one.polygraphy.quantile_values, four.polygraphy.quantile_values);
+  EXPECT_EQ(one.finite.avg_magnitude, four.finite.avg_magnitude);
 }
 
 }  // namespace

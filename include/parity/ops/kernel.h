@@ -20,8 +20,8 @@ namespace parity::ops {
 
 // Bytes of physical memory on this machine.
 int64_t physical_memory_bytes();
-// Threads used by the reference kernels' BLAS calls (OpenBLAS); 0 = the library's default.
-void set_compute_threads(int threads);
+// The reference kernels' BLAS threads (OpenBLAS) follow parity::set_compute_threads
+// (parity/core/thread_pool.h); until a setting is made, OpenBLAS keeps its own default.
 
 struct ExecutionLimits {
   // Per tensor, refused before allocating. Default: as many float32 elements as fit in memory.

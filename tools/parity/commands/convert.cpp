@@ -1,6 +1,7 @@
 // `parity convert`: model conversions. Today: ONNX float32 -> float16 (--fp-to-fp16).
 #include <cmath>
 
+#include "args/compute_args.h"
 #include "args/model_args.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
@@ -22,6 +23,7 @@ class ConvertCommand : public Command {
   std::string description() const override { return "Convert models to other formats or precisions"; }
   void add_options(CLI::App& app) override {
     model_.add_to(app);
+    compute_.add_to(app);
     const char* group = "ONNX Conversion";
     app.add_flag("--fp-to-fp16", fp_to_fp16_, "Convert float32 initializers and computation to float16")->group(group);
     app.add_option("--keep-fp32", keep_fp32_,
@@ -43,6 +45,7 @@ class ConvertCommand : public Command {
   }
 
   int run() override {
+    compute_.apply();
     if (!fp_to_fp16_)
       raise<InvalidInputError>("convert: nothing to do; only ONNX-to-ONNX conversion with --fp-to-fp16 is supported "
                                "so far");
@@ -122,6 +125,7 @@ class ConvertCommand : public Command {
 
  private:
   ModelArgs model_;
+  ComputeArgs compute_;
   bool fp_to_fp16_ = false;
   bool report_error_ = false;
   std::vector<std::string> input_shapes_, val_ranges_;

@@ -2,6 +2,7 @@
 // override input shapes and topologically sort an ONNX model (Polygraphy's surgeon sanitize).
 #include <chrono>
 
+#include "args/compute_args.h"
 #include "args/model_args.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
@@ -20,6 +21,7 @@ class SurgeonSanitizeCommand : public Command {
   }
   void add_options(CLI::App& app) override {
     model_.add_to(app);
+    compute_.add_to(app);
     app.add_option("--override-input-shapes,--override-inputs", override_shapes_,
                    "Override input shapes: name:[d0,d1,...] (symbols for dynamic dims)")
         ->group("ONNX Model Loading");
@@ -46,6 +48,7 @@ class SurgeonSanitizeCommand : public Command {
   }
 
   int run() override {
+    compute_.apply();
     std::optional<int64_t> threshold;
     if (!fold_size_threshold_.empty()) threshold = parse_num_bytes(fold_size_threshold_, "--fold-size-threshold");
     TensorMetadata overrides = parse_input_shapes(override_shapes_, "--override-input-shapes");
@@ -90,6 +93,7 @@ class SurgeonSanitizeCommand : public Command {
 
  private:
   ModelArgs model_;
+  ComputeArgs compute_;
   std::vector<std::string> override_shapes_;
   bool fold_constants_ = false;
   int num_passes_ = 0;

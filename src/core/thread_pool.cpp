@@ -1,0 +1,163 @@
+#include "parity/core/thread_pool.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+namespace parity {
+namespace {
+
+// True on a thread while it runs a pool task: a nested parallel_for then runs inline.
+thread_local bool running_pool_task = false;
+
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& worker : workers_) worker.join();
+}
+
+void ThreadPool::start_workers() {
+  if (!workers_.empty()) return;
+  workers_.reserve(static_cast<std::size_t>(threads_ - 1));
+  for (int i = 0; i + 1 < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+void ThreadPool::worker_loop() {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+    }
+    run_tasks();
+  }
+}
+
+void ThreadPool::run_tasks() {
+  running_pool_task = true;
+  for (;;) {
+    const std::function<void(int)>* task = nullptr;
+    int index = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (task_ == nullptr || next_task_ >= task_count_) break;
+      task = task_;
+      index = next_task_++;
+    }
+    try {
+      (*task)(index);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!failure_) failure_ = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (++finished_tasks_ == task_count_) done_.notify_all();
+  }
+  running_pool_task = false;
+}
+
+void ThreadPool::parallel_for(int task_count, const std::function<void(int)>& task) {
+  if (task_count <= 0) return;
+  std::unique_lock<std::mutex> submit(submit_mutex_, std::defer_lock);
+  if (task_count == 1 || threads_ == 1 || running_pool_task || !submit.try_lock()) {
+    // Inline, in order; the first failure is rethrown after every task ran, as on the pool.
+    std::exception_ptr failure;
+    for (int i = 0; i < task_count; ++i) {
+      try {
+        task(i);
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+    return;
+  }
+  start_workers();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    task_ = &task;
+    task_count_ = task_count;
+    next_task_ = 0;
+    finished_tasks_ = 0;
+    failure_ = nullptr;
+    ++generation_;
+  }
+  wake_.notify_all();
+  run_tasks();
+  std::exception_ptr failure;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return finished_tasks_ == task_count_; });
+    task_ = nullptr;
+    failure = std::exchange(failure_, nullptr);
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The process's compute setting
+// ------------------------------------------------------------------------------------------------
+namespace {
+
+struct ComputeSettings {
+  std::mutex mutex;
+  int threads = 0;  // 0: the hardware concurrency
+  std::unique_ptr<ThreadPool> pool;
+  std::vector<std::function<void(int)>> listeners;
+};
+
+ComputeSettings& settings() {
+  static ComputeSettings instance;
+  return instance;
+}
+
+int resolved_threads(const ComputeSettings& s) {
+  return s.threads > 0 ? s.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+int compute_threads() {
+  ComputeSettings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return resolved_threads(s);
+}
+
+void set_compute_threads(int threads) {
+  ComputeSettings& s = settings();
+  std::vector<std::function<void(int)>> listeners;
+  int resolved = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.threads = std::max(0, threads);
+    resolved = resolved_threads(s);
+    if (s.pool && s.pool->threads() != resolved) s.pool.reset();
+    listeners = s.listeners;
+  }
+  for (const auto& listener : listeners) listener(resolved);
+}
+
+ThreadPool& compute_thread_pool() {
+  ComputeSettings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.pool) s.pool = std::make_unique<ThreadPool>(resolved_threads(s));
+  return *s.pool;
+}
+
+void on_compute_threads_change(std::function<void(int)> fn) {
+  ComputeSettings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.threads > 0) fn(s.threads);
+  s.listeners.push_back(std::move(fn));
+}
+
+}  // namespace parity
