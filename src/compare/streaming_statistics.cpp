@@ -289,6 +289,8 @@ typename OrderSelector<T>::PassState OrderSelector<T>::make_pass_state() const {
   state.collected.resize(groups_.size());
   for (std::size_t g = 0; g < groups_.size(); ++g)
     if (!groups_[g].collect) state.histograms[g].assign(65536, 0);
+  // A copy of every value (begin_by_copy): room for all of them up front.
+  if (collect_all_) state.collected[0].reserve(static_cast<std::size_t>(targets_.front().group_count));
   return state;
 }
 
@@ -313,8 +315,14 @@ void OrderSelector<T>::finish_pass(PassState& state) {
       auto& keys = state.collected[g];
       if (t.rank_in_group >= keys.size()) raise<InternalError>("order statistic group lost values");
       std::size_t from = std::min<std::size_t>(selected_up_to[g], static_cast<std::size_t>(t.rank_in_group));
-      std::nth_element(keys.begin() + static_cast<std::ptrdiff_t>(from),
-                       keys.begin() + static_cast<std::ptrdiff_t>(t.rank_in_group), keys.end());
+      auto position = keys.begin() + static_cast<std::ptrdiff_t>(t.rank_in_group);
+      if (from == static_cast<std::size_t>(t.rank_in_group) && from > 0) {
+        // The rank right after the previous one (the upper value of a median or quantile): the
+        // smallest of what lies beyond.
+        std::iter_swap(position, std::min_element(position, keys.end()));
+      } else {
+        std::nth_element(keys.begin() + static_cast<std::ptrdiff_t>(from), position, keys.end());
+      }
       selected_up_to[g] = static_cast<std::size_t>(t.rank_in_group) + 1;
       t.result = keys[t.rank_in_group];
       t.done = true;
@@ -773,7 +781,9 @@ Statistics finite_statistics(const Moments& m, int64_t size, const StreamTraits&
 // Parallel passes
 // ------------------------------------------------------------------------------------------------
 WorkPlan plan_work(int64_t n) {
-  constexpr int64_t kMinimumPerWorker = int64_t{1} << 20;
+  // A pass on the compute pool costs a wake-up, not a thread start: a quarter of a million
+  // elements is worth a worker.
+  constexpr int64_t kMinimumPerWorker = int64_t{1} << 18;
   int64_t hardware = compute_threads();
   int64_t wanted = std::min<int64_t>({hardware, std::max<int64_t>(1, n / kMinimumPerWorker), 16});
   // Each worker's uint32 radix buckets must not overflow: at most 2^31 elements per worker (the
