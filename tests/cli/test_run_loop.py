@@ -85,3 +85,16 @@ def test_layerwise_timing_is_logged_at_verbose_level(run_parity, small_cnn):
     inference = float(timing[0].split("runners' own inference: ")[1].split(" s")[0])
     comparison = float(timing[0].split("logging): ")[1].split(" s")[0])
     assert inference > 0 and comparison > 0, timing[0]
+
+
+def test_threads_do_not_change_the_numbers(run_parity, small_cnn):
+    def comparison_lines(*extra):
+        run = run_parity("run", small_cnn, "--ref", "--onnxrt", "--onnx-outputs", "mark", "all", "--atol", "1e-4",
+                         "--rtol", "1e-3", *extra, timeout=RUN_TIMEOUT)
+        assert run.returncode == 0, run.describe()
+        return [line for line in run.stdout.splitlines() if "Stats:" in line or "Minimum Required Tolerance" in line]
+
+    one = comparison_lines("--threads", "1")
+    assert one and one == comparison_lines("--threads", "3")
+    refused = run_parity("run", small_cnn, "--ref", "--threads", "0", timeout=RUN_TIMEOUT)
+    assert refused.returncode != 0 and lines_with_prefix(refused.output, "[E] "), refused.describe()

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "args/comparison_args.h"
+#include "args/compute_args.h"
 #include "args/data_loader_args.h"
 #include "args/model_args.h"
 #include "args/runner_args.h"
@@ -88,6 +89,7 @@ class RunCommand : public Command {
     app.add_option("--save-outputs,--save-results", save_outputs_, "Save the results (Polygraphy RunResults JSON)")
         ->group(inference);
     comparison_.add_to(app);
+    compute_.add_to(app);
   }
 
   int run() override {
@@ -104,6 +106,7 @@ class RunCommand : public Command {
  private:
   // All flags are checked before any inference, so bad flags fail fast.
   void parse_arguments() {
+    compute_.apply();
     data_loader_.parse();
     excluded_.insert(onnx_exclude_outputs_.begin(), onnx_exclude_outputs_.end());
     if (layerwise_worst_ < 1) raise<InvalidInputError>("--layerwise-worst must be at least 1");
@@ -292,6 +295,7 @@ class RunCommand : public Command {
   RunnerArgs runners_;
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
+  ComputeArgs compute_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
   std::string save_outputs_;
