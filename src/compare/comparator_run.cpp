@@ -18,18 +18,6 @@ DataLoaderFunc data_loader_from(std::vector<NamedTensors> feeds) {
   return [feeds = std::move(feeds)](const TensorMetadata&) { return feeds; };
 }
 
-SimpleOutputParams simple_output_params(const SimpleOptions& options, const std::string& name) {
-  SimpleOutputParams params;
-  params.atol = options.atol.get(name, 1e-5);
-  params.rtol = options.rtol.get(name, 1e-5);
-  params.check_error_stat = options.check_error_stat.get(name, ErrorStat::kElemwise);
-  params.error_quantile = options.error_quantile.get(name, 0.99);
-  params.check_shapes = options.check_shapes;
-  params.infinities_compare_equal = options.infinities_compare_equal;
-  params.style = options.style;
-  return params;
-}
-
 namespace detail {
 
 namespace {

@@ -271,6 +271,18 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
   return result;
 }
 
+SimpleOutputParams simple_output_params(const SimpleOptions& options, const std::string& name) {
+  SimpleOutputParams params;
+  params.atol = options.atol.get(name, 1e-5);
+  params.rtol = options.rtol.get(name, 1e-5);
+  params.check_error_stat = options.check_error_stat.get(name, ErrorStat::kElemwise);
+  params.error_quantile = options.error_quantile.get(name, 0.99);
+  params.check_shapes = options.check_shapes;
+  params.infinities_compare_equal = options.infinities_compare_equal;
+  params.style = options.style;
+  return params;
+}
+
 CompareFunc simple(SimpleOptions options) {
   return [options](const IterationResult& r0, const IterationResult& r1) {
     check_per_output_keys(options.rtol, r0, r1, "the rtol dictionary");
@@ -280,15 +292,8 @@ CompareFunc simple(SimpleOptions options) {
     if (!options.check_shapes)
       log::info("Strict shape checking disabled. Will attempt to match output shapes before comparisons");
     auto match = [&](const std::string& name0, const Tensor& out0, const std::string& name1, const Tensor& out1) {
-      SimpleOutputParams params;
-      params.atol = options.atol.get(name0, 1e-5);
-      params.rtol = options.rtol.get(name0, 1e-5);
-      params.check_error_stat = options.check_error_stat.get(name0, ErrorStat::kElemwise);
-      params.error_quantile = options.error_quantile.get(name0, 0.99);
-      params.check_shapes = options.check_shapes;
-      params.infinities_compare_equal = options.infinities_compare_equal;
-      params.style = options.style;
-      return compare_simple_output(r0.runner_name, name0, out0.view(), r1.runner_name, name1, out1.view(), params);
+      return compare_simple_output(r0.runner_name, name0, out0.view(), r1.runner_name, name1, out1.view(),
+                                   simple_output_params(options, name0));
     };
     return run_comparison(match, options.fail_fast, r0, r1, options.find_output);
   };

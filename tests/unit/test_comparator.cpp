@@ -13,6 +13,7 @@
 #include "parity/compare/comparator.h"
 #include "parity/core/logger.h"
 #include "parity/runtime/ref_runner.h"
+#include "test_onnxrt_runner_helpers.h"
 
 namespace parity::compare {
 namespace {
@@ -23,41 +24,17 @@ Tensor floats(Shape shape, std::vector<float> values) {
 
 // y = relu(x * 2 + b), nodes "Mul_scaled", "Add_biased", "Relu_y". x: float32 [2, 3].
 onnx::Model chain_model() {
-  onnx::Model model{std::make_shared<::onnx::ModelProto>(), {}, "."};
-  auto& proto = *model.proto;
-  proto.set_ir_version(8);
-  proto.add_opset_import()->set_version(17);
-  auto* graph = proto.mutable_graph();
-  graph->set_name("chain");
-  auto* x = graph->add_input();
-  x->set_name("x");
-  auto* x_type = x->mutable_type()->mutable_tensor_type();
-  x_type->set_elem_type(1);
-  x_type->mutable_shape()->add_dim()->set_dim_value(2);
-  x_type->mutable_shape()->add_dim()->set_dim_value(3);
-  auto* y = graph->add_output();
-  y->set_name("y");
-  y->mutable_type()->mutable_tensor_type()->set_elem_type(1);
-  auto add_constant = [&](const char* name, std::vector<float> values) {
-    auto* tensor = graph->add_initializer();
-    tensor->set_name(name);
-    tensor->set_data_type(1);
-    tensor->add_dims(static_cast<int64_t>(values.size()));
-    tensor->set_raw_data(values.data(), values.size() * sizeof(float));
-  };
-  add_constant("two", {2.0f});
-  add_constant("b", {-1.0f, 0.0f, 1.0f});
-  auto add_node = [&](const char* op, std::vector<std::string> inputs, const char* output) {
-    auto* node = graph->add_node();
-    node->set_op_type(op);
-    node->set_name(std::string(op) + "_" + output);
-    for (auto& input : inputs) node->add_input(input);
-    node->add_output(output);
-  };
-  add_node("Mul", {"x", "two"}, "scaled");
-  add_node("Add", {"scaled", "b"}, "biased");
-  add_node("Relu", {"biased"}, "y");
-  return model;
+  using runtime::onnxrt_testing::ModelBuilder;
+  constexpr int kFloat = ::onnx::TensorProto::FLOAT;
+  return ModelBuilder()
+      .input({"x", kFloat, {int64_t{2}, int64_t{3}}})
+      .output({"y", kFloat, {int64_t{2}, int64_t{3}}})
+      .float_initializer("two", {1}, {2.0f})
+      .float_initializer("b", {3}, {-1.0f, 0.0f, 1.0f})
+      .node("Mul", {"x", "two"}, {"scaled"}, "Mul_scaled")
+      .node("Add", {"scaled", "b"}, {"biased"}, "Add_biased")
+      .node("Relu", {"biased"}, {"y"}, "Relu_y")
+      .build();
 }
 
 // The chain computed by hand. `perturb` is added to element 0 of "biased" (and so flows into y);

@@ -60,9 +60,6 @@ struct RunOptions {
   bool drop_intermediates = false;
 };
 
-// Per-output `simple` parameters from the whole-output options (what a streamed comparison uses).
-SimpleOutputParams simple_output_params(const SimpleOptions& options, const std::string& name);
-
 struct LayerwiseRunOptions {
   // Tensors to compare: every tensor (mark all) or a list; with a list the graph outputs
   // (`graph_outputs`) are compared as well.

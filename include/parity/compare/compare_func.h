@@ -195,6 +195,9 @@ struct SimpleOutputParams {
   bool infinities_compare_equal = false;
   StatisticsStyle style = StatisticsStyle::kParity;
 };
+// The parameters `simple` uses for the output called `name` (what a streamed comparison uses).
+SimpleOutputParams simple_output_params(const SimpleOptions& options, const std::string& name);
+
 OutputComparison compare_simple_output(const std::string& runner0, const std::string& name0, const TensorView& out0,
                                        const std::string& runner1, const std::string& name1, const TensorView& out1,
                                        const SimpleOutputParams& params);
