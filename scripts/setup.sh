@@ -9,6 +9,9 @@
 #      ${PARITY_DEPS_DIR:-$HOME/.cache/parity/deps}/onnx-<version>
 #   4. ONNX Runtime's C API headers (Debian 13's libonnxruntime-dev, unpacked, not installed) into
 #      ${PARITY_DEPS_DIR:-$HOME/.cache/parity/deps}/onnxruntime-headers-<version>
+#   5. Records .venv's interpreter in ${XDG_CACHE_HOME:-$HOME/.cache}/parity/setup-python, where a
+#      built `parity` looks for ONNX Runtime (the venv's onnxruntime package) when the Python on
+#      PATH has none, so it runs from a plain shell without a path baked in at build time.
 #
 # Each step writes a stamp holding the hash of its inputs; a step whose stamp matches is skipped.
 set -euo pipefail
@@ -155,8 +158,24 @@ fetch_onnxruntime_headers() {
   echo "$want" > "$stamp"
 }
 
+# --- 5. The venv's interpreter, for ONNX Runtime's library search ----------------------------
+record_setup_python() {
+  local cache_home="${XDG_CACHE_HOME:-}" record temporary
+  case "$cache_home" in /*) ;; *) cache_home="$HOME/.cache" ;; esac  # XDG: a relative value is ignored
+  record="$cache_home/parity/setup-python"
+  if [ -f "$record" ] && [ "$(cat "$record")" = "$venv/bin/python" ]; then
+    say "ONNX Runtime library search: recorded ($record)"; return
+  fi
+  mkdir -p "$(dirname "$record")"
+  temporary="$(mktemp "$record.XXXXXX")"
+  printf '%s\n' "$venv/bin/python" > "$temporary"
+  mv -f "$temporary" "$record"
+  say "ONNX Runtime library search: recorded .venv's Python in $record"
+}
+
 install_debian_packages
 install_python_packages
 build_onnx_cpp
 fetch_onnxruntime_headers
+record_setup_python
 say "done in $(( $(date +%s) - start ))s"

@@ -7,6 +7,9 @@
 2. Against Parity's reference runner within rtol 1e-3 / atol 1e-4 on the same models plus the
    ONNX "light" models (../shared/onnx-tests/light).
 3. Where the library is missing: `--onnxrt` fails with one clear message, `--ref` still runs.
+4. The library search's cache (${XDG_CACHE_HOME}/parity/onnxruntime-library.cache): a remembered
+   interpreter is not started again, a stale or corrupt cache is resolved again, and with no Python on
+   PATH the interpreter scripts/setup.sh recorded is used.
 
 The tool under test is $PARITY_RUN_BACKEND, else build/release/tests/peers/parity_run_backend (the
 CMake target `parity_run_backend`). Tests fail, never skip, when it is missing.
@@ -298,6 +301,141 @@ def test_no_python_package_and_no_system_library(run_backend_bin, examples_model
                     pytrace=False)
     assert done.returncode == 1, describe(done)
     assert "onnxruntime Python package" in done.stderr and "system library path" in done.stderr, describe(done)
+
+
+# --- 4. The remembered library: no Python started once an interpreter has been asked --------------
+
+CACHE_HEADER = "parity onnxruntime-library cache 1"
+
+
+def counting_python(folder: Path, marker: Path, real: str) -> Path:
+    """A python3 outside any venv that records each run in `marker`, then runs `real`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "python3"
+    script.write_text(f"#!/bin/sh\necho run >> '{marker}'\nexec '{real}' \"$@\"\n")
+    script.chmod(0o755)
+    return script
+
+
+def runs_of(marker: Path) -> int:
+    return len(marker.read_text().splitlines()) if marker.exists() else 0
+
+
+def cache_env(tmp_path: Path, path: str) -> dict:
+    env = tool_env(PATH=path, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    for name in ("PARITY_PYTHON", "PARITY_ORT_LIBRARY", "PYTHONPATH", "PYTHONHOME"):
+        env.pop(name, None)
+    return env
+
+
+def cache_file(tmp_path: Path) -> Path:
+    return tmp_path / "cache" / "parity" / "onnxruntime-library.cache"
+
+
+def venv_library() -> str:
+    return str(next((Path(ort.__file__).parent / "capi").glob("libonnxruntime.so.*")))
+
+
+def test_cache_used_without_running_python(run_backend_bin, examples_model, tmp_path):
+    marker = tmp_path / "python-runs"
+    python = counting_python(tmp_path / "bin", marker, str(REPO_ROOT / ".venv" / "bin" / "python"))
+    env = cache_env(tmp_path, str(tmp_path / "bin"))
+    feed = make_inputs(examples_model)
+    done, first = run_parity(run_backend_bin, examples_model, "onnxrt", feed, tmp_path, "-v", env=env)
+    assert done.returncode == 0, describe(done)
+    assert runs_of(marker) == 1, "the first run asks the interpreter"
+    records = cache_file(tmp_path).read_text().splitlines()
+    assert records[0] == CACHE_HEADER and len(records) == 2, records
+    assert records[1].split("\t")[0] == str(python) and venv_library() in records[1].split("\t"), records
+    done, second = run_parity(run_backend_bin, examples_model, "onnxrt", feed, tmp_path, "-v", env=env)
+    assert done.returncode == 0, describe(done)
+    assert runs_of(marker) == 1, f"the remembered library must not start Python again\n{describe(done)}"
+    assert f"as remembered in {cache_file(tmp_path)}" in done.stdout + done.stderr, describe(done)
+    assert_bitwise_equal(second, first, "second run")
+
+
+def test_cache_pointing_to_a_deleted_library_is_resolved_again(run_backend_bin, examples_model, tmp_path):
+    marker = tmp_path / "python-runs"
+    counting_python(tmp_path / "bin", marker, str(REPO_ROOT / ".venv" / "bin" / "python"))
+    env = cache_env(tmp_path, str(tmp_path / "bin"))
+    feed = make_inputs(examples_model)
+    done, _ = run_parity(run_backend_bin, examples_model, "onnxrt", feed, tmp_path, env=env)
+    assert done.returncode == 0 and runs_of(marker) == 1, describe(done)
+    deleted = tmp_path / "deleted" / Path(venv_library()).name
+    text = cache_file(tmp_path).read_text()
+    assert venv_library() in text
+    cache_file(tmp_path).write_text(text.replace(venv_library(), str(deleted)))
+    done, _ = run_parity(run_backend_bin, examples_model, "onnxrt", feed, tmp_path, env=env)
+    assert done.returncode == 0, describe(done)
+    assert runs_of(marker) == 2, "a record naming a deleted library is stale: the interpreter is asked again"
+    text = cache_file(tmp_path).read_text()
+    assert venv_library() in text and str(deleted) not in text, text
+
+
+def test_cache_corrupt_file_is_ignored_and_rewritten(run_backend_bin, examples_model, tmp_path):
+    marker = tmp_path / "python-runs"
+    counting_python(tmp_path / "bin", marker, str(REPO_ROOT / ".venv" / "bin" / "python"))
+    env = cache_env(tmp_path, str(tmp_path / "bin"))
+    cache_file(tmp_path).parent.mkdir(parents=True)
+    cache_file(tmp_path).write_bytes(b"\x00\xffnot a cache\n\tat all")
+    feed = make_inputs(examples_model)
+    done, _ = run_parity(run_backend_bin, examples_model, "onnxrt", feed, tmp_path, env=env)
+    assert done.returncode == 0 and runs_of(marker) == 1, describe(done)
+    assert cache_file(tmp_path).read_text().splitlines()[0] == CACHE_HEADER
+    done, _ = run_parity(run_backend_bin, examples_model, "onnxrt", feed, tmp_path, env=env)
+    assert done.returncode == 0 and runs_of(marker) == 1, describe(done)
+
+
+def test_cache_with_no_python_on_path_uses_the_setup_record(run_backend_bin, examples_model, tmp_path):
+    """No python3 on PATH (a plain shell without the venv): the interpreter scripts/setup.sh
+    recorded is used, and once remembered it is not started again."""
+    marker = tmp_path / "python-runs"
+    python = counting_python(tmp_path / "elsewhere", marker, str(REPO_ROOT / ".venv" / "bin" / "python"))
+    record = tmp_path / "cache" / "parity" / "setup-python"
+    record.parent.mkdir(parents=True)
+    record.write_text(f"{python}\n")
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    env = cache_env(tmp_path, str(empty))
+    feed = make_inputs(examples_model)
+    for expected_runs in (1, 1):
+        done, outputs = run_parity(run_backend_bin, examples_model, "onnxrt", feed, tmp_path, "-v", env=env)
+        assert done.returncode == 0, describe(done)
+        assert outputs, "no outputs"
+        assert runs_of(marker) == expected_runs, describe(done)
+        assert f"recorded by scripts/setup.sh in {record}" in done.stdout + done.stderr, describe(done)
+    # The venv's own interpreter, as setup.sh records it, is answered without starting it at all.
+    record.write_text(f"{REPO_ROOT / '.venv' / 'bin' / 'python'}\n")
+    done, outputs = run_parity(run_backend_bin, examples_model, "onnxrt", feed, tmp_path, env=env)
+    assert done.returncode == 0, describe(done)
+
+
+def test_cache_named_in_the_missing_library_message(run_backend_bin, examples_model, tmp_path):
+    """A Python without onnxruntime, no setup record, nothing on the library path: the one message
+    lists each place, and the second time says the answer came from the cache."""
+    marker = tmp_path / "python-runs"
+    # A Python that answers as one without onnxruntime does (an empty package line, then sys.path).
+    (tmp_path / "site").mkdir()
+    python = tmp_path / "bin" / "python3"
+    python.parent.mkdir()
+    python.write_text(f"#!/bin/sh\necho run >> '{marker}'\nprintf '\\n%s\\n' '{tmp_path / 'site'}'\n")
+    python.chmod(0o755)
+    env = cache_env(tmp_path, str(tmp_path / "bin"))
+    env["LD_LIBRARY_PATH"] = str(tmp_path)
+    feed = make_inputs(examples_model)
+    for expected_runs in (1, 1):
+        done, _ = run_parity(run_backend_bin, examples_model, "onnxrt", feed, tmp_path, env=env)
+        assert done.returncode == 1, describe(done)
+        assert runs_of(marker) == expected_runs, describe(done)
+        errors = [line for line in done.stderr.splitlines() if line.startswith("[E] ")]
+        assert len(errors) == 1, describe(done)
+        message = errors[0]
+        assert "ONNX Runtime library not found" in message, message
+        assert "the onnxruntime Python package of python3 at" in message, message
+        assert "that Python has no onnxruntime package" in message, message
+        assert f"recorded by scripts/setup.sh in {tmp_path / 'cache' / 'parity' / 'setup-python'}" in message, message
+        assert "system library path" in message, message
+    assert f"as remembered in {cache_file(tmp_path)}" in message, message
 
 
 @pytest.fixture(scope="session")

@@ -4,10 +4,18 @@
 //   1. OnnxrtOptions::library_path (--ort-library PATH; a file or a folder holding one);
 //   2. the PARITY_ORT_LIBRARY environment variable (same forms);
 //   3. the library inside the `onnxruntime` Python package of $PARITY_PYTHON (else python3 on
-//   PATH);
-//   4. the system's library path (libonnxruntime.so.1, libonnxruntime.so).
-// An explicit choice (1 or 2) is the only place looked. When nothing is found, one FileError says
-// where Parity looked and how to point it at a library.
+//      PATH);
+//   4. when no $PARITY_PYTHON is set and 3 found nothing: the same for the interpreter of the venv
+//      scripts/setup.sh made, which it records in ${XDG_CACHE_HOME:-$HOME/.cache}/parity/setup-python
+//      (nothing about the source tree is built into the binary);
+//   5. the system's library path (libonnxruntime.so.1, libonnxruntime.so).
+// An explicit choice (1 or 2) is the only place looked. 3 and 4 start no Python process once an
+// interpreter has been asked: its answer (found or not) is remembered in
+// ${XDG_CACHE_HOME:-$HOME/.cache}/parity/onnxruntime-library.cache, keyed by the interpreter's
+// path and valid while the interpreter file, $PYTHONPATH/$PYTHONHOME, its sys.path folders and the
+// library file are unchanged (a venv's interpreter is answered from its site-packages without
+// starting it even the first time). When nothing is found, one FileError says where Parity looked
+// (the cache included) and how to point it at a library.
 //
 // Loaders follow Polygraphy's SessionFromOnnx: SessionFromModel(ModelFromPath("m.onnx"), options)
 // is a lazy callable; OnnxrtRunner(session_loader) activates it.

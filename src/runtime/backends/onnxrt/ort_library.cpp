@@ -3,16 +3,15 @@
 #include "ort_library.h"
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <optional>
 
+#include "ort_library_cache.h"
+#include "ort_library_search.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 
@@ -29,99 +28,6 @@ struct Attempt {
   std::string where;
   std::string outcome;
 };
-
-std::string shell_quote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-// `libonnxruntime.so.<version>` (highest version first), else `libonnxruntime.so`, in `folder`.
-std::optional<fs::path> library_in_folder(const fs::path& folder) {
-  std::error_code error;
-  std::vector<fs::path> candidates;
-  for (const auto& entry : fs::directory_iterator(folder, error)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind("libonnxruntime.so", 0) == 0 && name.find("providers") == std::string::npos)
-      candidates.push_back(entry.path());
-  }
-  if (candidates.empty()) return std::nullopt;
-  // Longest name first picks the fully versioned file over the bare .so symlink.
-  std::sort(candidates.begin(), candidates.end(), [](const fs::path& a, const fs::path& b) {
-    auto na = a.filename().string(), nb = b.filename().string();
-    return na.size() != nb.size() ? na.size() > nb.size() : na > nb;
-  });
-  return candidates.front();
-}
-
-// Asks a Python interpreter where its `onnxruntime` package lives (without importing it, which
-// would be slow) and returns the library in that package's capi/ folder. Cached per interpreter.
-std::optional<fs::path> library_in_python_package(const std::string& python, std::string& outcome) {
-  static std::mutex mutex;
-  static std::map<std::string, std::pair<std::optional<fs::path>, std::string>> cache;
-  std::lock_guard lock(mutex);
-  if (auto it = cache.find(python); it != cache.end()) {
-    outcome = it->second.second;
-    return it->second.first;
-  }
-  // Fast path, no process started: `python` is a virtual environment's interpreter (a
-  // pyvenv.cfg beside its bin/ folder) and nothing redirects imports (PYTHONPATH, PYTHONHOME).
-  // A venv's own site-packages comes first on its sys.path, so that is where the import would go.
-  if (!std::getenv("PYTHONPATH") && !std::getenv("PYTHONHOME")) {
-    fs::path interpreter;
-    std::error_code error;
-    if (python.find('/') != std::string::npos) {
-      interpreter = python;
-    } else if (const char* path = std::getenv("PATH")) {
-      std::string_view dirs(path);
-      while (!dirs.empty() && interpreter.empty()) {
-        auto colon = dirs.find(':');
-        fs::path candidate = fs::path(std::string(dirs.substr(0, colon))) / python;
-        if (fs::is_regular_file(candidate, error) && ::access(candidate.c_str(), X_OK) == 0) interpreter = candidate;
-        dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
-      }
-    }
-    fs::path root = interpreter.parent_path().parent_path();
-    if (!interpreter.empty() && fs::is_regular_file(root / "pyvenv.cfg", error)) {
-      for (const auto& entry : fs::directory_iterator(root / "lib", error)) {
-        if (entry.path().filename().string().rfind("python3", 0) != 0) continue;
-        fs::path capi = entry.path() / "site-packages" / "onnxruntime" / "capi";
-        if (auto library = library_in_folder(capi)) {
-          cache[python] = {library, ""};
-          return library;
-        }
-      }
-    }
-  }
-  std::string command =
-      shell_quote(python) +
-      " -c \"import importlib.util as u; s = u.find_spec('onnxruntime'); "
-      "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')\""
-      " 2>/dev/null";
-  std::optional<fs::path> found;
-  std::string package_dir;
-  if (std::FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[4096];
-    while (std::fgets(buffer, sizeof buffer, pipe)) package_dir += buffer;
-    int status = ::pclose(pipe);
-    while (!package_dir.empty() && (package_dir.back() == '\n' || package_dir.back() == '\r'))
-      package_dir.pop_back();
-    if (status != 0) {
-      outcome = "could not run that Python";
-    } else if (package_dir.empty()) {
-      outcome = "that Python has no onnxruntime package";
-    } else if (auto library = library_in_folder(fs::path(package_dir) / "capi")) {
-      found = library;
-    } else {
-      outcome = fmt::format("its onnxruntime package at {} has no libonnxruntime.so* in capi/",
-                            package_dir);
-    }
-  } else {
-    outcome = "could not start that Python";
-  }
-  cache[python] = {found, outcome};
-  return found;
-}
 
 const char* error_code_name(OrtErrorCode code) {
   switch (code) {
@@ -205,8 +111,8 @@ std::string describe_attempts(const std::vector<Attempt>& attempts) {
   raise<FileError>(
       "ONNX Runtime library not found; looked in: {}. Point Parity at a libonnxruntime.so with "
       "--ort-library PATH or the {} environment variable, or install the onnxruntime Python "
-      "package "
-      "(pip install onnxruntime) in the Python named by {} (default: python3 on PATH)",
+      "package (pip install onnxruntime) in the Python named by {} (default: python3 on PATH), or "
+      "run scripts/setup.sh (its venv has it)",
       describe_attempts(attempts), kLibraryEnvironmentVariable, kPythonEnvironmentVariable);
 }
 
@@ -267,29 +173,38 @@ LibraryPtr Library::load(const std::string& explicit_path) {
   } else if (from_environment && *from_environment) {
     if (!add_file_or_folder(from_environment, kLibraryEnvironmentVariable)) not_found(attempts);
   } else {
+    // 3. The onnxruntime package of the chosen Python, else of python3 on PATH; when that has none
+    // and no Python was chosen, 4. the venv scripts/setup.sh made (it records its interpreter), so a
+    // built `parity` finds ONNX Runtime from a plain shell. Both are answered from the cache once
+    // asked: no Python process starts while the interpreter and its packages are unchanged.
     const char* python_variable = std::getenv(kPythonEnvironmentVariable);
-    std::string python = python_variable && *python_variable ? python_variable : "python3";
-    std::string outcome;
-    std::string where = fmt::format("the onnxruntime Python package of {}{}", python,
-                                    python_variable && *python_variable
-                                        ? fmt::format(" (${})", kPythonEnvironmentVariable)
-                                        : "");
-    if (auto library = library_in_python_package(python, outcome)) {
-      candidates.emplace_back(library->string(), where);
-    } else {
-      attempts.push_back({where, outcome});
-#ifdef PARITY_SETUP_PYTHON
-      // The virtual environment scripts/setup.sh made for this build (it holds the pinned
-      // onnxruntime), so a built `parity` finds ONNX Runtime without the venv on PATH.
-      if (!(python_variable && *python_variable)) {
-        std::string setup_python = PARITY_SETUP_PYTHON, setup_outcome;
-        std::string setup_where = fmt::format("the onnxruntime Python package of {} (the build's setup)", setup_python);
-        if (auto library = library_in_python_package(setup_python, setup_outcome))
-          candidates.emplace_back(library->string(), setup_where);
-        else
-          attempts.push_back({setup_where, setup_outcome});
+    bool python_chosen = python_variable && *python_variable;
+    auto try_python = [&](const std::string& python, std::string where) {
+      PythonPackageLibrary found = library_in_python_package(python);
+      if (!found.interpreter.empty() && found.interpreter != python) where += " at " + found.interpreter;
+      std::string remembered;
+      if (auto cache = LibraryCache::default_cache(); cache && found.from_cache)
+        remembered = fmt::format("as remembered in {}", cache->file().string());
+      if (found.library) {
+        candidates.emplace_back(found.library->string(), remembered.empty() ? where : where + " (" + remembered + ")");
+        return true;
       }
-#endif
+      attempts.push_back({where, remembered.empty() ? found.outcome : found.outcome + ", " + remembered});
+      return false;
+    };
+    std::string python = python_chosen ? python_variable : "python3";
+    std::string chosen_by = python_chosen ? fmt::format(" (${})", kPythonEnvironmentVariable) : "";
+    bool found = try_python(python, fmt::format("the onnxruntime Python package of {}{}", python, chosen_by));
+    if (!found && !python_chosen) {
+      std::string outcome;
+      auto record = setup_python_record();
+      std::string record_name = record ? record->string() : "~/.cache/parity/setup-python";
+      if (auto setup_python = recorded_setup_python(outcome))
+        try_python(*setup_python,
+                   fmt::format("the onnxruntime Python package of {} (recorded by scripts/setup.sh in {})",
+                               *setup_python, record_name));
+      else
+        attempts.push_back({fmt::format("the Python recorded by scripts/setup.sh in {}", record_name), outcome});
     }
     candidates.emplace_back("libonnxruntime.so.1", "the system library path");
     candidates.emplace_back("libonnxruntime.so", "the system library path");

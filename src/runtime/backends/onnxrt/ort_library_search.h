@@ -1,0 +1,41 @@
+// The places the ONNX Runtime library search looks that take more than a path: a folder holding a
+// libonnxruntime.so*, the `onnxruntime` package of a Python interpreter (answered from the
+// LibraryCache when still valid, else without a process for a virtual environment, else by asking
+// the interpreter once), and the Python that scripts/setup.sh recorded. Private to the onnxrt
+// backend; the order itself is Library::load's (documented in onnxrt_runner.h).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace parity::runtime::onnxrt {
+
+// `libonnxruntime.so.<version>` (the longest, highest name first), else `libonnxruntime.so`, in
+// `folder`; provider libraries (libonnxruntime_providers_*) are skipped.
+std::optional<std::filesystem::path> library_in_folder(const std::filesystem::path& folder);
+
+struct PythonPackageLibrary {
+  std::optional<std::filesystem::path> library;
+  std::string outcome;      // why there is none: "no python3 on PATH", "that Python has no onnxruntime package"...
+  std::string interpreter;  // the absolute path `python` resolved to; empty when it did not
+  bool from_cache = false;  // answered by the LibraryCache, no Python started
+};
+
+// The library inside the onnxruntime package of `python` (a path, or a name looked up on PATH). A
+// valid LibraryCache record answers first; else a virtual environment's interpreter (pyvenv.cfg
+// beside its bin/, no PYTHONPATH/PYTHONHOME) is answered from its site-packages without starting
+// it; else the interpreter runs once to locate the package (importlib's find_spec, no import). The
+// answer, found or not, is stored in the cache and kept for the process.
+PythonPackageLibrary library_in_python_package(const std::string& python);
+
+// The file in which scripts/setup.sh records the interpreter of the virtual environment it made:
+// ${XDG_CACHE_HOME:-$HOME/.cache}/parity/setup-python (one line, an absolute path); nullopt when
+// neither variable is set.
+std::optional<std::filesystem::path> setup_python_record();
+
+// The interpreter recorded in setup_python_record(); nullopt with `outcome` saying why when there is
+// no record or it names no executable file.
+std::optional<std::string> recorded_setup_python(std::string& outcome);
+
+}  // namespace parity::runtime::onnxrt
