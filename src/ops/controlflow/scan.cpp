@@ -57,10 +57,16 @@ std::vector<Value> run_scan(KernelContext& ctx, const ::onnx::GraphProto& body, 
 
 ScanSpec make_spec(KernelContext& ctx, const ::onnx::GraphProto& body, std::size_t first_input) {
   ScanSpec spec;
-  spec.scan_in_count = static_cast<std::size_t>(ctx.attr_int("num_scan_inputs"));
-  std::size_t data_inputs = ctx.num_inputs() - first_input;
-  if (spec.scan_in_count > data_inputs) ctx.fail("num_scan_inputs {} exceeds the {} inputs", spec.scan_in_count, data_inputs);
+  int64_t num_scan_inputs = ctx.attr_int("num_scan_inputs");
+  std::size_t data_inputs = ctx.num_inputs() > first_input ? ctx.num_inputs() - first_input : 0;
+  if (num_scan_inputs < 0 || static_cast<uint64_t>(num_scan_inputs) > data_inputs)
+    ctx.fail("num_scan_inputs {} is not between 0 and the {} inputs", num_scan_inputs, data_inputs);
+  spec.scan_in_count = static_cast<std::size_t>(num_scan_inputs);
   spec.state_count = data_inputs - spec.scan_in_count;
+  // The body returns the states, then the scan outputs: it cannot return fewer than the states.
+  if (static_cast<std::size_t>(body.output_size()) < spec.state_count)
+    ctx.fail("the body has {} outputs, fewer than the {} state variables ({} inputs, num_scan_inputs {})",
+             body.output_size(), spec.state_count, data_inputs, num_scan_inputs);
   spec.scan_out_count = static_cast<std::size_t>(body.output_size()) - spec.state_count;
   auto list = [&](const char* name, std::size_t n) {
     auto v = ctx.attr_ints(name, std::vector<int64_t>{});

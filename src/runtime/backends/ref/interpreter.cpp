@@ -156,7 +156,19 @@ struct Interpreter::Impl {
         for (const auto* v : inputs) types.push_back(v ? type_of(*v) : ::onnx::TypeProto());
         auto built = std::make_unique<FunctionProto>();
         ::onnx::FunctionBodyBuildContextImpl context(node, types);
-        if (schema->BuildContextDependentFunction(context, *built, static_cast<int>(opset))) {
+        bool built_body = false;
+        try {
+          built_body = schema->BuildContextDependentFunction(context, *built, static_cast<int>(opset));
+        } catch (const std::bad_alloc&) {
+          throw;
+        } catch (const std::exception& error) {
+          // ONNX's builders parse text made from the node (names from its graph attributes
+          // included): a malformed node surfaces as their exception (std::logic_error from the
+          // parser, ValidationError...). The caller prepends the node.
+          raise<InvalidInputError>("ONNX could not build the function body of {} (opset {}) for this node: {}",
+                                   node.op_type(), opset, error.what());
+        }
+        if (built_body) {
           function = built.get();
           built_functions.push_back(std::move(built));
         }
