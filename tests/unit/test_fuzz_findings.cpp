@@ -95,6 +95,65 @@ TEST(FuzzFindings, ScanBodyWithFewerOutputsThanStatesIsInvalidInput) {
   EXPECT_NE(message.find("num_scan_inputs -1 is not between 0 and the 3 inputs"), std::string::npos) << message;
 }
 
+// x (float, any shape) -> `op` with int64 initializers `constants` as its other inputs -> y.
+using NamedInts = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
+onnx::Model single_node_model(const std::string& op, const NamedInts& constants, const NamedInts& int_list_attributes = {}) {
+  onnx::Model model{std::make_shared<::onnx::ModelProto>(), {}, "."};
+  model->set_ir_version(8);
+  model->add_opset_import()->set_version(17);
+  auto* graph = model->mutable_graph();
+  graph->set_name(op);
+  auto* x = graph->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  auto* y = graph->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  auto* node = graph->add_node();
+  node->set_op_type(op);
+  node->set_name("the_" + op);
+  node->add_input("x");
+  node->add_output("y");
+  for (const auto& [name, values] : constants) {
+    auto* initializer = graph->add_initializer();
+    initializer->set_name(name);
+    initializer->set_data_type(TensorProto::INT64);
+    initializer->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t value : values) initializer->add_int64_data(value);
+    node->add_input(name);
+  }
+  for (const auto& [name, values] : int_list_attributes) {
+    auto* attribute = node->add_attribute();
+    attribute->set_name(name);
+    attribute->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t value : values) attribute->add_ints(value);
+  }
+  return model;
+}
+
+// An empty tensor whose other dim is far beyond what a per-axis index map could hold.
+constexpr int64_t kHugeDim = int64_t{1} << 62;
+
+Shape run_to_shape(const onnx::Model& model, Tensor x) {
+  Interpreter interpreter(model, {});
+  auto outputs = interpreter.run({{"x", ops::Value::of(std::move(x))}});
+  return outputs.at(0).second.tensor().shape();
+}
+
+// Found by PARITY_FUZZ_SEED=11, iteration 9133 (40000 iterations): random inputs to
+// test_center_crop_pad_pad_expanded gave a Slice an empty input with a huge dim; the kernel built
+// an index map as long as that dim and std::vector threw length_error. Empty outputs are now
+// allocated without maps (as Pad, Expand, Tile, Gather and Resize already did); Transpose had the
+// same pattern.
+TEST(FuzzFindings, SliceAndTransposeOfAnEmptyTensorWithAHugeDim) {
+  Tensor x = Tensor::zeros(DType::kFloat32, {0, kHugeDim});
+  auto slice = single_node_model("Slice", {{"starts", {0}}, {"ends", {kHugeDim}}, {"axes", {1}}});
+  EXPECT_EQ(run_to_shape(slice, x), (Shape{0, kHugeDim}));
+  auto transpose = single_node_model("Transpose", {}, {{"perm", {1, 0}}});
+  EXPECT_EQ(run_to_shape(transpose, x), (Shape{kHugeDim, 0}));
+}
+
 // Found by PARITY_FUZZ_SEED=1, iteration 7702 (and seeds 2 and 4; 40000 iterations): a byte of
 // test_flexattention_causal_mask flipped inside a name of its score_mod graph. ONNX builds
 // FlexAttention's function body by printing that graph as text and parsing it back; its parser
@@ -120,7 +179,8 @@ TEST(FuzzFindings, FlexAttentionScoreModOnnxCannotParseIsInvalidInput) {
   auto metadata = interpreter.input_metadata();
   for (std::size_t k = 0; k < metadata.size(); ++k) {
     TensorProto proto;
-    ASSERT_TRUE(proto.ParseFromString(read_file(case_dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb"))));
+    fs::path input = case_dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb");
+    ASSERT_TRUE(proto.ParseFromString(read_file(input)));
     feed.emplace_back(metadata[k].first, ops::Value::of(onnx::tensor_from_proto(proto, case_dir)));
   }
   std::string message = invalid_input_message(model, feed);

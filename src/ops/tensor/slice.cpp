@@ -56,6 +56,8 @@ void slice(KernelContext& ctx) {
     first[axis] = s;
     step[axis] = st;
   }
+  // An empty input may still have huge dims: no per-axis maps for an empty output.
+  if (allocate_if_empty(ctx, 0, x.dtype(), out_shape)) return;
   std::vector<int64_t> in_strides = strides_of(x.shape());
   std::vector<std::vector<int64_t>> maps(static_cast<std::size_t>(rank));
   for (int64_t k = 0; k < rank; ++k) {

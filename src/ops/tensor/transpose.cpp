@@ -28,6 +28,8 @@ void transpose(KernelContext& ctx) {
     out_shape[i] = x.shape()[perm[i]];
     src_strides[i] = in_strides[perm[i]];
   }
+  // An empty input may still have huge dims: no per-axis maps for an empty output.
+  if (allocate_if_empty(ctx, 0, x.dtype(), out_shape)) return;
   gather_copy(ctx, 0, x, out_shape, strided_maps(out_shape, src_strides));
 }
 
