@@ -98,7 +98,8 @@ TEST(FuzzFindings, ScanBodyWithFewerOutputsThanStatesIsInvalidInput) {
 // x (float, any shape) -> `op` with int64 initializers `constants` as its other inputs -> y.
 using NamedInts = std::vector<std::pair<std::string, std::vector<int64_t>>>;
 
-onnx::Model single_node_model(const std::string& op, const NamedInts& constants, const NamedInts& int_list_attributes = {}) {
+onnx::Model single_node_model(const std::string& op, const NamedInts& constants,
+                              const NamedInts& int_list_attributes = {}) {
   onnx::Model model{std::make_shared<::onnx::ModelProto>(), {}, "."};
   model->set_ir_version(8);
   model->add_opset_import()->set_version(17);
@@ -152,6 +153,24 @@ TEST(FuzzFindings, SliceAndTransposeOfAnEmptyTensorWithAHugeDim) {
   EXPECT_EQ(run_to_shape(slice, x), (Shape{0, kHugeDim}));
   auto transpose = single_node_model("Transpose", {}, {{"perm", {1, 0}}});
   EXPECT_EQ(run_to_shape(transpose, x), (Shape{kHugeDim, 0}));
+}
+
+// Found by PARITY_FUZZ_SEED=9, iteration 33429 (40000 iterations), a crash rather than an
+// exception: random inputs to test_dft_rfft_opset19 gave DFT (onesided) an empty signal axis; the
+// one output bin was read from an empty spectrum, out of bounds (SIGSEGV).
+TEST(FuzzFindings, DftOfAnEmptySignalIsInvalidInput) {
+  onnx::Model model = single_node_model("DFT", {});
+  auto* node = model->mutable_graph()->mutable_node(0);
+  for (auto [name, value] : {std::pair<const char*, int64_t>{"axis", 1}, {"onesided", 1}}) {
+    auto* attribute = node->add_attribute();
+    attribute->set_name(name);
+    attribute->set_type(::onnx::AttributeProto::INT);
+    attribute->set_i(value);
+  }
+  std::string message =
+      invalid_input_message(model, {{"x", ops::Value::of(Tensor::zeros(DType::kFloat32, {2, 0, 1}))}});
+  EXPECT_NE(message.find("the_DFT"), std::string::npos) << message;
+  EXPECT_NE(message.find("the signal along axis 1 is empty (shape (2, 0, 1))"), std::string::npos) << message;
 }
 
 // Found by PARITY_FUZZ_SEED=1, iteration 7702 (and seeds 2 and 4; 40000 iterations): a byte of

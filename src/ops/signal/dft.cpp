@@ -93,6 +93,9 @@ void dft_kernel(KernelContext& ctx) {
     if (n <= 0) ctx.fail("dft_length must be positive, found {}", n);
   }
   if (n < 0) ctx.fail("cannot infer the signal length from a one-sided input of length {}", in_len);
+  // A one-sided output would still have one bin, read from a transform of nothing.
+  if (n == 0) ctx.fail("the signal along axis {} is empty (shape {}): a DFT needs at least one sample", axis,
+                       shape_to_string(x.shape()));
   dispatch<FloatTypes>(x.dtype(), ctx, [&]<typename T>() { run_dft<T>(ctx, x, axis, n, inverse, onesided); });
 }
 
