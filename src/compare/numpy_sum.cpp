@@ -56,10 +56,18 @@ void PairwiseSum32::add(const float* v, int64_t count) {
       for (; v < end; ++v) partial_ += *v;
     } else {
       for (; v < end && position_ < 8; ++v) r_[position_++] = *v;
-      while (end - v >= 8 && position_ + 8 <= main_end_ && (position_ & 7) == 0) {
-        for (int j = 0; j < 8; ++j) r_[j] += v[j];
-        v += 8;
-        position_ += 8;
+      if (end - v >= 8 && position_ + 8 <= main_end_ && (position_ & 7) == 0) {
+        // The eight accumulators in locals, so the compiler keeps them in vector registers.
+        float acc[8];
+        for (int j = 0; j < 8; ++j) acc[j] = r_[j];
+        int64_t position = position_;
+        while (end - v >= 8 && position + 8 <= main_end_) {
+          for (int j = 0; j < 8; ++j) acc[j] += v[j];
+          v += 8;
+          position += 8;
+        }
+        position_ = position;
+        for (int j = 0; j < 8; ++j) r_[j] = acc[j];
       }
       for (; v < end && position_ < main_end_; ++v) r_[(position_++) & 7] += *v;
       for (; v < end; ++v) {
@@ -122,6 +130,15 @@ void SumPart32::flush(bool last) {
   }
   next_ += pending_count_;
   pending_count_ = 0;
+}
+
+void SumPart32::add_block(const float* values, int64_t count) {
+  if (!buffered_ && pending_count_ == 0) {
+    tree_.add(values, count);
+    next_ += count;
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) add(values[i]);
 }
 
 std::vector<std::pair<int64_t, int64_t>> tree_ranges(int64_t n, int workers, int* depth) {

@@ -1,5 +1,7 @@
 #include "pair_statistics.h"
 
+#include "pair_statistics_internal.h"
+
 #include <array>
 #include <cmath>
 
@@ -98,36 +100,6 @@ struct FirstPassState {
   }
 };
 
-// Polygraphy's compute_min/compute_max of a stream (NaN wins; infinities count; 0 when empty).
-double polygraphy_min(const StreamAccumulator& s, int64_t size) {
-  if (size == 0) return 0;
-  if (s.nonfinite.nan) return NAN;
-  if (s.nonfinite.neginf) return -INFINITY;
-  if (s.moments.n) return s.moments.min;
-  return INFINITY;
-}
-double polygraphy_max(const StreamAccumulator& s, int64_t size) {
-  if (size == 0) return 0;
-  if (s.nonfinite.nan) return NAN;
-  if (s.nonfinite.posinf) return INFINITY;
-  if (s.moments.n) return s.moments.max;
-  return -INFINITY;
-}
-
-Histogram histogram_from(const BinSpec& spec, const BinCounter& counter, double first, double last, bool supplied) {
-  Histogram h;
-  if (!spec.valid) {
-    if (!spec.error.empty()) h.error = spec.error;
-    else if (!std::isfinite(first) || !std::isfinite(last))
-      h.error = std::string(supplied ? "supplied" : "autodetected") + " range is not finite";
-    return h;
-  }
-  h.valid = true;
-  h.edges = spec.edges;
-  h.counts = counter.counts;
-  return h;
-}
-
 template <typename T0, typename T1, bool kInfEqual>
 PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, const Shape& shape,
                                      const PairStatisticsRequest& request) {
@@ -225,19 +197,8 @@ PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, c
   if (has_zero) rel_all.merge(acc.rel_zero);
 
   // ---- Which ranks each stream needs ----
-  StreamTraits t0{work_of<T0>(), QuantileArithmetic::of(a.dtype()), a.dtype() == DType::kBool};
-  StreamTraits t1{work_of<T1>(), QuantileArithmetic::of(b.dtype()), b.dtype() == DType::kBool};
-  StreamTraits tabs{work_of<C>(), QuantileArithmetic::of_work(work_of<C>()), Arith::kXor};
-  StreamTraits trel{work_of<R>(), QuantileArithmetic::of_work(work_of<R>()), false};
-  std::vector<double> error_levels;
-  if (request.error_quantile) error_levels.push_back(*request.error_quantile);
+  const std::vector<double> errors = error_levels(request);
 
-  auto levels_for = [&](const StreamTraits& traits, bool with_error_quantile) {
-    std::vector<double> levels;
-    if (!traits.is_bool) levels = {0.9, 0.95, 0.99};
-    if (with_error_quantile) levels.insert(levels.end(), error_levels.begin(), error_levels.end());
-    return levels;
-  };
   auto ranks_for = [&](const StreamAccumulator& s, int64_t size, const std::vector<double>& levels, bool finite_view,
                        bool polygraphy_view) {
     std::vector<uint64_t> ranks;
@@ -254,8 +215,8 @@ PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, c
     return ranks;
   };
 
-  const auto levels0 = levels_for(t0, false), levels1 = levels_for(t1, false);
-  const auto levels_abs = levels_for(tabs, true), levels_rel = levels_for(trel, true);
+  const auto levels0 = stream_levels(a.dtype() == DType::kBool, {}), levels1 = stream_levels(b.dtype() == DType::kBool, {});
+  const auto levels_abs = stream_levels(Arith::kXor, errors), levels_rel = stream_levels(false, errors);
 
   OrderSelector<T0> select0;
   OrderSelector<T1> select1;
@@ -273,53 +234,11 @@ PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, c
   if (has_zero) begin_selection(select_rel_all, rel_all, ranks_for(rel_all, n, levels_rel, false, true));
 
   // ---- Display histograms (numpy.histogram over the ranges Polygraphy uses) ----
-  const StatisticsStyle hstyle = request.histogram_style;
-  BinSpec spec0, spec1, spec_abs, spec_rel;
-  double range_first = 0, range_last = 0, abs_first = 0, abs_last = 0, rel_first = 0, rel_last = 0;
-  if (request.histograms) {
-    bool have_range = false, take_min1 = false, take_max1 = false;
-    if (hstyle == StatisticsStyle::kPolygraphy) {
-      // Python's min(min0, min1) / max(max0, max1): the first argument wins unless the second
-      // compares smaller/larger (so a NaN in the first wins, one in the second is ignored).
-      double min0 = polygraphy_min(acc.a, n), min1 = polygraphy_min(acc.b, n);
-      double max0 = polygraphy_max(acc.a, n), max1 = polygraphy_max(acc.b, n);
-      take_min1 = min1 < min0;
-      take_max1 = max1 > max0;
-      range_first = take_min1 ? min1 : min0;
-      range_last = take_max1 ? max1 : max0;
-      have_range = true;
-      abs_first = polygraphy_min(acc.abs, n);
-      abs_last = polygraphy_max(acc.abs, n);
-      rel_first = polygraphy_min(rel_all, n);
-      rel_last = polygraphy_max(rel_all, n);
-    } else {
-      const Moments& m0 = acc.a.moments;
-      const Moments& m1 = acc.b.moments;
-      if (m0.n || m1.n) {
-        take_min1 = !m0.n || (m1.n && m1.min < m0.min);
-        take_max1 = !m0.n || (m1.n && m1.max > m0.max);
-        range_first = take_min1 ? m1.min : m0.min;
-        range_last = take_max1 ? m1.max : m0.max;
-        have_range = true;
-      }
-      abs_first = acc.abs.moments.n ? acc.abs.moments.min : NAN;
-      abs_last = acc.abs.moments.n ? acc.abs.moments.max : NAN;
-      rel_first = acc.rel_nonzero.moments.n ? acc.rel_nonzero.moments.min : NAN;
-      rel_last = acc.rel_nonzero.moments.n ? acc.rel_nonzero.moments.max : NAN;
-    }
-    if (n == 0) {  // np.histogram of nothing: range (0, 1)
-      abs_first = rel_first = 0;
-      abs_last = rel_last = 1;
-    }
-    if (have_range) {
-      spec0 = BinSpec::supplied_range(range_first, range_last, a.dtype());
-      spec1 = BinSpec::supplied_range(range_first, range_last, b.dtype());
-    }
-    spec_abs = BinSpec::data_range(abs_first, abs_last, work_of<C>());
-    spec_rel = BinSpec::data_range(rel_first, rel_last, work_of<R>());
-  }
-  const bool count_bins = request.histograms && !(request.histograms_only_if_mismatched && acc.mismatches == 0);
-  const bool parity_bins = hstyle == StatisticsStyle::kParity;
+  const DisplayHistograms display = plan_display_histograms(request, n, a.dtype(), b.dtype(), work_of<C>(), work_of<R>(),
+                                                            acc.a, acc.b, acc.abs, rel_all, acc.rel_nonzero, acc.mismatches);
+  const BinSpec &spec0 = display.spec0, &spec1 = display.spec1, &spec_abs = display.spec_abs, &spec_rel = display.spec_rel;
+  const bool count_bins = display.count;
+  const bool parity_bins = display.parity_bins;
 
   // ---- Refining passes (and the histogram counts, in the first one) ----
   bool first_pass = true;
@@ -408,59 +327,26 @@ PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, c
   }
 
   // ---- Summaries ----
-  PairStatistics out;
-  RankValue v0 = [&](uint64_t r) { return static_cast<double>(select0.value(r)); };
-  RankValue v1 = [&](uint64_t r) { return static_cast<double>(select1.value(r)); };
-  RankValue vabs = [&](uint64_t r) { return static_cast<double>(select_abs.value(r)); };
-  RankValue vnz = [&](uint64_t r) { return static_cast<double>(select_rel_nonzero.value(r)); };
-  RankValue vall = has_zero ? RankValue([&](uint64_t r) { return static_cast<double>(select_rel_all.value(r)); }) : vnz;
-
-  const NumpyNumbers numbers0 = numpy_numbers(sums[kA], n, plan.depth);
-  const NumpyNumbers numbers1 = numpy_numbers(sums[kB], n, plan.depth);
-  const NumpyNumbers numbers_abs = numpy_numbers(sums[kAbs], n, plan.depth);
-  const NumpyNumbers numbers_rel = numpy_numbers(sums[kRel], n, plan.depth);
-  auto fill = [&](TensorSummary& s, DType dtype, const StreamAccumulator& acc_view, const StreamTraits& traits,
-                  const RankValue& value, std::span<const double> extra, const NumpyNumbers& numbers) {
-    s.dtype = dtype;
-    s.shape = shape;
-    s.size = n;
-    s.is_bool = traits.is_bool;
-    s.nan_count = acc_view.nonfinite.nan;
-    s.posinf_count = acc_view.nonfinite.posinf;
-    s.neginf_count = acc_view.nonfinite.neginf;
-    s.polygraphy = polygraphy_statistics(acc_view.moments, acc_view.nonfinite, n, traits, value, extra, shape, &numbers);
-    s.finite = finite_statistics(acc_view.moments, n, traits, value, extra, shape, &numbers);
-  };
-  fill(out.out0, a.dtype(), acc.a, t0, v0, {}, numbers0);
-  fill(out.out1, b.dtype(), acc.b, t1, v1, {}, numbers1);
-  fill(out.absdiff, work_dtype(work_of<C>()), acc.abs, tabs, vabs, error_levels, numbers_abs);
-  // Relative error: Polygraphy's numbers over every element, Parity's over non-zero references.
-  out.reldiff.dtype = work_dtype(work_of<R>());
-  out.reldiff.shape = shape;
-  out.reldiff.size = n;
-  out.reldiff.nan_count = acc.rel_nonzero.nonfinite.nan;
-  out.reldiff.posinf_count = acc.rel_nonzero.nonfinite.posinf;
-  out.reldiff.neginf_count = acc.rel_nonzero.nonfinite.neginf;
-  out.reldiff.excluded_count = acc.zero_references;
-  out.reldiff.polygraphy =
-      polygraphy_statistics(rel_all.moments, rel_all.nonfinite, n, trel, vall, error_levels, shape, &numbers_rel);
-  out.reldiff.finite = finite_statistics(acc.rel_nonzero.moments, n, trel, vnz, error_levels, shape, &numbers_rel);
-
-  out.absdiff_single = std::is_same_v<C, float>;
-  out.reldiff_single = std::is_same_v<R, float>;
-  out.mismatch_count = acc.mismatches;
-  out.zero_reference_count = acc.zero_references;
-  out.max_absdiff_at_zero_reference = acc.max_abs_at_zero;
-  out.reference_floating = std::is_floating_point_v<T1>;
-
-  if (count_bins) {
-    out.histogram0 = histogram_from(spec0, bins0, range_first, range_last, true);
-    out.histogram1 = histogram_from(spec1, bins1, range_first, range_last, true);
-    out.histogram_abs = histogram_from(spec_abs, bins_abs, abs_first, abs_last, false);
-    out.histogram_rel = histogram_from(spec_rel, bins_rel, rel_first, rel_last, false);
-    if (parity_bins && !std::isfinite(abs_first)) out.histogram_abs.error = "no finite values";
-    if (parity_bins && !std::isfinite(rel_first)) out.histogram_rel.error = "no finite values";
-  }
+  PairStreams streams;
+  streams.a = &acc.a;
+  streams.b = &acc.b;
+  streams.abs = &acc.abs;
+  streams.rel_nonzero = &acc.rel_nonzero;
+  streams.rel_all = &rel_all;
+  streams.value0 = [&](uint64_t r) { return static_cast<double>(select0.value(r)); };
+  streams.value1 = [&](uint64_t r) { return static_cast<double>(select1.value(r)); };
+  streams.value_abs = [&](uint64_t r) { return static_cast<double>(select_abs.value(r)); };
+  streams.value_rel_nonzero = [&](uint64_t r) { return static_cast<double>(select_rel_nonzero.value(r)); };
+  streams.value_rel_all = has_zero ? RankValue([&](uint64_t r) { return static_cast<double>(select_rel_all.value(r)); })
+                                   : streams.value_rel_nonzero;
+  streams.numbers = {numpy_numbers(sums[kA], n, plan.depth), numpy_numbers(sums[kB], n, plan.depth),
+                     numpy_numbers(sums[kAbs], n, plan.depth), numpy_numbers(sums[kRel], n, plan.depth)};
+  streams.mismatches = acc.mismatches;
+  streams.zero_references = acc.zero_references;
+  streams.max_abs_at_zero = acc.max_abs_at_zero;
+  const PairTypes types{a.dtype(), b.dtype(), work_of<C>(), work_of<R>(), Arith::kXor, std::is_floating_point_v<T1>};
+  PairStatistics out = assemble_pair_statistics(request, n, shape, types, streams, display,
+                                                {bins0.counts, bins1.counts, bins_abs.counts, bins_rel.counts});
 
   if (request.small_values) {
     out.absdiff_values = Tensor::zeros(work_dtype(work_of<C>()), shape);
@@ -505,6 +391,164 @@ std::vector<int64_t> mismatch_indices_typed(const TensorView& a, const TensorVie
 
 }  // namespace
 
+namespace {
+
+// Polygraphy's compute_min/compute_max of a stream (NaN wins; infinities count; 0 when empty).
+double polygraphy_min(const StreamAccumulator& s, int64_t size) {
+  if (size == 0) return 0;
+  if (s.nonfinite.nan) return NAN;
+  if (s.nonfinite.neginf) return -INFINITY;
+  if (s.moments.n) return s.moments.min;
+  return INFINITY;
+}
+double polygraphy_max(const StreamAccumulator& s, int64_t size) {
+  if (size == 0) return 0;
+  if (s.nonfinite.nan) return NAN;
+  if (s.nonfinite.posinf) return INFINITY;
+  if (s.moments.n) return s.moments.max;
+  return -INFINITY;
+}
+
+Histogram histogram_from(const BinSpec& spec, const BinCounter& counter, double first, double last, bool supplied) {
+  Histogram h;
+  if (!spec.valid) {
+    if (!spec.error.empty()) h.error = spec.error;
+    else if (!std::isfinite(first) || !std::isfinite(last))
+      h.error = std::string(supplied ? "supplied" : "autodetected") + " range is not finite";
+    return h;
+  }
+  h.valid = true;
+  h.edges = spec.edges;
+  h.counts = counter.counts;
+  return h;
+}
+
+}  // namespace
+
+
+std::vector<double> error_levels(const PairStatisticsRequest& request) {
+  std::vector<double> levels;
+  if (request.error_quantile) levels.push_back(*request.error_quantile);
+  return levels;
+}
+
+std::vector<double> stream_levels(bool is_bool, const std::vector<double>& extra) {
+  std::vector<double> levels;
+  if (!is_bool) levels = {0.9, 0.95, 0.99};
+  levels.insert(levels.end(), extra.begin(), extra.end());
+  return levels;
+}
+
+DisplayHistograms plan_display_histograms(const PairStatisticsRequest& request, int64_t n, DType dtype0, DType dtype1,
+                                          Work abs_work, Work rel_work, const StreamAccumulator& a,
+                                          const StreamAccumulator& b, const StreamAccumulator& abs,
+                                          const StreamAccumulator& rel_all, const StreamAccumulator& rel_nonzero,
+                                          int64_t mismatches) {
+  DisplayHistograms d;
+  const StatisticsStyle style = request.histogram_style;
+  d.parity_bins = style == StatisticsStyle::kParity;
+  d.count = request.histograms && !(request.histograms_only_if_mismatched && mismatches == 0);
+  if (!request.histograms) return d;
+  bool have_range = false;
+  if (style == StatisticsStyle::kPolygraphy) {
+    // Python's min(min0, min1) / max(max0, max1): the first argument wins unless the second
+    // compares smaller/larger (so a NaN in the first wins, one in the second is ignored).
+    double min0 = polygraphy_min(a, n), min1 = polygraphy_min(b, n);
+    double max0 = polygraphy_max(a, n), max1 = polygraphy_max(b, n);
+    d.range_first = min1 < min0 ? min1 : min0;
+    d.range_last = max1 > max0 ? max1 : max0;
+    have_range = true;
+    d.abs_first = polygraphy_min(abs, n);
+    d.abs_last = polygraphy_max(abs, n);
+    d.rel_first = polygraphy_min(rel_all, n);
+    d.rel_last = polygraphy_max(rel_all, n);
+  } else {
+    const Moments& m0 = a.moments;
+    const Moments& m1 = b.moments;
+    if (m0.n || m1.n) {
+      const bool take_min1 = !m0.n || (m1.n && m1.min < m0.min);
+      const bool take_max1 = !m0.n || (m1.n && m1.max > m0.max);
+      d.range_first = take_min1 ? m1.min : m0.min;
+      d.range_last = take_max1 ? m1.max : m0.max;
+      have_range = true;
+    }
+    d.abs_first = abs.moments.n ? abs.moments.min : NAN;
+    d.abs_last = abs.moments.n ? abs.moments.max : NAN;
+    d.rel_first = rel_nonzero.moments.n ? rel_nonzero.moments.min : NAN;
+    d.rel_last = rel_nonzero.moments.n ? rel_nonzero.moments.max : NAN;
+  }
+  if (n == 0) {  // np.histogram of nothing: range (0, 1)
+    d.abs_first = d.rel_first = 0;
+    d.abs_last = d.rel_last = 1;
+  }
+  if (have_range) {
+    d.spec0 = BinSpec::supplied_range(d.range_first, d.range_last, dtype0);
+    d.spec1 = BinSpec::supplied_range(d.range_first, d.range_last, dtype1);
+  }
+  d.spec_abs = BinSpec::data_range(d.abs_first, d.abs_last, abs_work);
+  d.spec_rel = BinSpec::data_range(d.rel_first, d.rel_last, rel_work);
+  return d;
+}
+
+PairStatistics assemble_pair_statistics(const PairStatisticsRequest& request, int64_t n, const Shape& shape,
+                                        const PairTypes& types, const PairStreams& streams,
+                                        const DisplayHistograms& display,
+                                        const std::array<std::array<int64_t, 10>, 4>& bin_counts) {
+  const std::vector<double> errors = error_levels(request);
+  const StreamTraits t0{cast_up_work(types.dtype0), QuantileArithmetic::of(types.dtype0), types.dtype0 == DType::kBool};
+  const StreamTraits t1{cast_up_work(types.dtype1), QuantileArithmetic::of(types.dtype1), types.dtype1 == DType::kBool};
+  const StreamTraits tabs{types.abs_work, QuantileArithmetic::of_work(types.abs_work), types.xor_error};
+  const StreamTraits trel{types.rel_work, QuantileArithmetic::of_work(types.rel_work), false};
+  PairStatistics out;
+  auto fill = [&](TensorSummary& s, DType dtype, const StreamAccumulator& acc_view, const StreamTraits& traits,
+                  const RankValue& value, std::span<const double> extra, const NumpyNumbers& numbers) {
+    s.dtype = dtype;
+    s.shape = shape;
+    s.size = n;
+    s.is_bool = traits.is_bool;
+    s.nan_count = acc_view.nonfinite.nan;
+    s.posinf_count = acc_view.nonfinite.posinf;
+    s.neginf_count = acc_view.nonfinite.neginf;
+    s.polygraphy = polygraphy_statistics(acc_view.moments, acc_view.nonfinite, n, traits, value, extra, shape, &numbers);
+    s.finite = finite_statistics(acc_view.moments, n, traits, value, extra, shape, &numbers);
+  };
+  fill(out.out0, types.dtype0, *streams.a, t0, streams.value0, {}, streams.numbers[0]);
+  fill(out.out1, types.dtype1, *streams.b, t1, streams.value1, {}, streams.numbers[1]);
+  fill(out.absdiff, work_dtype(types.abs_work), *streams.abs, tabs, streams.value_abs, errors, streams.numbers[2]);
+  // Relative error: Polygraphy's numbers over every element, Parity's over non-zero references.
+  const StreamAccumulator& nonzero = *streams.rel_nonzero;
+  out.reldiff.dtype = work_dtype(types.rel_work);
+  out.reldiff.shape = shape;
+  out.reldiff.size = n;
+  out.reldiff.nan_count = nonzero.nonfinite.nan;
+  out.reldiff.posinf_count = nonzero.nonfinite.posinf;
+  out.reldiff.neginf_count = nonzero.nonfinite.neginf;
+  out.reldiff.excluded_count = streams.zero_references;
+  out.reldiff.polygraphy = polygraphy_statistics(streams.rel_all->moments, streams.rel_all->nonfinite, n, trel,
+                                                 streams.value_rel_all, errors, shape, &streams.numbers[3]);
+  out.reldiff.finite =
+      finite_statistics(nonzero.moments, n, trel, streams.value_rel_nonzero, errors, shape, &streams.numbers[3]);
+
+  out.absdiff_single = types.abs_work == Work::kFloat32;
+  out.reldiff_single = types.rel_work == Work::kFloat32;
+  out.mismatch_count = streams.mismatches;
+  out.zero_reference_count = streams.zero_references;
+  out.max_absdiff_at_zero_reference = streams.max_abs_at_zero;
+  out.reference_floating = types.reference_floating;
+
+  if (display.count) {
+    BinCounter counters[4];
+    for (std::size_t i = 0; i < 4; ++i) counters[i].counts = bin_counts[i];
+    out.histogram0 = histogram_from(display.spec0, counters[0], display.range_first, display.range_last, true);
+    out.histogram1 = histogram_from(display.spec1, counters[1], display.range_first, display.range_last, true);
+    out.histogram_abs = histogram_from(display.spec_abs, counters[2], display.abs_first, display.abs_last, false);
+    out.histogram_rel = histogram_from(display.spec_rel, counters[3], display.rel_first, display.rel_last, false);
+    if (display.parity_bins && !std::isfinite(display.abs_first)) out.histogram_abs.error = "no finite values";
+    if (display.parity_bins && !std::isfinite(display.rel_first)) out.histogram_rel.error = "no finite values";
+  }
+  return out;
+}
+
 std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& out1,
                                       const PairStatisticsRequest& request, int64_t limit) {
   Work w0 = cast_up_work(out0.dtype()), w1 = cast_up_work(out1.dtype());
@@ -520,6 +564,12 @@ PairStatistics compute_pair_statistics(const TensorView& out0, const TensorView&
                           const PairStatisticsRequest& request) {
   if (out0.size() != out1.size())
     raise<InternalError>("compute_pair_statistics: {} vs {} elements", out0.size(), out1.size());
+  if (auto fast = float_pair_statistics(out0, out1, shape, request)) return std::move(*fast);
+  return general_pair_statistics(out0, out1, shape, request);
+}
+
+PairStatistics general_pair_statistics(const TensorView& out0, const TensorView& out1, const Shape& shape,
+                                       const PairStatisticsRequest& request) {
   Work w0 = cast_up_work(out0.dtype()), w1 = cast_up_work(out1.dtype());
   return visit_work(w0, [&]<typename T0>() {
     return visit_work(w1, [&]<typename T1>() {

@@ -193,6 +193,8 @@ class SumPart32 {
     pending_[static_cast<std::size_t>(pending_count_++)] = v;
     if (pending_count_ == static_cast<int64_t>(pending_.size())) [[unlikely]] flush(false);
   }
+  // `count` values in order, as many add() calls would.
+  void add_block(const float* values, int64_t count);
   void finish() { flush(true); }
   // The whole sum from every worker's part (in range order), numpy's way.
   static float combine(std::vector<SumPart32>& parts, int64_t n, int depth);

@@ -1,0 +1,416 @@
+#include "float_kernels.h"
+
+// GCC 12's AVX-512 intrinsic headers build results from _mm512_undefined_*() and then warn about them.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+namespace parity::compare::detail::kernels {
+namespace {
+
+constexpr uint32_t kExponentMask = 0x7f800000u;
+
+inline bool finite_bits(float v) { return (std::bit_cast<uint32_t>(v) & kExponentMask) != kExponentMask; }
+
+// ---- Portable versions (the scalar code's operations, value by value) ----
+namespace portable {
+
+bool errors(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r, float* mx, float* my) {
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) {
+    float dv = std::fabs(x[i] - y[i]);
+    float reference = y[i] == 0 ? epsilon : std::fabs(y[i]);
+    float rv = dv / reference;
+    d[i] = dv;
+    r[i] = rv;
+    mx[i] = std::fabs(x[i]);
+    my[i] = std::fabs(y[i]);
+    finite &= finite_bits(x[i]) & finite_bits(y[i]) & finite_bits(dv) & finite_bits(rv);
+  }
+  return finite;
+}
+
+MinMax min_max(const float* v, int64_t n) {
+  MinMax m{v[0], v[0]};
+  for (int64_t i = 1; i < n; ++i) {
+    m.min = v[i] < m.min ? v[i] : m.min;
+    m.max = v[i] > m.max ? v[i] : m.max;
+  }
+  return m;
+}
+
+MinMax min_max_nonzero_reference(const float* v, const float* y, int64_t n, bool& any) {
+  MinMax m{std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  any = false;
+  for (int64_t i = 0; i < n; ++i) {
+    if (y[i] == 0) continue;
+    any = true;
+    m.min = v[i] < m.min ? v[i] : m.min;
+    m.max = v[i] > m.max ? v[i] : m.max;
+  }
+  return m;
+}
+
+void verdict(const float* y, const float* d, const float* r, int64_t n, float atol, float rtol, Verdict& out) {
+  for (int64_t i = 0; i < n; ++i) {
+    out.mismatches += (d[i] > atol && r[i] > rtol) ? 1 : 0;
+    if (y[i] == 0) {
+      ++out.zero_references;
+      out.max_abs_at_zero = std::max(out.max_abs_at_zero, d[i]);
+    }
+  }
+}
+
+void squared_deviation(const float* v, int64_t n, float mean, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    float c = v[i] - mean;
+    out[i] = c * c;
+  }
+}
+
+void count_bins(const float* v, int64_t n, const BinSpec& spec, std::array<int64_t, 10>& counts) {
+  for (int64_t i = 0; i < n; ++i) {
+    int b = spec.bin(static_cast<double>(v[i]));
+    if (b >= 0) ++counts[static_cast<std::size_t>(b)];
+  }
+}
+
+int64_t window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside) {
+  int64_t taken = 0;
+  const bool point = low == high;
+  for (int64_t i = 0; i < n; ++i) {
+    const float value = v[i];
+    counts.below += value < low;
+    counts.at_low += value == low;
+    if (!point) counts.at_high += value == high;
+    inside[taken] = value;
+    taken += (value > low && value < high) ? 1 : 0;
+  }
+  return taken;
+}
+
+int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, float* out) {
+  int64_t taken = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    out[taken] = v[i];
+    taken += y[i] != 0 ? 1 : 0;
+  }
+  return taken;
+}
+
+}  // namespace portable
+
+// ---- AVX-512 versions ----
+namespace avx512 {
+
+#define PARITY_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+
+PARITY_AVX512 inline __mmask16 tail_mask(int64_t remaining) {
+  return remaining >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << remaining) - 1u);
+}
+
+// Lanes whose value is NaN or infinite.
+PARITY_AVX512 inline __mmask16 not_finite(__m512 v, __mmask16 lanes) {
+  const __m512i exponent = _mm512_set1_epi32(static_cast<int>(kExponentMask));
+  __m512i bits = _mm512_and_si512(_mm512_castps_si512(v), exponent);
+  return _mm512_mask_cmpeq_epi32_mask(lanes, bits, exponent);
+}
+
+PARITY_AVX512 bool errors(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r, float* mx,
+                          float* my) {
+  const __m512 eps = _mm512_set1_ps(epsilon);
+  const __m512 zero = _mm512_setzero_ps();
+  __mmask16 bad = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    __m512 vx = _mm512_maskz_loadu_ps(lanes, x + i);
+    __m512 vy = _mm512_maskz_loadu_ps(lanes, y + i);
+    __m512 vd = _mm512_abs_ps(_mm512_sub_ps(vx, vy));
+    __m512 my_v = _mm512_abs_ps(vy);
+    __mmask16 zero_y = _mm512_cmp_ps_mask(vy, zero, _CMP_EQ_OQ);
+    __m512 reference = _mm512_mask_blend_ps(zero_y, my_v, eps);
+    __m512 vr = _mm512_div_ps(vd, reference);
+    _mm512_mask_storeu_ps(d + i, lanes, vd);
+    _mm512_mask_storeu_ps(r + i, lanes, vr);
+    _mm512_mask_storeu_ps(mx + i, lanes, _mm512_abs_ps(vx));
+    _mm512_mask_storeu_ps(my + i, lanes, my_v);
+    bad |= not_finite(vx, lanes) | not_finite(vy, lanes) | not_finite(vd, lanes) | not_finite(vr, lanes);
+  }
+  return bad == 0;
+}
+
+PARITY_AVX512 MinMax min_max(const float* v, int64_t n) {
+  __m512 low = _mm512_set1_ps(v[0]), high = low;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    __m512 value = _mm512_mask_loadu_ps(low, lanes, v + i);
+    low = _mm512_min_ps(low, value);
+    value = _mm512_mask_loadu_ps(high, lanes, v + i);
+    high = _mm512_max_ps(high, value);
+  }
+  return MinMax{_mm512_reduce_min_ps(low), _mm512_reduce_max_ps(high)};
+}
+
+PARITY_AVX512 MinMax min_max_nonzero_reference(const float* v, const float* y, int64_t n, bool& any) {
+  const __m512 zero = _mm512_setzero_ps();
+  __m512 low = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  __m512 high = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __mmask16 seen = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    __mmask16 keep = _mm512_mask_cmp_ps_mask(lanes, _mm512_maskz_loadu_ps(lanes, y + i), zero, _CMP_NEQ_UQ);
+    __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
+    low = _mm512_mask_min_ps(low, keep, low, value);
+    high = _mm512_mask_max_ps(high, keep, high, value);
+    seen |= keep;
+  }
+  any = seen != 0;
+  return MinMax{_mm512_reduce_min_ps(low), _mm512_reduce_max_ps(high)};
+}
+
+PARITY_AVX512 void verdict(const float* y, const float* d, const float* r, int64_t n, float atol, float rtol,
+                           Verdict& out) {
+  const __m512 va = _mm512_set1_ps(atol), vr_tol = _mm512_set1_ps(rtol), zero = _mm512_setzero_ps();
+  __m512 max_at_zero = _mm512_setzero_ps();
+  int64_t mismatches = 0, zeros = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    __m512 vy = _mm512_maskz_loadu_ps(lanes, y + i);
+    __m512 vd = _mm512_maskz_loadu_ps(lanes, d + i);
+    __m512 vr = _mm512_maskz_loadu_ps(lanes, r + i);
+    __mmask16 fail = _mm512_mask_cmp_ps_mask(lanes, vd, va, _CMP_GT_OQ) & _mm512_mask_cmp_ps_mask(lanes, vr, vr_tol, _CMP_GT_OQ);
+    __mmask16 zero_y = _mm512_mask_cmp_ps_mask(lanes, vy, zero, _CMP_EQ_OQ);
+    mismatches += std::popcount(static_cast<unsigned>(fail));
+    zeros += std::popcount(static_cast<unsigned>(zero_y));
+    max_at_zero = _mm512_mask_max_ps(max_at_zero, zero_y, max_at_zero, vd);
+  }
+  out.mismatches += mismatches;
+  out.zero_references += zeros;
+  if (zeros) out.max_abs_at_zero = std::max(out.max_abs_at_zero, _mm512_reduce_max_ps(max_at_zero));
+}
+
+PARITY_AVX512 void squared_deviation(const float* v, int64_t n, float mean, float* out) {
+  const __m512 m = _mm512_set1_ps(mean);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    __m512 c = _mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, v + i), m);
+    _mm512_mask_storeu_ps(out + i, lanes, _mm512_mul_ps(c, c));
+  }
+}
+
+// BinSpec::bin for 8 values (as doubles): the bin index, or -1 outside the range.
+PARITY_AVX512 inline __m256i bins_of(__m256 values, const BinSpec& spec, __m512d edges_low, __m512d edges_high) {
+  __m512d x = _mm512_cvtps_pd(values);
+  __mmask8 keep = _mm512_cmp_pd_mask(x, _mm512_set1_pd(spec.keep_first), _CMP_GE_OQ) &
+                  _mm512_cmp_pd_mask(x, _mm512_set1_pd(spec.keep_last), _CMP_LE_OQ);
+  __m512d f;
+  if (spec.arithmetic == BinSpec::Arithmetic::kSingle) {
+    __m256 num = _mm256_sub_ps(values, _mm256_set1_ps(static_cast<float>(spec.first_bin)));
+    if (spec.supplied) {
+      f = _mm512_mul_pd(_mm512_div_pd(_mm512_cvtps_pd(num), _mm512_set1_pd(spec.denominator)), _mm512_set1_pd(10.0));
+    } else {
+      __m256 q = _mm256_div_ps(num, _mm256_set1_ps(static_cast<float>(spec.denominator)));
+      f = _mm512_cvtps_pd(_mm256_mul_ps(q, _mm256_set1_ps(10.0f)));
+    }
+  } else {
+    f = _mm512_mul_pd(_mm512_div_pd(_mm512_sub_pd(x, _mm512_set1_pd(spec.first_bin)), _mm512_set1_pd(spec.denominator)),
+                      _mm512_set1_pd(10.0));
+  }
+  // static_cast<int> truncates; out-of-int-range values become INT_MIN and clamp to 0 below, as
+  // in the scalar code (only values outside the kept range can be that far).
+  __m256i index = _mm512_cvttpd_epi32(f);
+  index = _mm256_min_epi32(_mm256_max_epi32(index, _mm256_setzero_si256()), _mm256_set1_epi32(9));
+  __m512i index64 = _mm512_cvtepi32_epi64(index);
+  __m512d lower_edge = _mm512_permutex2var_pd(edges_low, index64, edges_high);
+  __m512i next64 = _mm512_add_epi64(index64, _mm512_set1_epi64(1));
+  __m512d upper_edge = _mm512_permutex2var_pd(edges_low, next64, edges_high);
+  __mmask8 below = _mm512_cmp_pd_mask(x, lower_edge, _CMP_LT_OQ);
+  __mmask8 not_last = _mm256_cmpneq_epi32_mask(index, _mm256_set1_epi32(9));
+  __mmask8 above = static_cast<__mmask8>(~below & not_last & _mm512_cmp_pd_mask(x, upper_edge, _CMP_GE_OQ));
+  index = _mm256_mask_sub_epi32(index, below, index, _mm256_set1_epi32(1));
+  index = _mm256_mask_add_epi32(index, above, index, _mm256_set1_epi32(1));
+  return _mm256_mask_blend_epi32(keep, _mm256_set1_epi32(-1), index);
+}
+
+PARITY_AVX512 void count_bins(const float* v, int64_t n, const BinSpec& spec, std::array<int64_t, 10>& counts) {
+  alignas(64) double table[16];
+  for (int i = 0; i < 16; ++i) table[i] = spec.edges[static_cast<std::size_t>(std::min(i, 10))];
+  const __m512d edges_low = _mm512_load_pd(table), edges_high = _mm512_load_pd(table + 8);
+  // Per-bin counters in 16 lanes of int32 (a chunk is far below 2^31 values).
+  __m512i bin_counts[10];
+  for (auto& c : bin_counts) c = _mm512_setzero_si512();
+  const __m512i one = _mm512_set1_epi32(1);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    __m512 values = _mm512_maskz_loadu_ps(lanes, v + i);
+    __m256i low = bins_of(_mm512_castps512_ps256(values), spec, edges_low, edges_high);
+    __m256i high = bins_of(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(values), 1)), spec, edges_low,
+                           edges_high);
+    __m512i index = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+    for (int b = 0; b < 10; ++b) {
+      __mmask16 hit = _mm512_mask_cmpeq_epi32_mask(lanes, index, _mm512_set1_epi32(b));
+      bin_counts[b] = _mm512_mask_add_epi32(bin_counts[b], hit, bin_counts[b], one);
+    }
+  }
+  for (int b = 0; b < 10; ++b) counts[static_cast<std::size_t>(b)] += _mm512_reduce_add_epi32(bin_counts[b]);
+}
+
+PARITY_AVX512 int64_t window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside) {
+  const __m512 vl = _mm512_set1_ps(low), vh = _mm512_set1_ps(high);
+  const __m512i one = _mm512_set1_epi32(1);
+  const bool point = low == high;
+  __m512i below = _mm512_setzero_si512(), at_low = below, at_high = below;
+  int64_t taken = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
+    below = _mm512_mask_add_epi32(below, _mm512_mask_cmp_ps_mask(lanes, value, vl, _CMP_LT_OQ), below, one);
+    at_low = _mm512_mask_add_epi32(at_low, _mm512_mask_cmp_ps_mask(lanes, value, vl, _CMP_EQ_OQ), at_low, one);
+    at_high = _mm512_mask_add_epi32(at_high, _mm512_mask_cmp_ps_mask(lanes, value, vh, _CMP_EQ_OQ), at_high, one);
+    __mmask16 in = _mm512_mask_cmp_ps_mask(lanes, value, vl, _CMP_GT_OQ) & _mm512_cmp_ps_mask(value, vh, _CMP_LT_OQ);
+    if (in) {
+      _mm512_mask_compressstoreu_ps(inside + taken, in, value);
+      taken += std::popcount(static_cast<unsigned>(in));
+    }
+  }
+  counts.below += _mm512_reduce_add_epi32(below);
+  counts.at_low += _mm512_reduce_add_epi32(at_low);
+  if (!point) counts.at_high += _mm512_reduce_add_epi32(at_high);
+  return taken;
+}
+
+// count_bins by cumulative counts (see bins_by_edges): C[k] = kept values >= edges[k].
+PARITY_AVX512 void count_bins_by_edges(const float* v, int64_t n, const BinSpec& spec,
+                                       std::array<int64_t, 10>& counts) {
+  const __m512 keep_first = _mm512_set1_ps(static_cast<float>(spec.keep_first));
+  const __m512 keep_last = _mm512_set1_ps(static_cast<float>(spec.keep_last));
+  __m512 edges[10];
+  for (int k = 1; k < 10; ++k) edges[k] = _mm512_set1_ps(static_cast<float>(spec.edges[static_cast<std::size_t>(k)]));
+  const __m512i one = _mm512_set1_epi32(1);
+  __m512i at_least[10];
+  for (auto& c : at_least) c = _mm512_setzero_si512();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
+    __mmask16 kept = _mm512_mask_cmp_ps_mask(lanes, value, keep_first, _CMP_GE_OQ) &
+                     _mm512_cmp_ps_mask(value, keep_last, _CMP_LE_OQ);
+    at_least[0] = _mm512_mask_add_epi32(at_least[0], kept, at_least[0], one);
+    for (int k = 1; k < 10; ++k)
+      at_least[k] = _mm512_mask_add_epi32(at_least[k], _mm512_mask_cmp_ps_mask(kept, value, edges[k], _CMP_GE_OQ),
+                                          at_least[k], one);
+  }
+  int64_t cumulative[11];
+  for (int k = 0; k < 10; ++k) cumulative[k] = _mm512_reduce_add_epi32(at_least[k]);
+  cumulative[10] = 0;
+  for (int b = 0; b < 10; ++b) counts[static_cast<std::size_t>(b)] += cumulative[b] - cumulative[b + 1];
+}
+
+PARITY_AVX512 int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, float* out) {
+  const __m512 zero = _mm512_setzero_ps();
+  int64_t taken = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    __mmask16 keep = _mm512_mask_cmp_ps_mask(lanes, _mm512_maskz_loadu_ps(lanes, y + i), zero, _CMP_NEQ_UQ);
+    _mm512_mask_compressstoreu_ps(out + taken, keep, _mm512_maskz_loadu_ps(lanes, v + i));
+    taken += std::popcount(static_cast<unsigned>(keep));
+  }
+  return taken;
+}
+
+#undef PARITY_AVX512
+
+}  // namespace avx512
+
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+
+std::atomic<Level>& current_level() {
+  static std::atomic<Level> value{cpu_has_avx512() ? Level::kAvx512 : Level::kPortable};
+  return value;
+}
+
+inline bool wide() { return current_level().load(std::memory_order_relaxed) == Level::kAvx512; }
+
+}  // namespace
+
+Level level() { return current_level().load(); }
+
+void force_level(Level wanted) {
+  if (wanted == Level::kAvx512 && !cpu_has_avx512()) wanted = Level::kPortable;
+  current_level().store(wanted);
+}
+
+bool errors(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r, float* mx, float* my) {
+  return wide() ? avx512::errors(x, y, n, epsilon, d, r, mx, my) : portable::errors(x, y, n, epsilon, d, r, mx, my);
+}
+
+MinMax min_max(const float* v, int64_t n) { return wide() ? avx512::min_max(v, n) : portable::min_max(v, n); }
+
+MinMax min_max_nonzero_reference(const float* v, const float* y, int64_t n, bool& any) {
+  return wide() ? avx512::min_max_nonzero_reference(v, y, n, any) : portable::min_max_nonzero_reference(v, y, n, any);
+}
+
+int64_t first_equal(const float* v, int64_t n, float value) {
+  for (int64_t i = 0; i < n; ++i)
+    if (v[i] == value) return i;
+  return n;
+}
+
+void verdict(const float* y, const float* d, const float* r, int64_t n, float atol, float rtol, Verdict& out) {
+  if (wide()) avx512::verdict(y, d, r, n, atol, rtol, out);
+  else portable::verdict(y, d, r, n, atol, rtol, out);
+}
+
+void squared_deviation(const float* v, int64_t n, float mean, float* out) {
+  if (wide()) avx512::squared_deviation(v, n, mean, out);
+  else portable::squared_deviation(v, n, mean, out);
+}
+
+// numpy finds a value's bin by a guess, (x - first) / (last - first) * 10 truncated, moved by at
+// most one bin after comparing x with the edges around it. Where the guess is provably within one
+// bin of the true one (float32 edges, strictly increasing, each bin far wider than the edges'
+// float32 rounding), the result is the bin whose edges enclose x: counted by comparisons alone.
+static bool bins_by_edges(const BinSpec& spec) {
+  if (spec.arithmetic != BinSpec::Arithmetic::kSingle) return false;
+  auto is_float = [](double v) { return static_cast<double>(static_cast<float>(v)) == v; };
+  if (!is_float(spec.keep_first) || !is_float(spec.keep_last)) return false;
+  for (double e : spec.edges)
+    if (!is_float(e)) return false;
+  for (std::size_t k = 0; k < 10; ++k)
+    if (!(spec.edges[k] < spec.edges[k + 1])) return false;
+  const double range = spec.edges[10] - spec.edges[0];
+  const double magnitude = std::max(std::fabs(spec.edges[0]), std::fabs(spec.edges[10]));
+  // Edges rounded to float32 move by at most 2^-24 of the magnitude; the guess's own float32
+  // arithmetic errs by a few 2^-24 of a bin. Both stay far below half a bin:
+  return range > 0 && magnitude / range < 4096.0 && spec.keep_first == spec.edges[0] &&
+         spec.keep_last == spec.edges[10];
+}
+
+void count_bins(const float* v, int64_t n, const BinSpec& spec, std::array<int64_t, 10>& counts) {
+  if (wide() && bins_by_edges(spec)) {
+    avx512::count_bins_by_edges(v, n, spec, counts);
+    return;
+  }
+  const bool vectorisable =
+      spec.arithmetic == BinSpec::Arithmetic::kSingle || spec.arithmetic == BinSpec::Arithmetic::kDouble;
+  if (wide() && vectorisable) avx512::count_bins(v, n, spec, counts);
+  else portable::count_bins(v, n, spec, counts);
+}
+
+int64_t window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside) {
+  return wide() ? avx512::window(v, n, low, high, counts, inside) : portable::window(v, n, low, high, counts, inside);
+}
+
+int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, float* out) {
+  return wide() ? avx512::select_nonzero_reference(v, y, n, out) : portable::select_nonzero_reference(v, y, n, out);
+}
+
+}  // namespace parity::compare::detail::kernels

@@ -1,0 +1,62 @@
+// Vectorised per-chunk kernels of the float32 pair statistics (private to compare).
+//
+// Each kernel works on one chunk (at most kChunk values, so its scratch stays in L1) and computes
+// exactly what the scalar code of pair_statistics.cpp computes per element: the same float32
+// operations in the same order, so every number is bit-identical. Where the CPU has AVX-512 the
+// kernels use it (chosen once at run time); elsewhere a portable scalar version runs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "streaming_statistics.h"
+
+namespace parity::compare::detail::kernels {
+
+// Which implementation runs: AVX-512 where the CPU has it, else portable code. Tests force the
+// portable one to check both against the same expectations.
+enum class Level { kPortable, kAvx512 };
+Level level();
+void force_level(Level level);  // for tests; kAvx512 only where supported
+
+// d = |x - y|, r = d / (y == 0 ? epsilon : |y|), magnitude_x = |x|, magnitude_y = |y|.
+// Returns false when any x, y, d or r is NaN or infinite.
+bool errors(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r, float* magnitude_x,
+            float* magnitude_y);
+
+struct MinMax {
+  float min, max;
+};
+// Minimum and maximum of n >= 1 finite values (which of two equal zeros is unspecified).
+MinMax min_max(const float* v, int64_t n);
+// Minimum and maximum of the values of v where y != 0; `any` says whether there was one.
+MinMax min_max_nonzero_reference(const float* v, const float* y, int64_t n, bool& any);
+// The first index whose value equals `value`, or n.
+int64_t first_equal(const float* v, int64_t n, float value);
+
+struct Verdict {
+  int64_t mismatches = 0;       // d > atol and r > rtol
+  int64_t zero_references = 0;  // y == 0
+  float max_abs_at_zero = 0;    // largest d where y == 0
+};
+void verdict(const float* y, const float* d, const float* r, int64_t n, float atol, float rtol, Verdict& out);
+
+// out = (v - mean) * (v - mean), in float32.
+void squared_deviation(const float* v, int64_t n, float mean, float* out);
+
+// numpy.histogram's bin of each value under `spec` (kSingle or kDouble arithmetic), 10 when the
+// value is outside the range: BinSpec::bin, vectorised. Adds the counts to `counts`.
+void count_bins(const float* v, int64_t n, const BinSpec& spec, std::array<int64_t, 10>& counts);
+
+// For a window [low, high] of one ordered stream: how many values lie below it, equal its ends,
+// and the values strictly inside, appended at `inside` (room for n values). Returns how many
+// values were appended. When low == high only `at_low` counts.
+struct WindowCounts {
+  int64_t below = 0, at_low = 0, at_high = 0;
+};
+int64_t window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside);
+
+// The values of v where y != 0, appended at `out` (room for n). Returns how many.
+int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, float* out);
+
+}  // namespace parity::compare::detail::kernels

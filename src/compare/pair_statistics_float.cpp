@@ -1,0 +1,495 @@
+// The float32 x float32 fast path of the pair statistics: the numbers of pair_statistics.cpp's
+// general kernel, bit for bit, at a fraction of its cost.
+//
+// Pass 1 (vectorised chunk kernels): both errors, numpy's float32 sums, min/max with their first
+// index, the verdict counts. Pass 2: the variance's squares, the display histograms' counts, and
+// for each order statistic a window of values around it. The windows come from a sample of every
+// stream: for each wanted rank, the sample's values some standard deviations (of the sample rank)
+// either side bound the true value with overwhelming probability; pass 2 counts the values below
+// each window and keeps those inside, and the rank is selected among them. A window that misses
+// its rank (or NaN/Inf, or a float32 sum that overflows) hands the tensor to the general kernel,
+// so the numbers never depend on the sample.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "float_kernels.h"
+#include "pair_statistics_internal.h"
+
+namespace parity::compare::detail {
+namespace {
+
+constexpr int64_t kFastMinimum = 4096;       // smaller pairs: the general kernel's fixed costs are small
+constexpr int64_t kCopyLimit = int64_t{1} << 16;  // streams up to this size select within a copy
+constexpr double kWindowSigmas = 5.0;
+
+// A float buffer that grows without initialising.
+class Floats {
+ public:
+  float* tail(int64_t room) {
+    if (size_ + room > capacity_) grow(size_ + room);
+    return data_.get() + size_;
+  }
+  void commit(int64_t added) { size_ += added; }
+  void append(const float* v, int64_t count) {
+    std::memcpy(tail(count), v, static_cast<std::size_t>(count) * sizeof(float));
+    size_ += count;
+  }
+  float* data() { return data_.get(); }
+  int64_t size() const { return size_; }
+
+ private:
+  void grow(int64_t needed) {
+    int64_t capacity = std::max({needed, capacity_ * 2, int64_t{4096}});
+    std::unique_ptr<float[]> bigger(new float[static_cast<std::size_t>(capacity)]);
+    if (size_) std::memcpy(bigger.get(), data_.get(), static_cast<std::size_t>(size_) * sizeof(float));
+    data_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+  std::unique_ptr<float[]> data_;
+  int64_t size_ = 0, capacity_ = 0;
+};
+
+inline float positive_zero(float v) { return v + 0.0f; }  // -0 -> +0, as the radix keys read them
+
+// ---- Order statistics from windows ----
+struct Window {
+  float low = 0, high = 0;
+  std::vector<uint64_t> ranks;  // ascending
+};
+
+// One stream's selection: every value kept (small streams) or windows around the wanted ranks.
+struct Selection {
+  int64_t count = 0;
+  std::vector<uint64_t> ranks;  // ascending, unique
+  bool copy_all = false;
+  std::vector<Window> windows;
+  std::vector<std::pair<uint64_t, float>> values;  // rank -> value, once resolved
+
+  double value(uint64_t rank) const {
+    auto it = std::lower_bound(values.begin(), values.end(), rank,
+                               [](const std::pair<uint64_t, float>& p, uint64_t r) { return p.first < r; });
+    return static_cast<double>(it->second);
+  }
+};
+
+std::vector<uint64_t> wanted_ranks(int64_t count, const std::vector<double>& levels) {
+  std::vector<uint64_t> ranks;
+  RankPlan plan{count, 0, count};
+  add_median_ranks(plan, ranks);
+  for (double q : levels) add_quantile_ranks(plan, q, ranks);
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+// Selects ascending `ranks` (positions in `values`) in place; returns their values.
+std::vector<float> select_ranks(float* values, int64_t count, const std::vector<int64_t>& ranks) {
+  std::vector<float> out;
+  int64_t from = 0;
+  for (int64_t rank : ranks) {
+    std::nth_element(values + from, values + rank, values + count);
+    out.push_back(positive_zero(values[rank]));
+    from = rank + 1;
+  }
+  return out;
+}
+
+// Windows around `selection.ranks` from a sample of the stream (modified: partially ordered).
+void plan_windows(Selection& selection, std::vector<float>& sample, float stream_min, float stream_max) {
+  const double s = static_cast<double>(sample.size());
+  const double n = static_cast<double>(selection.count);
+  struct Interval {
+    int64_t low, high;
+    std::vector<uint64_t> ranks;
+  };
+  std::vector<Interval> intervals;
+  for (uint64_t rank : selection.ranks) {
+    double q = (static_cast<double>(rank) + 0.5) / n;
+    double expected = q * s;
+    double sigma = std::sqrt(s * q * (1 - q)) + 1;
+    intervals.push_back(Interval{static_cast<int64_t>(std::floor(expected - kWindowSigmas * sigma - 1)),
+                                 static_cast<int64_t>(std::ceil(expected + kWindowSigmas * sigma + 1)),
+                                 {rank}});
+  }
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.low < b.low; });
+  std::vector<Interval> merged;
+  for (auto& interval : intervals) {
+    if (!merged.empty() && interval.low <= merged.back().high) {
+      merged.back().high = std::max(merged.back().high, interval.high);
+      merged.back().ranks.insert(merged.back().ranks.end(), interval.ranks.begin(), interval.ranks.end());
+    } else {
+      merged.push_back(std::move(interval));
+    }
+  }
+  const int64_t size = static_cast<int64_t>(sample.size());
+  std::vector<int64_t> positions;
+  for (auto& m : merged) {
+    if (m.low >= 0) positions.push_back(m.low);
+    if (m.high < size) positions.push_back(m.high);
+  }
+  std::sort(positions.begin(), positions.end());
+  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+  std::vector<float> at = select_ranks(sample.data(), size, positions);
+  auto sample_value = [&](int64_t position) {
+    return at[static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), position) - positions.begin())];
+  };
+  for (auto& m : merged) {
+    Window w;
+    w.low = m.low >= 0 ? sample_value(m.low) : positive_zero(stream_min);
+    w.high = m.high < size ? sample_value(m.high) : positive_zero(stream_max);
+    w.ranks = std::move(m.ranks);
+    std::sort(w.ranks.begin(), w.ranks.end());
+    selection.windows.push_back(std::move(w));
+  }
+}
+
+// One worker's pass-2 state of a stream's selection.
+struct WindowState {
+  std::vector<kernels::WindowCounts> counts;
+  std::vector<Floats> inside;
+  Floats all;
+  void prepare(const Selection& selection) {
+    counts.assign(selection.windows.size(), {});
+    inside.resize(selection.windows.size());
+  }
+  void offer(const Selection& selection, const float* v, int64_t n) {
+    if (selection.copy_all) {
+      all.append(v, n);
+      return;
+    }
+    for (std::size_t w = 0; w < selection.windows.size(); ++w) {
+      const Window& window = selection.windows[w];
+      inside[w].commit(kernels::window(v, n, window.low, window.high, counts[w], inside[w].tail(n)));
+    }
+  }
+};
+
+// Resolves every rank from the workers' windows; false when a window missed its rank.
+bool resolve(Selection& selection, std::vector<WindowState>& workers) {
+  selection.values.clear();
+  if (selection.copy_all) {
+    Floats all;
+    for (auto& w : workers) all.append(w.all.data(), w.all.size());
+    if (all.size() != selection.count) return false;
+    std::vector<int64_t> positions(selection.ranks.begin(), selection.ranks.end());
+    std::vector<float> values = select_ranks(all.data(), all.size(), positions);
+    for (std::size_t i = 0; i < positions.size(); ++i) selection.values.emplace_back(selection.ranks[i], values[i]);
+    return true;
+  }
+  for (std::size_t index = 0; index < selection.windows.size(); ++index) {
+    const Window& window = selection.windows[index];
+    kernels::WindowCounts total;
+    Floats inside;
+    for (auto& w : workers) {
+      total.below += w.counts[index].below;
+      total.at_low += w.counts[index].at_low;
+      total.at_high += w.counts[index].at_high;
+      inside.append(w.inside[index].data(), w.inside[index].size());
+    }
+    std::vector<int64_t> inner;  // positions within `inside`
+    std::vector<std::pair<uint64_t, int64_t>> pending;
+    for (uint64_t rank : window.ranks) {
+      int64_t offset = static_cast<int64_t>(rank) - total.below;
+      if (offset < 0) return false;
+      if (offset < total.at_low) {
+        selection.values.emplace_back(rank, window.low);
+        continue;
+      }
+      offset -= total.at_low;
+      if (offset < inside.size()) {
+        inner.push_back(offset);
+        pending.emplace_back(rank, offset);
+        continue;
+      }
+      offset -= inside.size();
+      if (offset < total.at_high) {
+        selection.values.emplace_back(rank, window.high);
+        continue;
+      }
+      return false;
+    }
+    std::vector<float> values = select_ranks(inside.data(), inside.size(), inner);
+    for (std::size_t i = 0; i < pending.size(); ++i) selection.values.emplace_back(pending[i].first, values[i]);
+  }
+  std::sort(selection.values.begin(), selection.values.end());
+  return true;
+}
+
+// Strata of equal width, one pseudo-random position in each (fixed seed: runs are reproducible).
+std::vector<int64_t> sample_positions(int64_t n, int64_t count) {
+  std::vector<int64_t> positions(static_cast<std::size_t>(count));
+  uint64_t state = 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(n);
+  for (int64_t i = 0; i < count; ++i) {
+    state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    int64_t begin = static_cast<int64_t>((static_cast<__int128>(i) * n) / count);
+    int64_t end = static_cast<int64_t>((static_cast<__int128>(i + 1) * n) / count);
+    positions[static_cast<std::size_t>(i)] = begin + static_cast<int64_t>(z % static_cast<uint64_t>(end - begin));
+  }
+  return positions;
+}
+
+int64_t sample_size(int64_t n) {
+  double wanted = 16.0 * std::sqrt(static_cast<double>(n));
+  return std::min<int64_t>(n, std::clamp<int64_t>(static_cast<int64_t>(wanted), 8192, int64_t{1} << 17));
+}
+
+// min/max with their first index, over one chunk of a stream.
+inline void update_extremes(Moments& m, const float* v, int64_t count, int64_t base) {
+  kernels::MinMax mm = kernels::min_max(v, count);
+  if (mm.min < m.min) {
+    int64_t j = kernels::first_equal(v, count, mm.min);
+    m.min = static_cast<double>(v[j]);
+    m.argmin = base + j;
+  }
+  if (mm.max > m.max) {
+    int64_t j = kernels::first_equal(v, count, mm.max);
+    m.max = static_cast<double>(v[j]);
+    m.argmax = base + j;
+  }
+  m.n += count;
+}
+
+enum Stream { kX, kY, kAbs, kRel, kRelNonzero, kStreams };
+
+struct Scratch {
+  std::unique_ptr<float[]> d{new float[kChunk]}, r{new float[kChunk]}, mx{new float[kChunk]}, my{new float[kChunk]},
+      work{new float[kChunk]};
+};
+
+}  // namespace
+
+std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const TensorView& b, const Shape& shape,
+                                                    const PairStatisticsRequest& request) {
+  const int64_t n = a.size();
+  if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32 || n < kFastMinimum || request.small_values)
+    return std::nullopt;
+  const float* x = static_cast<const float*>(a.raw());
+  const float* y = static_cast<const float*>(b.raw());
+  const WorkPlan plan = plan_work(n);
+  const std::size_t workers = static_cast<std::size_t>(plan.workers());
+  const float epsilon = static_cast<float>(kRelativeEpsilon);
+  const float atol = static_cast<float>(request.atol), rtol = static_cast<float>(request.rtol);
+
+  // numpy's float32 sums, per worker (the ranges are nodes of numpy's pairwise tree).
+  std::array<std::vector<StreamSums>, 4> sums;
+  for (auto& v : sums) v.resize(workers);
+  for (std::size_t w = 0; w < workers; ++w) {
+    auto [begin, end] = plan.ranges[w];
+    sums[kX][w].init(false, false, true, false, begin, end);
+    sums[kY][w].init(false, false, true, false, begin, end);
+    sums[kAbs][w].init(false, true, true, false, begin, end);
+    sums[kRel][w].init(false, true, true, false, begin, end);  // r >= +0: |r| is r, bit for bit
+  }
+
+  // ---- Pass 1 ----
+  struct First {
+    Moments m[kStreams];
+    kernels::Verdict verdict;
+    bool finite = true;
+  };
+  std::vector<First> first(workers);
+  run_ranges(plan, [&](int wi, int64_t begin, int64_t end) {
+    const std::size_t w = static_cast<std::size_t>(wi);
+    First& f = first[w];
+    Scratch s;
+    for (int64_t base = begin; base < end; base += kChunk) {
+      const int64_t count = std::min(kChunk, end - base);
+      const float* xs = x + base;
+      const float* ys = y + base;
+      if (!kernels::errors(xs, ys, count, epsilon, s.d.get(), s.r.get(), s.mx.get(), s.my.get())) {
+        f.finite = false;
+        return;
+      }
+      sums[kX][w].sum.add_block(xs, count);
+      sums[kX][w].magnitude.add_block(s.mx.get(), count);
+      sums[kY][w].sum.add_block(ys, count);
+      sums[kY][w].magnitude.add_block(s.my.get(), count);
+      sums[kAbs][w].sum.add_block(s.d.get(), count);
+      sums[kRel][w].sum.add_block(s.r.get(), count);
+      update_extremes(f.m[kX], xs, count, base);
+      update_extremes(f.m[kY], ys, count, base);
+      update_extremes(f.m[kAbs], s.d.get(), count, base);
+      update_extremes(f.m[kRel], s.r.get(), count, base);
+      const int64_t zeros_before = f.verdict.zero_references;
+      kernels::verdict(ys, s.d.get(), s.r.get(), count, atol, rtol, f.verdict);
+      const int64_t nonzero_in_chunk = count - (f.verdict.zero_references - zeros_before);
+      bool any = false;
+      kernels::MinMax nz = kernels::min_max_nonzero_reference(s.r.get(), ys, count, any);
+      Moments& m = f.m[kRelNonzero];
+      m.n += nonzero_in_chunk;
+      if (any) {
+        auto first_at = [&](float value) {
+          for (int64_t j = 0; j < count; ++j)
+            if (ys[j] != 0 && s.r[static_cast<std::size_t>(j)] == value) return j;
+          return count;
+        };
+        if (nz.min < m.min) {
+          int64_t j = first_at(nz.min);
+          m.min = static_cast<double>(s.r[static_cast<std::size_t>(j)]);
+          m.argmin = base + j;
+        }
+        if (nz.max > m.max) {
+          int64_t j = first_at(nz.max);
+          m.max = static_cast<double>(s.r[static_cast<std::size_t>(j)]);
+          m.argmax = base + j;
+        }
+      }
+    }
+  });
+  StreamAccumulator acc[kStreams];
+  kernels::Verdict verdict;
+  for (auto& f : first) {
+    if (!f.finite) return std::nullopt;
+    for (int k = 0; k < kStreams; ++k) acc[k].moments.merge(f.m[k]);
+    verdict.mismatches += f.verdict.mismatches;
+    verdict.zero_references += f.verdict.zero_references;
+    verdict.max_abs_at_zero = std::max(verdict.max_abs_at_zero, f.verdict.max_abs_at_zero);
+  }
+  const bool has_zero = verdict.zero_references > 0;
+  const int64_t nonzero_count = n - verdict.zero_references;
+  // Pass 1 found only the count and min/max of the non-zero references; pass 2 adds their moments.
+  if (!has_zero) acc[kRelNonzero] = acc[kRel];
+
+  float means[4];
+  for (int k = 0; k < 4; ++k) means[k] = variance_mean(sums[static_cast<std::size_t>(k)], n, plan.depth);
+
+  // ---- Order statistics: what each stream needs ----
+  const std::vector<double> errors = error_levels(request);
+  const std::vector<double> output_levels = stream_levels(false, {}), error_levels_all = stream_levels(false, errors);
+  Selection selections[kStreams];
+  const int streams_used = has_zero ? kStreams : kRelNonzero;
+  for (int k = 0; k < streams_used; ++k) {
+    Selection& sel = selections[k];
+    sel.count = k == kRelNonzero ? nonzero_count : n;
+    sel.ranks = wanted_ranks(sel.count, k < kAbs ? output_levels : error_levels_all);
+  }
+  {
+    const int64_t samples = sample_size(n);
+    std::vector<int64_t> positions;
+    std::vector<float> sample[kStreams];
+    if (n > kCopyLimit) {
+      positions = sample_positions(n, samples);
+      for (auto& v : sample) v.reserve(positions.size());
+      for (int64_t p : positions) {
+        const float xv = x[p], yv = y[p];
+        const float d = std::fabs(xv - yv);
+        const float r = d / (yv == 0 ? epsilon : std::fabs(yv));
+        sample[kX].push_back(xv);
+        sample[kY].push_back(yv);
+        sample[kAbs].push_back(d);
+        sample[kRel].push_back(r);
+        if (yv != 0) sample[kRelNonzero].push_back(r);
+      }
+    }
+    for (int k = 0; k < streams_used; ++k) {
+      Selection& sel = selections[k];
+      // A subset too thinly sampled to place windows is kept whole (it is then a small part of n).
+      sel.copy_all = sel.count <= kCopyLimit || sample[k].size() < 1024;
+      if (sel.ranks.empty() || sel.copy_all) continue;
+      plan_windows(sel, sample[k], static_cast<float>(acc[k].moments.min), static_cast<float>(acc[k].moments.max));
+    }
+  }
+
+  // ---- Display histograms ----
+  const DisplayHistograms display =
+      plan_display_histograms(request, n, DType::kFloat32, DType::kFloat32, Work::kFloat32, Work::kFloat32, acc[kX],
+                              acc[kY], acc[kAbs], acc[kRel], acc[kRelNonzero], verdict.mismatches);
+  const bool bins_nonzero_only = display.parity_bins && has_zero;
+
+  // ---- Pass 2 ----
+  struct Second {
+    WindowState windows[kStreams];
+    std::array<std::array<int64_t, 10>, 4> bins{};
+    Moments nonzero;
+  };
+  std::vector<Second> second(workers);
+  for (auto& s : second)
+    for (int k = 0; k < streams_used; ++k) s.windows[k].prepare(selections[k]);
+  run_ranges(plan, [&](int wi, int64_t begin, int64_t end) {
+    const std::size_t w = static_cast<std::size_t>(wi);
+    Second& state = second[w];
+    Scratch s;
+    std::unique_ptr<float[]> nonzero(has_zero ? new float[kChunk] : nullptr);
+    for (int64_t base = begin; base < end; base += kChunk) {
+      const int64_t count = std::min(kChunk, end - base);
+      const float* xs = x + base;
+      const float* ys = y + base;
+      kernels::errors(xs, ys, count, epsilon, s.d.get(), s.r.get(), s.mx.get(), s.my.get());
+      const float* stream[4] = {xs, ys, s.d.get(), s.r.get()};
+      for (std::size_t k = 0; k < 4; ++k) {
+        kernels::squared_deviation(stream[k], count, means[k], s.work.get());
+        sums[k][w].squares.add_block(s.work.get(), count);
+      }
+      int64_t nonzero_in_chunk = 0;
+      if (has_zero) {
+        nonzero_in_chunk = kernels::select_nonzero_reference(s.r.get(), ys, count, nonzero.get());
+        Moments& m = state.nonzero;
+        for (int64_t j = 0; j < count; ++j) {
+          if (ys[j] == 0) continue;
+          const float r = s.r[static_cast<std::size_t>(j)];
+          m.add(static_cast<double>(r), static_cast<double>(r), base + j);
+        }
+      }
+      if (display.count) {
+        if (display.spec0.valid) kernels::count_bins(xs, count, display.spec0, state.bins[0]);
+        if (display.spec1.valid) kernels::count_bins(ys, count, display.spec1, state.bins[1]);
+        if (display.spec_abs.valid) kernels::count_bins(s.d.get(), count, display.spec_abs, state.bins[2]);
+        if (display.spec_rel.valid) {
+          if (bins_nonzero_only) kernels::count_bins(nonzero.get(), nonzero_in_chunk, display.spec_rel, state.bins[3]);
+          else kernels::count_bins(s.r.get(), count, display.spec_rel, state.bins[3]);
+        }
+      }
+      for (int k = 0; k < kRelNonzero; ++k) state.windows[k].offer(selections[k], stream[k], count);
+      if (has_zero) state.windows[kRelNonzero].offer(selections[kRelNonzero], nonzero.get(), nonzero_in_chunk);
+    }
+  });
+
+  for (int k = 0; k < streams_used; ++k) {
+    std::vector<WindowState> parts;
+    parts.reserve(workers);
+    for (auto& s : second) parts.push_back(std::move(s.windows[k]));
+    if (!resolve(selections[k], parts)) return std::nullopt;
+  }
+  if (has_zero) {
+    Moments nonzero;
+    for (auto& s : second) nonzero.merge(s.nonzero);
+    acc[kRelNonzero].moments = nonzero;
+  }
+  std::array<std::array<int64_t, 10>, 4> bins{};
+  for (auto& s : second)
+    for (std::size_t k = 0; k < 4; ++k)
+      for (std::size_t i = 0; i < 10; ++i) bins[k][i] += s.bins[k][i];
+
+  PairStreams streams;
+  streams.a = &acc[kX];
+  streams.b = &acc[kY];
+  streams.abs = &acc[kAbs];
+  streams.rel_all = &acc[kRel];
+  streams.rel_nonzero = &acc[kRelNonzero];
+  auto value_of = [&](int k) { return RankValue([&selections, k](uint64_t r) { return selections[k].value(r); }); };
+  streams.value0 = value_of(kX);
+  streams.value1 = value_of(kY);
+  streams.value_abs = value_of(kAbs);
+  streams.value_rel_all = value_of(kRel);
+  streams.value_rel_nonzero = has_zero ? value_of(kRelNonzero) : value_of(kRel);
+  for (std::size_t k = 0; k < 4; ++k) {
+    streams.numbers[k] = numpy_numbers(sums[k], n, plan.depth);
+    const NumpyNumbers& numbers = streams.numbers[k];
+    // Overflowing float32 sums: the general kernel falls back to its float64 moments there.
+    if (!std::isfinite(numbers.mean) || !std::isfinite(numbers.avg_magnitude) || !std::isfinite(numbers.variance))
+      return std::nullopt;
+  }
+  streams.mismatches = verdict.mismatches;
+  streams.zero_references = verdict.zero_references;
+  streams.max_abs_at_zero = static_cast<double>(verdict.max_abs_at_zero);
+  const PairTypes types{DType::kFloat32, DType::kFloat32, Work::kFloat32, Work::kFloat32, false, true};
+  return assemble_pair_statistics(request, n, shape, types, streams, display, bins);
+}
+
+}  // namespace parity::compare::detail

@@ -1,0 +1,171 @@
+// The float32 fast path of the pair statistics against the general kernel: every number equal, on
+// data shaped like real outputs (smooth, ReLU zeros, duplicates, heavy tails, tiny ranges), with
+// both kernel levels (AVX-512 where the CPU has it, and the portable code).
+#include <cmath>
+#include <random>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "parity/core/tensor.h"
+#include "parity/core/thread_pool.h"
+#include "../../src/compare/float_kernels.h"
+#include "../../src/compare/pair_statistics_internal.h"
+
+namespace parity::compare::detail {
+namespace {
+
+void expect_same(const Statistics& fast, const Statistics& general, const std::string& what, bool sums_exact) {
+  SCOPED_TRACE(what);
+  auto same = [&](double a, double b, const char* name, bool exact) {
+    if (std::isnan(a) && std::isnan(b)) return;
+    if (exact) EXPECT_EQ(a, b) << name;
+    else EXPECT_NEAR(a, b, 1e-12 * std::max(1.0, std::fabs(b))) << name;
+  };
+  EXPECT_EQ(static_cast<int>(fast.state), static_cast<int>(general.state));
+  EXPECT_EQ(fast.count, general.count);
+  same(fast.mean, general.mean, "mean", sums_exact);
+  same(fast.std_dev, general.std_dev, "std_dev", sums_exact);
+  same(fast.variance, general.variance, "variance", sums_exact);
+  same(fast.avg_magnitude, general.avg_magnitude, "avg_magnitude", sums_exact);
+  same(fast.median, general.median, "median", true);
+  same(fast.min, general.min, "min", true);
+  same(fast.max, general.max, "max", true);
+  EXPECT_EQ(fast.argmin, general.argmin);
+  EXPECT_EQ(fast.argmax, general.argmax);
+  ASSERT_EQ(fast.quantile_levels, general.quantile_levels);
+  for (std::size_t i = 0; i < fast.quantile_values.size(); ++i)
+    same(fast.quantile_values[i], general.quantile_values[i], "quantile", true);
+  // Signs of zero print differently: they must agree too.
+  EXPECT_EQ(std::signbit(fast.median), std::signbit(general.median));
+  EXPECT_EQ(std::signbit(fast.min), std::signbit(general.min));
+}
+
+void expect_same(const Histogram& fast, const Histogram& general, const char* what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(fast.valid, general.valid);
+  EXPECT_EQ(fast.error, general.error);
+  EXPECT_EQ(fast.counts, general.counts);
+  EXPECT_EQ(fast.edges, general.edges);
+}
+
+void check(const Tensor& a, const Tensor& b, const PairStatisticsRequest& request, const std::string& label) {
+  SCOPED_TRACE(label);
+  std::optional<PairStatistics> fast = float_pair_statistics(a.view(), b.view(), a.shape(), request);
+  ASSERT_TRUE(fast.has_value()) << "the fast path declined clean float32 data";
+  PairStatistics general = general_pair_statistics(a.view(), b.view(), a.shape(), request);
+  expect_same(fast->out0.polygraphy, general.out0.polygraphy, "out0 polygraphy", true);
+  expect_same(fast->out0.finite, general.out0.finite, "out0 finite", true);
+  expect_same(fast->out1.polygraphy, general.out1.polygraphy, "out1 polygraphy", true);
+  expect_same(fast->out1.finite, general.out1.finite, "out1 finite", true);
+  expect_same(fast->absdiff.polygraphy, general.absdiff.polygraphy, "abs polygraphy", true);
+  expect_same(fast->absdiff.finite, general.absdiff.finite, "abs finite", true);
+  expect_same(fast->reldiff.polygraphy, general.reldiff.polygraphy, "rel polygraphy", true);
+  // Parity's view of the relative error at non-zero references sums in float64 (exact either way
+  // when every reference is non-zero).
+  expect_same(fast->reldiff.finite, general.reldiff.finite, "rel finite", general.zero_reference_count == 0);
+  EXPECT_EQ(fast->reldiff.excluded_count, general.reldiff.excluded_count);
+  EXPECT_EQ(fast->mismatch_count, general.mismatch_count);
+  EXPECT_EQ(fast->zero_reference_count, general.zero_reference_count);
+  EXPECT_EQ(fast->max_absdiff_at_zero_reference, general.max_absdiff_at_zero_reference);
+  EXPECT_EQ(fast->absdiff_single, general.absdiff_single);
+  EXPECT_EQ(fast->reldiff_single, general.reldiff_single);
+  expect_same(fast->histogram0, general.histogram0, "histogram0");
+  expect_same(fast->histogram1, general.histogram1, "histogram1");
+  expect_same(fast->histogram_abs, general.histogram_abs, "histogram abs");
+  expect_same(fast->histogram_rel, general.histogram_rel, "histogram rel");
+}
+
+enum class Shape_ { kSmooth, kRelu, kFewValues, kHeavyTail, kTinyRange, kIdentical };
+
+std::pair<Tensor, Tensor> make_pair(int64_t n, Shape_ kind, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> small(-3, 3);
+  Tensor a = Tensor::zeros(DType::kFloat32, Shape{n});
+  Tensor b = Tensor::zeros(DType::kFloat32, Shape{n});
+  float* x = a.mutable_data<float>();
+  float* y = b.mutable_data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    float v = 0;
+    switch (kind) {
+      case Shape_::kSmooth: v = normal(rng) * 3.0f + 1.0f; break;
+      case Shape_::kRelu: v = std::max(0.0f, normal(rng)); break;
+      case Shape_::kFewValues: v = static_cast<float>(small(rng)) * 0.5f; break;
+      case Shape_::kHeavyTail: v = std::exp(normal(rng) * 4.0f) * (i % 3 == 0 ? -1.0f : 1.0f); break;
+      case Shape_::kTinyRange: v = 1000.0f + static_cast<float>(small(rng)) * 6.1035156e-05f; break;
+      case Shape_::kIdentical: v = normal(rng); break;
+    }
+    x[i] = v;
+    float noise = kind == Shape_::kIdentical ? 0.0f : normal(rng) * 1e-4f;
+    y[i] = (kind == Shape_::kRelu && v == 0.0f) ? (i % 2 ? 0.0f : -0.0f)
+           : (kind == Shape_::kFewValues && i % 5 == 0) ? 0.0f
+                                                        : v + noise * std::fabs(v);
+  }
+  return {std::move(a), std::move(b)};
+}
+
+class FastPairStatistics : public ::testing::TestWithParam<kernels::Level> {
+ protected:
+  void SetUp() override {
+    kernels::force_level(GetParam());
+    if (kernels::level() != GetParam()) GTEST_SKIP() << "this CPU has no AVX-512: only the portable kernels run here";
+  }
+  void TearDown() override { kernels::force_level(kernels::Level::kAvx512); }
+};
+
+TEST_P(FastPairStatistics, MatchesTheGeneralKernel) {
+  const Shape_ kinds[] = {Shape_::kSmooth, Shape_::kRelu, Shape_::kFewValues, Shape_::kHeavyTail, Shape_::kTinyRange,
+                          Shape_::kIdentical};
+  // Sizes around the copy limit, chunk and worker boundaries, and one large enough for windows.
+  const int64_t sizes[] = {4096, 5003, 65536, 65537, 300001, 1 << 20};
+  uint32_t seed = 1;
+  for (int64_t n : sizes) {
+    for (Shape_ kind : kinds) {
+      auto [a, b] = make_pair(n, kind, seed++);
+      for (StatisticsStyle style : {StatisticsStyle::kPolygraphy, StatisticsStyle::kParity}) {
+        PairStatisticsRequest request;
+        request.histograms = true;
+        request.histogram_style = style;
+        request.error_quantile = 0.75;
+        check(a, b, request,
+              "n=" + std::to_string(n) + " kind=" + std::to_string(static_cast<int>(kind)) +
+                  " style=" + std::to_string(static_cast<int>(style)));
+      }
+    }
+  }
+}
+
+TEST_P(FastPairStatistics, SeveralComputeThreads) {
+  int before = compute_threads();
+  set_compute_threads(4);
+  auto [a, b] = make_pair(1 << 20, Shape_::kRelu, 99);
+  PairStatisticsRequest request;
+  request.histograms = true;
+  check(a, b, request, "4 threads");
+  set_compute_threads(before);
+}
+
+TEST_P(FastPairStatistics, DeclinesWhatItCannotDo) {
+  auto [a, b] = make_pair(8192, Shape_::kSmooth, 7);
+  a.mutable_data<float>()[100] = NAN;
+  EXPECT_FALSE(float_pair_statistics(a.view(), b.view(), a.shape(), {}).has_value());
+  auto [c, d] = make_pair(8192, Shape_::kSmooth, 8);
+  d.mutable_data<float>()[5] = INFINITY;
+  EXPECT_FALSE(float_pair_statistics(c.view(), d.view(), c.shape(), {}).has_value());
+  // float32 sums that overflow: the general kernel's float64 moments take over.
+  Tensor big = Tensor::zeros(DType::kFloat32, Shape{8192});
+  for (int64_t i = 0; i < 8192; ++i) big.mutable_data<float>()[i] = 3e38f;
+  EXPECT_FALSE(float_pair_statistics(big.view(), big.view(), big.shape(), {}).has_value());
+  // ...and compute_pair_statistics still answers, through the general kernel.
+  PairStatistics general = compute_pair_statistics(big.view(), big.view(), big.shape(), {});
+  EXPECT_EQ(general.out0.polygraphy.max, static_cast<double>(3e38f));
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, FastPairStatistics, ::testing::Values(kernels::Level::kPortable, kernels::Level::kAvx512),
+                         [](const auto& info) {
+                           return std::string(info.param == kernels::Level::kAvx512 ? "Avx512" : "Portable");
+                         });
+
+}  // namespace
+}  // namespace parity::compare::detail
