@@ -4,6 +4,7 @@
 #
 #   1. Debian packages listed in scripts/apt-packages.txt
 #   2. Python packages from scripts/requirements.txt into .venv/ (the repository's own venv)
+#      (among them `openvino`, whose wheel also holds the C++ SDK the --openvino backend builds against)
 #   3. ONNX's C++ library (schemas, shape inference, checker, onnx-ml.proto) built from the
 #      pinned `onnx` source distribution into a cached prefix outside the repository:
 #      ${PARITY_DEPS_DIR:-$HOME/.cache/parity/deps}/onnx-<version>

@@ -2,6 +2,7 @@
 
 #include "parity/core/error.h"
 #include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/openvino_runner.h"
 #include "parity/runtime/ref_runner.h"
 
 namespace parity::cli {
@@ -11,6 +12,9 @@ void RunnerArgs::add_to(CLI::App& app) {
   const char* runners = "Runners";
   ref_flag_ = app.add_flag("--ref", ref_count_, "Run Parity's reference interpreter (repeatable)")->group(runners);
   onnxrt_flag_ = app.add_flag("--onnxrt", onnxrt_count_, "Run ONNX Runtime (repeatable)")->group(runners);
+  openvino_flag_ = app.add_flag("--openvino", openvino_count_,
+                                "Run OpenVINO on the CPU (repeatable; loaded at activation, see --ov-* options)")
+                       ->group(runners);
   const char* ref = "Reference Runner";
   app.add_option("--ref-precision", ref_precision_, "Reference interpreter precision: fp32 (default) or fp64")
       ->check(CLI::IsMember({"fp32", "fp64"}))
@@ -33,15 +37,17 @@ void RunnerArgs::add_to(CLI::App& app) {
                  "ONNX Runtime profiling: each ONNX Runtime runner writes a Chrome-trace JSON file "
                  "'<PREFIX>_<date>.json' when it finishes (its path is logged)")
       ->group(ort);
+  openvino_.add_to(app);
 }
 
-void RunnerArgs::parse() const {
+void RunnerArgs::parse() {
   if (!ort_opt_level_.empty()) (void)runtime::ort_optimization_level_from_name(ort_opt_level_);
   if (ort_intra_threads_ < 0) raise<InvalidInputError>("--ort-intra-op-threads must be >= 0");
   if (ort_layerwise_budget_mib_ < 0 || ort_layerwise_budget_mib_ > (int64_t{1} << 30))
     raise<InvalidInputError>("--ort-layerwise-budget must be between 0 and 2^30 MiB, got {}", ort_layerwise_budget_mib_);
   if (!ort_profile_.empty() && onnxrt_count_ == 0)
     raise<InvalidInputError>("--ort-profile needs an ONNX Runtime runner (--onnxrt)");
+  openvino_.parse(openvino_count_);
 }
 
 std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const runtime::ModelLoader& model) const {
@@ -60,6 +66,8 @@ std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const run
       options.profile_prefix = ort_profile_;
       options.intermediate_memory_budget = static_cast<std::size_t>(ort_layerwise_budget_mib_) << 20;
       runners.push_back(std::make_unique<runtime::OnnxrtRunner>(model, options));
+    } else if (option == openvino_flag_) {
+      runners.push_back(std::make_unique<runtime::OpenvinoRunner>(model, openvino_.options()));
     }
   }
   return runners;

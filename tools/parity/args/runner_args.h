@@ -1,5 +1,5 @@
 // The runner flags shared by commands that run a model (Polygraphy's runner argument groups):
-// --ref and --onnxrt (repeatable, in command-line order) and each backend's options.
+// --ref, --onnxrt and --openvino (repeatable, in command-line order) and each backend's options.
 #pragma once
 
 #include <memory>
@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "args/openvino_args.h"
 #include "parity/runtime/loader.h"
 #include "parity/runtime/runner.h"
 
@@ -17,17 +18,21 @@ class RunnerArgs {
  public:
   void add_to(CLI::App& app);
   // Checks the values (before anything runs, so bad flags fail fast).
-  void parse() const;
+  void parse();
   // The runners in command-line order, each loading its model through `model` when it activates.
   std::vector<std::unique_ptr<runtime::Runner>> make_runners(const runtime::ModelLoader& model) const;
   // The flags that select runners, for messages ("--ref, --onnxrt").
-  static const char* runner_flags() { return "--ref, --onnxrt"; }
+  static const char* runner_flags() { return "--ref, --onnxrt, --openvino"; }
+  // The --ov-* options (--ov-outputs for the layerwise comparison).
+  const OpenvinoArgs& openvino() const { return openvino_; }
 
  private:
   CLI::App* app_ = nullptr;
   CLI::Option* ref_flag_ = nullptr;
   CLI::Option* onnxrt_flag_ = nullptr;
-  int ref_count_ = 0, onnxrt_count_ = 0;
+  CLI::Option* openvino_flag_ = nullptr;
+  int ref_count_ = 0, onnxrt_count_ = 0, openvino_count_ = 0;
+  OpenvinoArgs openvino_;
   std::string ref_precision_ = "fp32";
   std::vector<std::string> providers_;
   std::string ort_opt_level_;

@@ -22,6 +22,7 @@
 #include "args/compute_args.h"
 #include "args/data_loader_args.h"
 #include "args/model_args.h"
+#include "args/output_marks.h"
 #include "args/runner_args.h"
 #include "args/value_parsing.h"
 #include "command.h"
@@ -36,33 +37,6 @@ namespace {
 
 // What runners and the layerwise bookkeeping load: large weights stay in the model file.
 const onnx::LoadOptions kRunnerLoad{.lazy_weights = true};
-
-// --onnx-outputs: "mark all", names, or @file (one name a line, '#' comments).
-runtime::IntermediateOutputs parse_onnx_outputs(const std::vector<std::string>& args) {
-  if (args.empty()) return runtime::IntermediateOutputs::none();
-  if (args.size() == 2 && args[0] == "mark" && args[1] == "all") return runtime::IntermediateOutputs::all();
-  std::vector<std::string> names;
-  for (const auto& arg : args) {
-    if (arg == "mark" || arg == "all")
-      raise<InvalidInputError>("--onnx-outputs: use 'mark all' (two words, alone) to mark every tensor");
-    if (!arg.starts_with("@")) {
-      names.push_back(arg);
-      continue;
-    }
-    std::string text = read_file(arg.substr(1));
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-      auto end = text.find('\n', pos);
-      std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-      line.erase(0, line.find_first_not_of(" \t\r"));
-      line.erase(line.find_last_not_of(" \t\r") + 1);
-      if (!line.empty() && line[0] != '#') names.push_back(line);
-      if (end == std::string::npos) break;
-      pos = end + 1;
-    }
-  }
-  return runtime::IntermediateOutputs::list(std::move(names));
-}
 
 class RunCommand : public Command {
  public:
@@ -111,13 +85,16 @@ class RunCommand : public Command {
     excluded_.insert(onnx_exclude_outputs_.begin(), onnx_exclude_outputs_.end());
     if (layerwise_worst_ < 1) raise<InvalidInputError>("--layerwise-worst must be at least 1");
     comparison_.parse();
-    intermediates_ = parse_onnx_outputs(onnx_outputs_);
+    intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     runners_.parse();
+    // The tensors compared layerwise: --onnx-outputs, else those OpenVINO marks (--ov-outputs).
+    compared_ = intermediates_.mode != runtime::IntermediateOutputs::Mode::kNone ? intermediates_
+                                                                                : runners_.openvino().outputs();
   }
 
-  bool layerwise() const { return intermediates_.mode != runtime::IntermediateOutputs::Mode::kNone; }
+  bool layerwise() const { return compared_.mode != runtime::IntermediateOutputs::Mode::kNone; }
 
-  // --onnx-exclude-outputs and --onnx-outputs names must be tensors of the model.
+  // --onnx-exclude-outputs, --onnx-outputs and --ov-outputs names must be tensors of the model.
   void check_tensor_names(const onnx::Model& model) const {
     std::vector<std::string> produced;
     for (const auto& node : model->graph().node())
@@ -134,12 +111,15 @@ class RunCommand : public Command {
       raise<InvalidInputError>("--onnx-exclude-outputs: no node of {} produces a tensor called '{}'{}", model_.path(),
                                name, hint ? fmt::format("; did you mean '{}'?", *hint) : "");
     }
-    if (intermediates_.mode == runtime::IntermediateOutputs::Mode::kList) {
-      std::set<std::string> produced_set(produced.begin(), produced.end());
-      for (const auto& name : intermediates_.names)
+    std::set<std::string> produced_set(produced.begin(), produced.end());
+    auto check_list = [&](const runtime::IntermediateOutputs& marks, const char* flag) {
+      if (marks.mode != runtime::IntermediateOutputs::Mode::kList) return;
+      for (const auto& name : marks.names)
         if (!produced_set.count(name))
-          raise<InvalidInputError>("--onnx-outputs: no node of {} produces a tensor called '{}'", model_.path(), name);
-    }
+          raise<InvalidInputError>("{}: no node of {} produces a tensor called '{}'", flag, model_.path(), name);
+    };
+    check_list(intermediates_, "--onnx-outputs");
+    check_list(runners_.openvino().outputs(), "--ov-outputs");
   }
 
   std::set<std::string> graph_output_names(const onnx::Model& model) const {
@@ -150,9 +130,9 @@ class RunCommand : public Command {
 
   compare::LayerwiseRunOptions layerwise_options() {
     compare::LayerwiseRunOptions options;
-    options.tensors = intermediates_;
+    options.tensors = compared_;
     // With a list of tensors the graph outputs are compared too (the model was loaded to check the list).
-    if (intermediates_.mode == runtime::IntermediateOutputs::Mode::kList)
+    if (compared_.mode == runtime::IntermediateOutputs::Mode::kList)
       options.graph_outputs = graph_output_names(model_.load_once(kRunnerLoad));
     options.exclude = excluded_;
     options.simple = comparison_.simple_options();
@@ -206,7 +186,7 @@ class RunCommand : public Command {
     if (live.empty() && loaded.empty())
       log::warning("No runners were given ({}) and no results loaded; nothing to run or compare",
                    RunnerArgs::runner_flags());
-    if (!live.empty() && (!excluded_.empty() || intermediates_.mode == runtime::IntermediateOutputs::Mode::kList))
+    if (!live.empty() && (!excluded_.empty() || compared_.mode == runtime::IntermediateOutputs::Mode::kList))
       check_tensor_names(model_.load_once(kRunnerLoad));
 
     // The order of results: live runners, then loaded ones (Polygraphy: results.extend(load)).
@@ -232,7 +212,7 @@ class RunCommand : public Command {
       for (auto& runner : live) runners.push_back(runner.get());
       compare::RunOptions options;
       options.warm_up = data_loader_.warm_up();
-      options.intermediates = intermediates_;
+      options.intermediates = compared_;
       options.exclude_outputs = excluded_;
       options.on_feeds = [this](const std::vector<NamedTensors>& feeds) { data_loader_.save_inputs(feeds); };
       // One result and nothing saved, compared or validated: intermediates are only described.
@@ -303,6 +283,7 @@ class RunCommand : public Command {
   // Parsed.
   std::set<std::string> excluded_;
   runtime::IntermediateOutputs intermediates_;
+  runtime::IntermediateOutputs compared_;
 };
 
 PARITY_REGISTER_COMMAND(RunCommand);

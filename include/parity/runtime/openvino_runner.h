@@ -1,0 +1,117 @@
+// `--openvino`: OpenVINO as a runner, the optimizing backend under test (fused layers, reduced
+// precision, kernels chosen for the machine). OpenVINO's C++ runtime is used only by a backend
+// module, libparity_openvino.so, built beside the `parity` binary and dlopen-ed at activation, so
+// Parity starts and runs its other backends where OpenVINO is absent.
+//
+// Activation first loads OpenVINO's own library (libopenvino.so.*) from a folder found, in order:
+//   1. the PARITY_OPENVINO_LIBRARY_DIR environment variable (then the only place looked);
+//   2. the `openvino` Python package (openvino/libs) of the virtual environment of $PARITY_PYTHON,
+//      else of python3 on PATH, else of the interpreter scripts/setup.sh recorded in
+//      ${XDG_CACHE_HOME:-$HOME/.cache}/parity/setup-python (read from the venv's site-packages;
+//      no Python process is started);
+//   3. the system's library path (libopenvino.so).
+// then the module, from PARITY_OPENVINO_MODULE (a file) when set, else the folder of the running
+// executable. When either is missing, one FileError lists every place looked and how to fix it.
+//
+// The model: the parsed ONNX model of the loader, serialized and read by OpenVINO's ONNX frontend
+// (external data relative to the model's folder), optionally reshaped to bounded dynamic shapes,
+// compiled for the CPU with the options below.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parity/core/tensor_metadata.h"
+#include "parity/runtime/loader.h"
+#include "parity/runtime/runner.h"
+
+namespace parity::runtime {
+
+namespace openvino {
+class Backend;
+class CompiledModel;
+}  // namespace openvino
+
+struct OpenvinoOptions {
+  // --ov-precision: ov::hint::inference_precision ("f32", "bf16", "f16"); unset: OpenVINO's
+  // choice for this machine (bf16 on CPUs with AMX/AVX512-BF16, else f32).
+  std::optional<std::string> precision;
+  std::optional<int> threads;                   // --ov-threads: ov::inference_num_threads
+  std::optional<std::string> performance_hint;  // --ov-perf-hint: "latency" or "throughput"
+  std::optional<std::string> cache_dir;         // --ov-cache-dir: ov::cache_dir
+  // --ov-min/opt/max-shapes: bounds of dynamic inputs. Each input named in `min_shapes` must be
+  // in `max_shapes` with the same rank (and in `opt_shapes` when that is given). The model is
+  // compiled once with ov::Dimension(min, max) per dim; any shape within the bounds runs without
+  // compiling again. OpenVINO's CPU plugin has no optimization profile, so `opt_shapes` only
+  // has to lie within the bounds (checked).
+  TensorMetadata min_shapes, opt_shapes, max_shapes;
+  // --ov-outputs: tensors added as model outputs besides the graph outputs (ONNX tensor names, or
+  // every tensor with "mark all"). Overrides the runner's intermediate outputs when set.
+  IntermediateOutputs outputs;
+  // --ov-exclude-outputs: tensors never marked (with "mark all" or a list).
+  std::vector<std::string> exclude_outputs;
+};
+
+// "f32", "bf16", "f16"; InvalidInputError naming the flag otherwise.
+void check_openvino_precision(const std::string& precision);
+// "latency", "throughput" (case-insensitive) -> "LATENCY", "THROUGHPUT"; InvalidInputError otherwise.
+std::string openvino_performance_hint(const std::string& hint);
+
+// What activation found and loaded.
+struct OpenvinoLibraryInfo {
+  std::string library_dir;  // the folder of libopenvino.so.* ("" when the system's path found it)
+  std::string found_by;     // "PARITY_OPENVINO_LIBRARY_DIR", "the openvino Python package of ..."
+  std::string module_path;  // libparity_openvino.so
+  std::string version;      // OpenVINO's build number, "2026.4.1-..."
+};
+
+// Loads OpenVINO and the backend module once per process (see the top of this file); throws
+// FileError listing where it looked when either is missing.
+struct OpenvinoBackendHandle {
+  openvino::Backend* backend;
+  OpenvinoLibraryInfo info;
+};
+OpenvinoBackendHandle load_openvino_backend();
+
+class OpenvinoRunner : public Runner {
+ public:
+  OpenvinoRunner(ModelLoader model, OpenvinoOptions options);
+  ~OpenvinoRunner() override;
+
+  // After activation: the precision OpenVINO infers in ("f32", "bf16", "f16").
+  const std::string& inference_precision() const { return inference_precision_; }
+  // After activation: the requested tensors OpenVINO folded away and that could not be returned.
+  const std::vector<std::string>& unmarkable_tensors() const { return unmarkable_; }
+  const OpenvinoLibraryInfo& library() const { return library_; }
+
+ protected:
+  void activate_impl() override;
+  void deactivate_impl() override;
+  TensorMetadata input_metadata_impl() override;
+  NamedTensors infer_impl(const NamedTensors& feed) override;
+
+ private:
+  // The tensors to mark, from the options, the runner's intermediates or (when a tensor callback
+  // is set) every tensor.
+  IntermediateOutputs marked_outputs() const;
+  void compile(const IntermediateOutputs& marked);
+  void check_bounds(const NamedTensors& feed) const;
+
+  ModelLoader loader_;
+  OpenvinoOptions options_;
+  OpenvinoLibraryInfo library_;
+  openvino::Backend* backend_ = nullptr;
+  std::unique_ptr<openvino::CompiledModel> compiled_;
+  std::size_t graph_output_count_ = 0;
+  std::string compiled_for_;  // the marked tensors compiled_ was built with
+  TensorMetadata inputs_;
+  std::string model_label_;
+  std::string inference_precision_;
+  std::vector<std::string> unmarkable_;
+  // Producer (node name, op type) of each ONNX tensor, for streamed tensors.
+  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> tensor_order_;
+};
+
+}  // namespace parity::runtime

@@ -1,0 +1,88 @@
+// libparity_openvino.so: the module the OpenvinoRunner dlopens. Its entry point returns the
+// process-wide Backend, which owns one ov::Core; every OpenVINO exception is turned into a
+// BackendFailure here so nothing of OpenVINO's crosses the boundary.
+#include <mutex>
+
+#include <openvino/core/version.hpp>
+#include <openvino/openvino.hpp>
+
+#include "openvino_backend.h"
+#include "openvino_compiled_model.h"
+
+namespace parity::runtime::openvino {
+namespace {
+
+// Runs `body`, turning OpenVINO's and the standard library's exceptions into BackendFailure.
+template <typename Body>
+auto guarded(Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const BackendFailure&) {
+    throw;
+  } catch (const ov::NotImplemented& error) {
+    throw BackendFailure(BackendFailure::Kind::kUnsupported, error.what());
+  } catch (const std::exception& error) {
+    throw BackendFailure(BackendFailure::Kind::kOther, error.what());
+  }
+}
+
+// The model, guarded on every call.
+class GuardedCompiledModel : public CompiledModel {
+ public:
+  explicit GuardedCompiledModel(std::unique_ptr<OpenvinoCompiledModel> model) : model_(std::move(model)) {}
+  std::vector<InputDescription> inputs() const override { return guarded([&] { return model_->inputs(); }); }
+  std::string inference_precision() const override {
+    return guarded([&] { return model_->inference_precision(); });
+  }
+  std::vector<std::string> output_names() const override { return model_->output_names(); }
+  std::vector<std::string> unmarkable_tensors() const override { return model_->unmarkable_tensors(); }
+  std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs) override {
+    return guarded([&] { return model_->infer(inputs); });
+  }
+
+ private:
+  std::unique_ptr<OpenvinoCompiledModel> model_;
+};
+
+class OpenvinoBackend : public Backend {
+ public:
+  int interface_version() const override { return kBackendInterfaceVersion; }
+  std::string openvino_version() const override { return ov::get_openvino_version().buildNumber; }
+  std::vector<std::string> available_devices() override {
+    return guarded([&] { return core_.get_available_devices(); });
+  }
+  void set_log_function(LogFunction log) override {
+    std::lock_guard lock(mutex_);
+    log_ = std::move(log);
+  }
+  std::unique_ptr<CompiledModel> compile(const CompileRequest& request) override {
+    std::lock_guard lock(mutex_);
+    return guarded([&]() -> std::unique_ptr<CompiledModel> {
+      return std::make_unique<GuardedCompiledModel>(std::make_unique<OpenvinoCompiledModel>(core_, request, log_));
+    });
+  }
+
+ private:
+  std::mutex mutex_;
+  ov::Core core_;
+  LogFunction log_;
+};
+
+}  // namespace
+}  // namespace parity::runtime::openvino
+
+extern "C" __attribute__((visibility("default"))) parity::runtime::openvino::Backend* parity_openvino_backend(
+    std::string* error) {
+  static parity::runtime::openvino::Backend* backend = nullptr;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      backend = new parity::runtime::openvino::OpenvinoBackend();
+    } catch (const std::exception& exception) {
+      failure = exception.what();
+    }
+  });
+  if (!backend && error) *error = failure;
+  return backend;
+}

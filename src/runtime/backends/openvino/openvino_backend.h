@@ -1,0 +1,120 @@
+// The boundary between Parity's OpenvinoRunner (in parity_runtime) and the OpenVINO backend
+// module (libparity_openvino.so, src/runtime/backends/openvino/module/), which alone links against
+// OpenVINO's C++ runtime. The runner dlopens the module at activation and calls its one C entry
+// point, parity_openvino_backend(), for a Backend; everything else goes through the abstract
+// classes below. Both sides are built by the same compiler in the same build, so a C++ vtable
+// across the boundary is safe; only standard-library types cross it (the module links no Parity
+// library, so it has no second copy of Parity's logger or error types). Failures come back as
+// BackendFailure, which the runner turns into parity::Error subclasses.
+//
+// Tensors cross as plain buffers: element types are ONNX TensorProto element types (Parity's
+// DType values), shapes are int64 dims, data are dense C-order bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace parity::runtime::openvino {
+
+// Bumped whenever anything in this header changes: a module from another build is refused.
+inline constexpr int kBackendInterfaceVersion = 1;
+
+struct BackendFailure : std::runtime_error {
+  enum class Kind { kInvalidInput, kUnsupported, kOther };
+  BackendFailure(Kind kind, const std::string& message) : std::runtime_error(message), kind(kind) {}
+  Kind kind;
+};
+
+// Severities as Parity's logger counts them (a subset).
+enum class LogLevel { kVerbose, kInfo, kWarning };
+using LogFunction = std::function<void(LogLevel, const std::string&)>;
+
+// [min, max] bounds of one dimension of one input; max < 0: unbounded.
+struct DimensionBounds {
+  int64_t min = 0;
+  int64_t max = -1;
+};
+
+// A shape for one input given by --ov-min/opt/max-shapes.
+struct InputShapeBounds {
+  std::string name;
+  std::vector<DimensionBounds> dims;
+};
+
+struct CompileRequest {
+  std::string model_bytes;      // a serialized ONNX ModelProto
+  std::string model_path;       // where external data are relative to (a file in the model's folder)
+  std::string device = "CPU";
+  // Properties; unset ones are left to OpenVINO.
+  std::optional<std::string> inference_precision;  // "f32", "bf16", "f16"
+  std::optional<int> threads;                      // ov::inference_num_threads
+  std::optional<std::string> performance_hint;     // "LATENCY", "THROUGHPUT"
+  std::optional<std::string> cache_dir;            // ov::cache_dir
+  // Inputs reshaped before compiling (others keep the model's shapes).
+  std::vector<InputShapeBounds> input_bounds;
+  // The ONNX graph's outputs, in order: the compiled model's outputs are named after them.
+  std::vector<std::string> graph_outputs;
+  // Tensors added as model outputs (ONNX tensor names), in order. Those OpenVINO's conversion
+  // no longer has (constants folded away) are skipped and listed by unmarkable_tensors().
+  std::vector<std::string> marked_outputs;
+};
+
+struct InputDescription {
+  std::string name;
+  int32_t element_type = 0;          // ONNX element type
+  std::vector<int64_t> dims;         // -1: dynamic
+  std::vector<DimensionBounds> bounds;  // per dim, as the compiled model sees them
+};
+
+struct InputBuffer {
+  std::string name;
+  int32_t element_type = 0;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;  // must stay valid during infer(); read, never written
+  std::size_t bytes = 0;
+};
+
+struct OutputBuffer {
+  std::string name;  // the ONNX tensor name
+  int32_t element_type = 0;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+  std::shared_ptr<const void> owner;  // keeps `data` alive (an OpenVINO tensor)
+};
+
+class CompiledModel {
+ public:
+  virtual ~CompiledModel() = default;
+  virtual std::vector<InputDescription> inputs() const = 0;
+  // The element type OpenVINO picked for inference ("f32", "bf16", "f16").
+  virtual std::string inference_precision() const = 0;
+  // Output names in order: the graph outputs first, then the marked tensors.
+  virtual std::vector<std::string> output_names() const = 0;
+  // Requested tensors that could not be marked because OpenVINO folded them away while
+  // converting the model.
+  virtual std::vector<std::string> unmarkable_tensors() const = 0;
+  virtual std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual int interface_version() const = 0;
+  virtual std::string openvino_version() const = 0;  // "2026.4.1-..."
+  virtual std::vector<std::string> available_devices() = 0;
+  virtual void set_log_function(LogFunction log) = 0;
+  virtual std::unique_ptr<CompiledModel> compile(const CompileRequest& request) = 0;
+};
+
+}  // namespace parity::runtime::openvino
+
+// The module's entry point: a process-wide Backend (never freed), or nullptr when OpenVINO could
+// not be initialized (then `error` says why).
+extern "C" parity::runtime::openvino::Backend* parity_openvino_backend(std::string* error);

@@ -1,0 +1,288 @@
+// OpenvinoRunner: the runner lifecycle over the OpenVINO backend module (openvino_backend.h).
+//
+// Intermediate tensors are extra model outputs (ov::Model::add_output on their ONNX names), so the
+// compiled model is the one that runs them: marking changes what OpenVINO may fuse. Tensors
+// OpenVINO folded away while converting the model cannot be marked; they are skipped with one info
+// line. A tensor callback (the streamed layerwise comparison) gets the marked tensors in the ONNX
+// graph's node order after each inference.
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "openvino_backend.h"
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+#include "parity/onnx/model.h"
+#include "parity/runtime/openvino_runner.h"
+
+namespace parity::runtime {
+namespace {
+
+// An OpenVINO tensor's bytes, kept alive while a Parity tensor points into them.
+class OpenvinoStorage : public Storage {
+ public:
+  OpenvinoStorage(std::shared_ptr<const void> owner, const void* data, std::size_t size)
+      : owner_(std::move(owner)), data_(const_cast<std::byte*>(static_cast<const std::byte*>(data))), size_(size) {}
+  std::byte* data() override { return data_; }
+  std::size_t size() const override { return size_; }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  std::byte* data_;
+  std::size_t size_;
+};
+
+// Runs `body`, turning the module's BackendFailure into Parity's errors naming the model.
+template <typename Body>
+auto translated(const std::string& model_label, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const openvino::BackendFailure& failure) {
+    std::string message = fmt::format("{}: OpenVINO: {}", model_label, failure.what());
+    switch (failure.kind) {
+      case openvino::BackendFailure::Kind::kInvalidInput:
+        throw InvalidInputError(message);
+      case openvino::BackendFailure::Kind::kUnsupported:
+        throw UnsupportedError(message);
+      case openvino::BackendFailure::Kind::kOther:
+        throw Error(message);
+    }
+    throw Error(message);
+  }
+}
+
+std::string shape_text(const Shape& shape) { return shape_to_string(shape); }
+
+std::string bounds_text(const std::vector<Dim>& dims, bool maximum) {
+  std::vector<std::string> parts;
+  for (const Dim& dim : dims) {
+    if (dim.is_fixed()) parts.push_back(std::to_string(*dim.value));
+    else if (maximum) parts.push_back(dim.max ? std::to_string(*dim.max) : "inf");
+    else parts.push_back(std::to_string(dim.min.value_or(0)));
+  }
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+// The bounds of the inputs given by --ov-min/opt/max-shapes, checked for consistency.
+std::vector<openvino::InputShapeBounds> input_bounds(const OpenvinoOptions& options) {
+  std::vector<openvino::InputShapeBounds> result;
+  auto fixed_dims = [](const std::string& flag, const std::string& name, const TensorInfo& info) {
+    std::vector<int64_t> dims;
+    if (!info.shape) raise<InvalidInputError>("{}: no shape given for input '{}'", flag, name);
+    for (const Dim& dim : *info.shape) {
+      if (!dim.is_fixed() || *dim.value < 0)
+        raise<InvalidInputError>("{}: the shape of input '{}' must be fixed non-negative numbers", flag, name);
+      dims.push_back(*dim.value);
+    }
+    return dims;
+  };
+  for (const auto& [name, info] : options.max_shapes)
+    if (!options.min_shapes.contains(name))
+      raise<InvalidInputError>("--ov-max-shapes gives input '{}', which --ov-min-shapes does not", name);
+  for (const auto& [name, info] : options.opt_shapes)
+    if (!options.min_shapes.contains(name))
+      raise<InvalidInputError>("--ov-opt-shapes gives input '{}', which --ov-min-shapes does not", name);
+  for (const auto& [name, info] : options.min_shapes) {
+    const TensorInfo* max_info = options.max_shapes.find(name);
+    if (!max_info) raise<InvalidInputError>("--ov-min-shapes gives input '{}', which --ov-max-shapes does not", name);
+    std::vector<int64_t> min = fixed_dims("--ov-min-shapes", name, info);
+    std::vector<int64_t> max = fixed_dims("--ov-max-shapes", name, *max_info);
+    if (min.size() != max.size())
+      raise<InvalidInputError>("input '{}': --ov-min-shapes has rank {}, --ov-max-shapes rank {}", name, min.size(),
+                               max.size());
+    openvino::InputShapeBounds bounds{name, {}};
+    for (std::size_t d = 0; d < min.size(); ++d) {
+      if (min[d] > max[d])
+        raise<InvalidInputError>("input '{}': dimension {} has min {} above max {} (--ov-min-shapes/--ov-max-shapes)",
+                                 name, d, min[d], max[d]);
+      bounds.dims.push_back({min[d], max[d]});
+    }
+    if (const TensorInfo* opt_info = options.opt_shapes.find(name)) {
+      std::vector<int64_t> opt = fixed_dims("--ov-opt-shapes", name, *opt_info);
+      bool within = opt.size() == min.size();
+      for (std::size_t d = 0; within && d < opt.size(); ++d) within = opt[d] >= min[d] && opt[d] <= max[d];
+      if (!within)
+        raise<InvalidInputError>("input '{}': --ov-opt-shapes {} is not within the bounds {} .. {}", name,
+                                 shape_text(opt), shape_text(min), shape_text(max));
+    }
+    result.push_back(std::move(bounds));
+  }
+  return result;
+}
+
+}  // namespace
+
+void check_openvino_precision(const std::string& precision) {
+  if (precision != "f32" && precision != "bf16" && precision != "f16")
+    raise<InvalidInputError>("--ov-precision must be f32, bf16 or f16, got '{}'", precision);
+}
+
+std::string openvino_performance_hint(const std::string& hint) {
+  std::string upper;
+  for (char c : hint) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper != "LATENCY" && upper != "THROUGHPUT")
+    raise<InvalidInputError>("--ov-perf-hint must be latency or throughput, got '{}'", hint);
+  return upper;
+}
+
+OpenvinoRunner::OpenvinoRunner(ModelLoader model, OpenvinoOptions options)
+    : Runner("openvino-runner"), loader_(std::move(model)), options_(std::move(options)) {
+  if (options_.precision) check_openvino_precision(*options_.precision);
+  if (options_.performance_hint) options_.performance_hint = openvino_performance_hint(*options_.performance_hint);
+  if (options_.threads && *options_.threads < 0) raise<InvalidInputError>("--ov-threads must be >= 0");
+  (void)input_bounds(options_);
+}
+
+OpenvinoRunner::~OpenvinoRunner() {
+  if (is_active()) deactivate();
+}
+
+IntermediateOutputs OpenvinoRunner::marked_outputs() const {
+  if (options_.outputs.mode != IntermediateOutputs::Mode::kNone) return options_.outputs;
+  if (intermediates_.mode != IntermediateOutputs::Mode::kNone) return intermediates_;
+  if (callback_) return IntermediateOutputs::all();
+  return IntermediateOutputs::none();
+}
+
+void OpenvinoRunner::activate_impl() {
+  OpenvinoBackendHandle handle = load_openvino_backend();
+  backend_ = handle.backend;
+  library_ = handle.info;
+  compile(marked_outputs());
+}
+
+void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
+  onnx::Model model = loader_();
+  model_label_ = model.path.empty() ? "<model>" : model.path.string();
+  openvino::CompileRequest request;
+  request.model_bytes = onnx::serialize_model(*model.proto);
+  // The frontend resolves external data relative to this file's folder.
+  request.model_path = (model.base_dir / (model.path.empty() ? std::filesystem::path("model.onnx") : model.path.filename())).string();
+  request.inference_precision = options_.precision;
+  request.threads = options_.threads;
+  request.performance_hint = options_.performance_hint;
+  request.cache_dir = options_.cache_dir;
+  request.input_bounds = input_bounds(options_);
+  for (const auto& output : model->graph().output()) request.graph_outputs.push_back(output.name());
+  graph_output_count_ = request.graph_outputs.size();
+
+  tensor_order_.clear();
+  for (const auto& node : model->graph().node())
+    for (const auto& output : node.output())
+      if (!output.empty()) tensor_order_.push_back({output, {node.name(), node.op_type()}});
+  std::set<std::string> excluded(options_.exclude_outputs.begin(), options_.exclude_outputs.end());
+  if (marked.mode == IntermediateOutputs::Mode::kAll) {
+    for (const auto& [name, producer] : tensor_order_)
+      if (!excluded.count(name)) request.marked_outputs.push_back(name);
+  } else if (marked.mode == IntermediateOutputs::Mode::kList) {
+    for (const auto& name : marked.names)
+      if (!excluded.count(name)) request.marked_outputs.push_back(name);
+  }
+  compiled_for_ = fmt::format("{}", fmt::join(request.marked_outputs, "\n"));
+
+  compiled_.reset();
+  compiled_ = translated(model_label_, [&] { return backend_->compile(request); });
+  inference_precision_ = translated(model_label_, [&] { return compiled_->inference_precision(); });
+  unmarkable_ = compiled_->unmarkable_tensors();
+  if (!unmarkable_.empty())
+    log::info("{}: {} of {} requested tensor(s) cannot be marked: OpenVINO folded them away (constants)", name(),
+              unmarkable_.size(), request.marked_outputs.size());
+  inputs_ = TensorMetadata();
+  for (const auto& input : translated(model_label_, [&] { return compiled_->inputs(); })) {
+    std::vector<Dim> dims;
+    for (std::size_t d = 0; d < input.dims.size(); ++d) {
+      if (input.dims[d] >= 0) {
+        dims.push_back(Dim::fixed(input.dims[d]));
+        continue;
+      }
+      Dim dim = Dim::unknown();
+      const auto& bounds = input.bounds[d];
+      if (bounds.min > 0 || bounds.max >= 0) dim.min = bounds.min;
+      if (bounds.max >= 0) dim.max = bounds.max;
+      dims.push_back(dim);
+    }
+    inputs_.add(input.name, dtype_from_onnx(input.element_type), dims);
+  }
+  log::info("{}: OpenVINO {} compiled {} for CPU | inference precision: {}{}{}", name(), library_.version,
+            model_label_, inference_precision_, options_.precision ? "" : " (OpenVINO's default on this machine)",
+            request.marked_outputs.empty() ? "" : fmt::format(" | {} tensor(s) marked as outputs",
+                                                              request.marked_outputs.size() - unmarkable_.size()));
+}
+
+void OpenvinoRunner::deactivate_impl() {
+  compiled_.reset();
+  inputs_ = TensorMetadata();
+}
+
+TensorMetadata OpenvinoRunner::input_metadata_impl() { return inputs_; }
+
+void OpenvinoRunner::check_bounds(const NamedTensors& feed) const {
+  for (const auto& [name, tensor] : feed) {
+    const TensorInfo* info = inputs_.find(name);
+    if (!info || !info->shape || info->shape->size() != tensor.shape().size()) continue;
+    const auto& dims = *info->shape;
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      int64_t size = tensor.shape()[d];
+      if ((dims[d].min && size < *dims[d].min) || (dims[d].max && size > *dims[d].max))
+        raise<InvalidInputError>(
+            "{}: input '{}' has shape {}, outside the bounds the model was compiled for: min {}, max {} "
+            "(--ov-min-shapes/--ov-max-shapes)",
+            model_label_, name, shape_text(tensor.shape()), bounds_text(dims, false), bounds_text(dims, true));
+    }
+  }
+}
+
+NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
+  IntermediateOutputs marked = marked_outputs();
+  // The marked tensors changed since activation (the Comparator sets them after activating).
+  std::set<std::string> excluded(options_.exclude_outputs.begin(), options_.exclude_outputs.end());
+  std::vector<std::string> wanted_marks;
+  if (marked.mode == IntermediateOutputs::Mode::kAll) {
+    for (const auto& [tensor, producer] : tensor_order_)
+      if (!excluded.count(tensor)) wanted_marks.push_back(tensor);
+  } else if (marked.mode == IntermediateOutputs::Mode::kList) {
+    for (const auto& tensor : marked.names)
+      if (!excluded.count(tensor)) wanted_marks.push_back(tensor);
+  }
+  if (fmt::format("{}", fmt::join(wanted_marks, "\n")) != compiled_for_) compile(marked);
+
+  check_bounds(feed);
+  std::vector<openvino::InputBuffer> inputs;
+  inputs.reserve(feed.size());
+  for (const auto& [name, tensor] : feed) {
+    if (tensor.dtype() == DType::kString)
+      raise<UnsupportedError>("{}: input '{}' is a string tensor, which the OpenVINO runner does not feed",
+                              model_label_, name);
+    inputs.push_back({name, static_cast<int32_t>(tensor.dtype()), tensor.shape(), tensor.raw(),
+                      tensor.byte_size()});
+  }
+  std::vector<openvino::OutputBuffer> produced = translated(model_label_, [&] { return compiled_->infer(inputs); });
+
+  NamedTensors outputs;
+  std::unordered_map<std::string, std::size_t> index_of;
+  for (auto& output : produced) {
+    DType dtype = dtype_from_onnx(output.element_type);
+    Shape shape(output.shape.begin(), output.shape.end());
+    if (storage_bytes(dtype, checked_element_count(shape)) != output.bytes)
+      raise<InternalError>("{}: OpenVINO's output '{}' holds {} bytes, {} of shape {} needs {}", model_label_,
+                           output.name, output.bytes, dtype_name(dtype), shape_text(shape),
+                           storage_bytes(dtype, checked_element_count(shape)));
+    auto storage = std::make_shared<OpenvinoStorage>(std::move(output.owner), output.data, output.bytes);
+    index_of.emplace(output.name, outputs.size());
+    outputs.emplace_back(output.name, Tensor::borrow(dtype, std::move(shape), std::move(storage)));
+  }
+  if (callback_) {
+    for (const auto& [tensor, producer] : tensor_order_)
+      if (auto it = index_of.find(tensor); it != index_of.end())
+        callback_(ProducedTensor{tensor, outputs[it->second].second, producer.first, producer.second});
+    // Streamed with nothing asked for besides: the tensors went to the callback, the graph outputs are returned.
+    if (options_.outputs.mode == IntermediateOutputs::Mode::kNone &&
+        intermediates_.mode == IntermediateOutputs::Mode::kNone)
+      outputs.resize(std::min(outputs.size(), graph_output_count_));
+  }
+  return outputs;
+}
+
+}  // namespace parity::runtime

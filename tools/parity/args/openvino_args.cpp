@@ -1,0 +1,64 @@
+#include "args/openvino_args.h"
+
+#include "args/output_marks.h"
+#include "args/tensor_meta_parse.h"
+#include "parity/core/error.h"
+
+namespace parity::cli {
+
+void OpenvinoArgs::add_to(CLI::App& app) {
+  const char* group = "OpenVINO Compilation";
+  app.add_option("--ov-precision", precision_,
+                 "Inference precision (ov::hint::inference_precision): f32, bf16 or f16 (where the CPU supports "
+                 "it). Default: OpenVINO's choice for this CPU (bf16 where it has AMX/AVX512-BF16, else f32); "
+                 "the activation log names the precision used")
+      ->group(group);
+  app.add_option("--ov-threads", threads_, "Inference threads (ov::inference_num_threads; 0: OpenVINO's default)")
+      ->group(group);
+  app.add_option("--ov-perf-hint", perf_hint_, "Performance hint (ov::hint::performance_mode): latency or throughput")
+      ->group(group);
+  app.add_option("--ov-cache-dir", cache_dir_,
+                 "Folder where OpenVINO caches compiled models (ov::cache_dir); later runs load them from there")
+      ->group(group);
+  app.add_option("--ov-min-shapes", min_shapes_,
+                 "Dynamic shapes: the smallest shape of each bounded input, as in --input-shapes "
+                 "(name:[d0,d1,...]); the model is compiled once for every shape between these and --ov-max-shapes")
+      ->group(group);
+  app.add_option("--ov-opt-shapes", opt_shapes_,
+                 "Dynamic shapes: a typical shape of each bounded input (must lie within the bounds; OpenVINO's "
+                 "CPU plugin has no optimization profile, so it is only checked)")
+      ->group(group);
+  app.add_option("--ov-max-shapes", max_shapes_, "Dynamic shapes: the largest shape of each bounded input")
+      ->group(group);
+  app.add_option("--ov-outputs", outputs_,
+                 "Tensors OpenVINO returns besides the graph outputs: 'mark all', names, or @file (one name a "
+                 "line); marking a tensor keeps OpenVINO from fusing it away. Tensors OpenVINO folded away "
+                 "(constants) are skipped")
+      ->group(group);
+  app.add_option("--ov-exclude-outputs", exclude_outputs_, "Tensors --ov-outputs never marks (with 'mark all')")
+      ->group(group);
+}
+
+void OpenvinoArgs::parse(int openvino_runners) {
+  options_ = {};
+  if (!precision_.empty()) {
+    runtime::check_openvino_precision(precision_);
+    options_.precision = precision_;
+  }
+  if (threads_ >= 0) options_.threads = threads_;
+  else if (threads_ != -1) raise<InvalidInputError>("--ov-threads must be >= 0, got {}", threads_);
+  if (!perf_hint_.empty()) options_.performance_hint = runtime::openvino_performance_hint(perf_hint_);
+  if (!cache_dir_.empty()) options_.cache_dir = cache_dir_;
+  options_.min_shapes = parse_input_shapes(min_shapes_, "--ov-min-shapes");
+  options_.opt_shapes = parse_input_shapes(opt_shapes_, "--ov-opt-shapes");
+  options_.max_shapes = parse_input_shapes(max_shapes_, "--ov-max-shapes");
+  options_.outputs = parse_output_marks(outputs_, "--ov-outputs");
+  options_.exclude_outputs = exclude_outputs_;
+  bool any = !precision_.empty() || threads_ != -1 || !perf_hint_.empty() || !cache_dir_.empty() ||
+             !min_shapes_.empty() || !opt_shapes_.empty() || !max_shapes_.empty() || !outputs_.empty() ||
+             !exclude_outputs_.empty();
+  if (any && openvino_runners == 0)
+    raise<InvalidInputError>("the --ov-* options need an OpenVINO runner (--openvino)");
+}
+
+}  // namespace parity::cli

@@ -1,0 +1,32 @@
+// The OpenVINO runner's flags (`--ov-*`), modelled on Polygraphy's TensorRT flags: precision,
+// threads, performance hint, model cache folder, dynamic-shape bounds and marked outputs.
+// RunnerArgs owns the `--openvino` flag that selects the runner and asks this group for options.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "parity/runtime/openvino_runner.h"
+
+namespace parity::cli {
+
+class OpenvinoArgs {
+ public:
+  void add_to(CLI::App& app);
+  // Checks the values (before anything runs); `openvino_runners`: how many --openvino were given.
+  void parse(int openvino_runners);
+  runtime::OpenvinoOptions options() const { return options_; }
+  // --ov-outputs as parsed (none when not given), for the layerwise comparison.
+  const runtime::IntermediateOutputs& outputs() const { return options_.outputs; }
+  const std::vector<std::string>& exclude_outputs() const { return options_.exclude_outputs; }
+
+ private:
+  std::string precision_, perf_hint_, cache_dir_;
+  int threads_ = -1;
+  std::vector<std::string> min_shapes_, opt_shapes_, max_shapes_, outputs_, exclude_outputs_;
+  runtime::OpenvinoOptions options_;
+};
+
+}  // namespace parity::cli
