@@ -2,9 +2,10 @@
 // to an .npz, so pytest can compare Parity with its peers (the onnxruntime Python package) and
 // its runners with each other. A test tool, not the `parity run` command.
 //
-//   parity_run_backend MODEL (--ref | --onnxrt) --inputs in.npz --outputs out.npz
+//   parity_run_backend MODEL (--ref | --onnxrt | --openvino) --inputs in.npz --outputs out.npz
 //       [--ort-opt-level disable|basic|extended|all] [--threads N] [--providers P...]
-//       [--ort-library PATH] [--ort-profile PREFIX]
+//       [--ort-library PATH] [--ort-profile PREFIX] [--ov-precision f32|bf16|f16]
+//       [--ov-perf-hint latency|throughput] (--threads also sets OpenVINO's inference threads)
 //       [--mark-all | --mark NAME...] [--stream] [--budget BYTES] [--iterations N] [--discard] [-v]
 //
 // --stream collects every tensor through the runner's streaming callback (written alongside the
@@ -25,6 +26,7 @@
 #include "parity/core/logger.h"
 #include "parity/runtime/loader.h"
 #include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/openvino_runner.h"
 #include "parity/runtime/ref_runner.h"
 
 using namespace parity;
@@ -33,7 +35,7 @@ using namespace parity::runtime;
 int main(int argc, char** argv) {
   CLI::App app{"Runs a Parity runner on .npz inputs and saves its outputs as .npz"};
   std::string model_path, inputs_path, outputs_path;
-  bool use_ref = false, use_onnxrt = false, mark_all = false, stream = false;
+  bool use_ref = false, use_onnxrt = false, use_openvino = false, mark_all = false, stream = false;
   int verbosity = 0;
   int iterations = 1;
   std::vector<std::string> marked;
@@ -42,7 +44,13 @@ int main(int argc, char** argv) {
   app.add_option("model", model_path, "ONNX model")->required();
   auto* ref_flag = app.add_flag("--ref", use_ref, "Parity's reference runner");
   auto* ort_flag = app.add_flag("--onnxrt", use_onnxrt, "ONNX Runtime through its C API");
+  auto* openvino_flag = app.add_flag("--openvino", use_openvino, "OpenVINO through the backend module");
   ref_flag->excludes(ort_flag);
+  openvino_flag->excludes(ref_flag)->excludes(ort_flag);
+  OpenvinoOptions openvino;
+  std::string ov_precision, ov_perf_hint;
+  app.add_option("--ov-precision", ov_precision, "OpenVINO inference precision (default: OpenVINO's)");
+  app.add_option("--ov-perf-hint", ov_perf_hint, "OpenVINO performance hint");
   app.add_option("--inputs", inputs_path, "inputs (.npz)")->required();
   bool discard = false;
   auto* outputs_option = app.add_option("--outputs", outputs_path, "where to write outputs (.npz)");
@@ -83,13 +91,19 @@ int main(int argc, char** argv) {
   std::size_t streamed_count = 0, streamed_bytes = 0;
 
   try {
-    if (use_ref == use_onnxrt) raise<InvalidInputError>("choose one runner: --ref or --onnxrt");
+    if (int(use_ref) + int(use_onnxrt) + int(use_openvino) != 1)
+      raise<InvalidInputError>("choose one runner: --ref, --onnxrt or --openvino");
     if (!discard && outputs_path.empty())
       raise<InvalidInputError>("give --outputs PATH or --discard");
     ort.optimization_level = ort_optimization_level_from_name(opt_level);
     std::unique_ptr<Runner> runner;
+    if (!ov_precision.empty()) openvino.precision = ov_precision;
+    if (!ov_perf_hint.empty()) openvino.performance_hint = ov_perf_hint;
+    if (ort.intra_op_threads > 0) openvino.threads = ort.intra_op_threads;
     if (use_ref)
       runner = std::make_unique<RefRunner>(ModelFromPath(model_path));
+    else if (use_openvino)
+      runner = std::make_unique<OpenvinoRunner>(ModelFromPath(model_path), openvino);
     else
       runner = std::make_unique<OnnxrtRunner>(ModelFromPath(model_path), ort);
     if (mark_all) runner->set_intermediate_outputs(IntermediateOutputs::all());

@@ -187,7 +187,7 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
   inference_precision_ = translated(model_label_, [&] { return compiled_->inference_precision(); });
   unmarkable_ = compiled_->unmarkable_tensors();
   if (!unmarkable_.empty())
-    log::info("{}: {} of {} requested tensor(s) cannot be marked: OpenVINO folded them away (constants)", name(),
+    log::info("{}: {} of {} requested tensor(s) cannot be marked: OpenVINO's model no longer has them (folded constants, unused nodes)", name(),
               unmarkable_.size(), request.marked_outputs.size());
   inputs_ = TensorMetadata();
   for (const auto& input : translated(model_label_, [&] { return compiled_->inputs(); })) {

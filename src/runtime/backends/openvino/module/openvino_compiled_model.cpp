@@ -61,8 +61,9 @@ std::shared_ptr<ov::Model> read_onnx_model(const CompileRequest& request) {
   std::shared_ptr<ov::Model> model = frontend->convert(input_model);
   if (!request.input_bounds.empty()) {
     std::map<std::string, ov::PartialShape> shapes;
+    const std::vector<ov::Output<ov::Node>> inputs = model->inputs();
     for (const auto& bounds : request.input_bounds) {
-      bool known = std::any_of(model->inputs().begin(), model->inputs().end(),
+      bool known = std::any_of(inputs.begin(), inputs.end(),
                                [&](const ov::Output<ov::Node>& input) { return input.get_names().count(bounds.name); });
       if (!known)
         throw BackendFailure(BackendFailure::Kind::kInvalidInput,
