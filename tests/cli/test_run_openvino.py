@@ -211,10 +211,21 @@ def test_layerwise_list_and_exclude(run_parity, examples_dir):
     assert "| 3 tensor(s) compared" in run.output, run.describe()
 
 
-def test_ov_outputs_names_must_exist(run_parity, examples_dir):
-    run = run_parity("run", examples_dir / "small_cnn.onnx", "--openvino", "--ov-outputs", "no_such_tensor")
+@pytest.mark.parametrize("flag", ["--ov-outputs", "--ov-exclude-outputs"])
+def test_ov_output_names_must_exist(run_parity, examples_dir, flag):
+    run = run_parity("run", examples_dir / "small_cnn.onnx", "--openvino", flag, "no_such_tensor")
     assert run.returncode == 1, run.describe()
-    assert "--ov-outputs: no node of" in single_error_line(run)
+    assert f"{flag}: no node of" in single_error_line(run) and "'no_such_tensor'" in single_error_line(run)
+
+
+def test_ov_outputs_from_a_file(run_parity, examples_dir, tmp_path):
+    names = tmp_path / "names.txt"
+    names.write_text("# tensors to mark\nconv1_out\n\nrelu2_out\n")
+    run = run_parity("run", examples_dir / "small_cnn.onnx", "--ref", "--openvino", "--ov-precision", "f32",
+                     "--ov-outputs", f"@{names}", "--atol", "1e-5", "--rtol", "1e-4")
+    assert run.returncode == 0, run.describe()
+    assert "2 tensor(s) marked as outputs" in run.output
+    assert "| 3 tensor(s) compared" in run.output, run.describe()
 
 
 def test_tensors_openvino_does_not_have_are_skipped_with_one_line(run_parity, tmp_path):

@@ -120,6 +120,7 @@ class RunCommand : public Command {
     };
     check_list(intermediates_, "--onnx-outputs");
     check_list(runners_.openvino().outputs(), "--ov-outputs");
+    check_list(runtime::IntermediateOutputs::list(runners_.openvino().exclude_outputs()), "--ov-exclude-outputs");
   }
 
   std::set<std::string> graph_output_names(const onnx::Model& model) const {
@@ -186,7 +187,8 @@ class RunCommand : public Command {
     if (live.empty() && loaded.empty())
       log::warning("No runners were given ({}) and no results loaded; nothing to run or compare",
                    RunnerArgs::runner_flags());
-    if (!live.empty() && (!excluded_.empty() || compared_.mode == runtime::IntermediateOutputs::Mode::kList))
+    if (!live.empty() && (!excluded_.empty() || compared_.mode == runtime::IntermediateOutputs::Mode::kList ||
+                          !runners_.openvino().exclude_outputs().empty()))
       check_tensor_names(model_.load_once(kRunnerLoad));
 
     // The order of results: live runners, then loaded ones (Polygraphy: results.extend(load)).
