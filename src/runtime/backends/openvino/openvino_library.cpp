@@ -60,7 +60,9 @@ std::optional<fs::path> openvino_library_in(const fs::path& folder) {
 // `python` as an absolute path, looked up on PATH when it has no slash.
 std::optional<fs::path> resolve_interpreter(const std::string& python) {
   std::error_code error;
-  auto executable = [&](const fs::path& path) { return fs::is_regular_file(path, error) && ::access(path.c_str(), X_OK) == 0; };
+  auto executable = [&](const fs::path& path) {
+    return fs::is_regular_file(path, error) && ::access(path.c_str(), X_OK) == 0;
+  };
   if (python.find('/') != std::string::npos) {
     fs::path path = fs::absolute(python, error).lexically_normal();
     return executable(path) ? std::optional(path) : std::nullopt;
@@ -88,7 +90,8 @@ std::optional<fs::path> libs_of_virtual_environment(const fs::path& interpreter,
   }
   std::vector<fs::path> site_packages;
   for (const auto& entry : fs::directory_iterator(root / "lib", error))
-    if (entry.path().filename().string().rfind("python3", 0) == 0) site_packages.push_back(entry.path() / "site-packages");
+    if (entry.path().filename().string().rfind("python3", 0) == 0)
+      site_packages.push_back(entry.path() / "site-packages");
   std::sort(site_packages.begin(), site_packages.end());
   for (const auto& folder : site_packages)
     if (openvino_library_in(folder / "openvino" / "libs")) return folder / "openvino" / "libs";
@@ -117,7 +120,8 @@ std::vector<std::pair<std::string, std::string>> library_candidates(std::vector<
     }
     std::string outcome;
     if (auto libs = libs_of_virtual_environment(*interpreter, outcome)) {
-      candidates.emplace_back(openvino_library_in(*libs)->string(), fmt::format("{} at {}", where, interpreter->string()));
+      candidates.emplace_back(openvino_library_in(*libs)->string(),
+                              fmt::format("{} at {}", where, interpreter->string()));
       return true;
     }
     attempts.push_back({fmt::format("{} at {}", where, interpreter->string()), outcome});
@@ -133,8 +137,9 @@ std::vector<std::pair<std::string, std::string>> library_candidates(std::vector<
     auto record = onnxrt::setup_python_record();
     std::string record_name = record ? record->string() : "~/.cache/parity/setup-python";
     if (auto setup_python = onnxrt::recorded_setup_python(outcome))
-      try_python(*setup_python, fmt::format("the openvino Python package of the Python recorded by scripts/setup.sh in {}",
-                                            record_name));
+      try_python(*setup_python,
+                 fmt::format("the openvino Python package of the Python recorded by scripts/setup.sh in {}",
+                             record_name));
     else
       attempts.push_back({fmt::format("the Python recorded by scripts/setup.sh in {}", record_name), outcome});
   }
@@ -181,20 +186,22 @@ OpenvinoBackendHandle load_now() {
   std::string how = module_variable && *module_variable ? kModuleVariable : "beside the executable";
   std::error_code error;
   if (!fs::is_regular_file(module, error))
-    raise<FileError>("the OpenVINO backend module of Parity was not found; looked in: {} {} (no such file). It is built "
-                     "with Parity when CMake finds OpenVINO (scripts/setup.sh installs it); set {} to its path",
+    raise<FileError>("the OpenVINO backend module of Parity was not found; looked in: {} {} (no such file). It is "
+                     "built with Parity when CMake finds OpenVINO (scripts/setup.sh installs it); set {} to its path",
                      how, module.string(), kModuleVariable);
   ::dlerror();
   void* module_handle = ::dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!module_handle) {
     const char* reason = ::dlerror();
     raise<FileError>("the OpenVINO backend module {} ({}) could not be loaded with OpenVINO from {} (found via {}): {}",
-                     module.string(), how, handle.info.library_dir.empty() ? "the system library path" : handle.info.library_dir,
+                     module.string(), how,
+                     handle.info.library_dir.empty() ? "the system library path" : handle.info.library_dir,
                      handle.info.found_by, reason ? reason : "unknown error");
   }
   using EntryPoint = openvino::Backend* (*)(std::string*);
   auto entry = reinterpret_cast<EntryPoint>(::dlsym(module_handle, "parity_openvino_backend"));
-  if (!entry) raise<FileError>("{} is not Parity's OpenVINO backend module: no parity_openvino_backend symbol", module.string());
+  if (!entry)
+    raise<FileError>("{} is not Parity's OpenVINO backend module: no parity_openvino_backend symbol", module.string());
   std::string failure;
   handle.backend = entry(&failure);
   if (!handle.backend) raise<Error>("OpenVINO could not be initialized: {}", failure);

@@ -2,8 +2,8 @@
 //
 // Intermediate tensors are extra model outputs (ov::Model::add_output on their ONNX names), so the
 // compiled model is the one that runs them: marking changes what OpenVINO may fuse. Tensors
-// OpenVINO folded away while converting the model cannot be marked; they are skipped with one info
-// line. A tensor callback (the streamed layerwise comparison) gets the marked tensors in the ONNX
+// OpenVINO's converted model no longer has (unused nodes, folded constants) cannot be marked; they
+// are skipped with one info line. A tensor callback (the streamed layerwise comparison) gets the marked tensors in the ONNX
 // graph's node order after each inference.
 #include <algorithm>
 #include <set>
@@ -159,7 +159,8 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
   openvino::CompileRequest request;
   request.model_bytes = onnx::serialize_model(*model.proto);
   // The frontend resolves external data relative to this file's folder.
-  request.model_path = (model.base_dir / (model.path.empty() ? std::filesystem::path("model.onnx") : model.path.filename())).string();
+  std::filesystem::path file_name = model.path.empty() ? std::filesystem::path("model.onnx") : model.path.filename();
+  request.model_path = (model.base_dir / file_name).string();
   request.inference_precision = options_.precision;
   request.threads = options_.threads;
   request.performance_hint = options_.performance_hint;
@@ -187,8 +188,9 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
   inference_precision_ = translated(model_label_, [&] { return compiled_->inference_precision(); });
   unmarkable_ = compiled_->unmarkable_tensors();
   if (!unmarkable_.empty())
-    log::info("{}: {} of {} requested tensor(s) cannot be marked: OpenVINO's model no longer has them (folded constants, unused nodes)", name(),
-              unmarkable_.size(), request.marked_outputs.size());
+    log::info("{}: {} of {} requested tensor(s) cannot be marked: OpenVINO's model no longer has them (folded "
+              "constants, unused nodes)",
+              name(), unmarkable_.size(), request.marked_outputs.size());
   inputs_ = TensorMetadata();
   for (const auto& input : translated(model_label_, [&] { return compiled_->inputs(); })) {
     std::vector<Dim> dims;

@@ -80,7 +80,8 @@ ov::AnyMap compile_properties(const CompileRequest& request) {
   if (request.inference_precision)
     properties.emplace(ov::hint::inference_precision(precision_type(*request.inference_precision)));
   if (request.threads) properties.emplace(ov::inference_num_threads(*request.threads));
-  if (request.performance_hint) properties.emplace(ov::hint::performance_mode(performance_mode(*request.performance_hint)));
+  if (request.performance_hint)
+    properties.emplace(ov::hint::performance_mode(performance_mode(*request.performance_hint)));
   if (request.cache_dir) properties.emplace(ov::cache_dir(*request.cache_dir));
   return properties;
 }
