@@ -3,8 +3,8 @@
 // Intermediate tensors are extra model outputs (ov::Model::add_output on their ONNX names), so the
 // compiled model is the one that runs them: marking changes what OpenVINO may fuse. Tensors
 // OpenVINO's converted model no longer has (unused nodes, folded constants) cannot be marked; they
-// are skipped with one info line. A tensor callback (the streamed layerwise comparison) gets the marked tensors in the ONNX
-// graph's node order after each inference.
+// are skipped with one info line. A tensor callback (the streamed layerwise comparison) gets the
+// marked tensors in the ONNX graph's node order after each inference.
 #include <algorithm>
 #include <set>
 #include <unordered_map>
