@@ -1,4 +1,4 @@
-// Graph passes (cleanup, toposort, extract, insert, float16) and the passes evaluated by the
+// Graph passes (cleanup, toposort, extract, insert) and the passes evaluated by the
 // reference interpreter (constant folding, lint). Every transformed model is run on the
 // reference interpreter and compared with the original.
 #include <cmath>
@@ -16,120 +16,14 @@
 #include "parity/runtime/passes/fold_constants.h"
 #include "parity/runtime/passes/lint.h"
 
+#include "graph_test_helpers.h"
+
 namespace parity {
 namespace {
 
+using namespace graph_test;
 using ::onnx::GraphProto;
 using ::onnx::NodeProto;
-
-const std::string kExamples = std::string(PARITY_SOURCE_DIR) + "/examples/models/";
-const std::string kShared = std::string(PARITY_SHARED_DIR) + "/models/";
-
-// A small model builder.
-struct Builder {
-  onnx::Model model{std::make_shared<::onnx::ModelProto>(), {}, "."};
-  GraphProto* g;
-  explicit Builder(int opset = 17) {
-    model->set_ir_version(8);
-    model->add_opset_import()->set_version(opset);
-    g = model->mutable_graph();
-    g->set_name("test");
-  }
-  void input(const std::string& name, int32_t type, std::vector<int64_t> dims) {
-    auto* v = g->add_input();
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(type);
-    auto* s = t->mutable_shape();
-    for (int64_t d : dims) {
-      if (d < 0) s->add_dim()->set_dim_param("n");
-      else s->add_dim()->set_dim_value(d);
-    }
-  }
-  void output(const std::string& name, int32_t type = 1) {
-    auto* v = g->add_output();
-    v->set_name(name);
-    v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-  }
-  void floats(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(1);
-    for (auto d : dims) t->add_dims(d);
-    for (float v : values) t->add_float_data(v);
-  }
-  void ints(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(7);
-    for (auto d : dims) t->add_dims(d);
-    for (auto v : values) t->add_int64_data(v);
-  }
-  NodeProto* node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
-                  const std::string& name = "") {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(name.empty() ? op + "_" + out[0] : name);
-    for (auto& i : in) n->add_input(i);
-    for (auto& o : out) n->add_output(o);
-    return n;
-  }
-};
-
-onnx::Model copy_of(const onnx::Model& m) {
-  return onnx::Model{std::make_shared<::onnx::ModelProto>(*m.proto), m.path, m.base_dir};
-}
-
-NamedTensors make_feed(const onnx::Model& model, std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {}) {
-  runtime::DataLoaderOptions options;
-  options.input_shapes = std::move(shapes);
-  runtime::DataLoader loader(options);
-  return loader.generate(onnx::graph_inputs(model->graph()), 0);
-}
-
-std::vector<std::pair<std::string, Tensor>> run(const onnx::Model& model, const NamedTensors& feed,
-                                                std::vector<std::string> intermediates = {}) {
-  runtime::Interpreter interpreter(copy_of(model), {});
-  runtime::NamedValues values;
-  for (const auto& [name, t] : feed) values.emplace_back(name, ops::Value::of(t));
-  auto outs = interpreter.run(values, intermediates.empty() ? runtime::IntermediateOutputs::none()
-                                                            : runtime::IntermediateOutputs::list(intermediates));
-  std::vector<std::pair<std::string, Tensor>> result;
-  for (auto& [name, v] : outs)
-    if (v.is_tensor()) result.emplace_back(name, v.tensor());
-  return result;
-}
-
-const Tensor& find(const std::vector<std::pair<std::string, Tensor>>& values, const std::string& name) {
-  for (const auto& [n, t] : values)
-    if (n == name) return t;
-  throw std::runtime_error("no tensor " + name);
-}
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  if (a.shape() != b.shape()) return INFINITY;
-  double worst = 0;
-  for (int64_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::fabs(element_as_double(a.view(), i) - element_as_double(b.view(), i)));
-  return worst;
-}
-
-int count_op(const GraphProto& g, const std::string& op) {
-  int n = 0;
-  for (const auto& node : g.node()) n += node.op_type() == op;
-  return n;
-}
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // --- constant folding ---
 
@@ -426,51 +320,6 @@ TEST(GraphPasses, ExtractRejectsUnknownAndUnreachableTensors) {
   msg = attempt({{"conv2_out", f32, std::vector<Dim>{}}}, {{"pool1_out", f32, std::nullopt}});
   EXPECT_NE(msg.find("'image'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'pool1_out'"), std::string::npos) << msg;
-}
-
-// --- float16 ---
-
-TEST(Fp16Conversion, SmallCnnRunsOnRefCloseToFloat32) {
-  onnx::Model model = onnx::load_model(kExamples + "small_cnn.onnx");
-  onnx::infer_shapes(*model);
-  auto feed = make_feed(model, {{"image", {2, 3, 32, 32}}});
-  auto fp32 = run(model, feed);
-  onnx::Model half = copy_of(model);
-  auto report = onnx::convert_float_to_float16(half, {});
-  EXPECT_GT(report.initializers_converted, 0);
-  EXPECT_EQ(report.casts_inserted, 2);  // image in, probabilities out
-  onnx::infer_shapes(*half);
-  onnx::check_model(half);
-  for (const auto& t : half->graph().initializer())
-    if (t.name().find("weight") != std::string::npos) EXPECT_EQ(t.data_type(), 10) << t.name();
-  auto fp16 = run(half, feed);
-  EXPECT_EQ(find(fp16, "probabilities").dtype(), DType::kFloat32);
-  double error = max_abs_diff(find(fp32, "probabilities"), find(fp16, "probabilities"));
-  std::printf("[ info ] small_cnn float16 vs float32: max abs error %g\n", error);
-  EXPECT_LT(error, 1e-2);
-  EXPECT_GT(error, 0.0);  // the computation really happened in float16
-}
-
-TEST(Fp16Conversion, KeepFp32LeavesChosenOpsInFloat32) {
-  onnx::Model model = onnx::load_model(kExamples + "small_cnn.onnx");
-  onnx::infer_shapes(*model);
-  onnx::Model half = copy_of(model);
-  onnx::Fp16Options options;
-  options.keep_fp32 = {"Softmax", "conv1"};
-  auto report = onnx::convert_float_to_float16(half, options);
-  EXPECT_EQ(report.nodes_kept_fp32, 2);
-  onnx::check_model(half);
-  auto feed = make_feed(model, {{"image", {1, 3, 32, 32}}});
-  auto result = run(half, feed);
-  EXPECT_LT(max_abs_diff(find(run(model, feed), "probabilities"), find(result, "probabilities")), 1e-2);
-  // conv1's weight stays float32.
-  for (const auto& t : half->graph().initializer())
-    if (t.name() == "conv1.weight") EXPECT_EQ(t.data_type(), 1);
-  auto unknown = error_of([&] {
-    onnx::Model m = copy_of(model);
-    onnx::convert_float_to_float16(m, {.keep_io_types = true, .keep_fp32 = {"NoSuchOp"}});
-  });
-  EXPECT_NE(unknown.find("'NoSuchOp'"), std::string::npos) << unknown;
 }
 
 // --- lint ---

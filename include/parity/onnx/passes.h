@@ -1,6 +1,7 @@
 // Graph passes that need no evaluation (ONNX-GraphSurgeon's cleanup/toposort and Polygraphy's
 // surgeon tools): dead-code removal, topological sort, Constant-node lowering, input-shape
-// overrides, subgraph extraction, single-node insertion, float32 -> float16 conversion.
+// overrides, subgraph extraction, single-node insertion. float32 -> float16/bfloat16 conversion:
+// parity/onnx/reduced_precision.h.
 // Passes that evaluate tensors (constant folding, lint) live in parity/runtime/passes/.
 #pragma once
 
@@ -88,24 +89,5 @@ struct InsertNodeOptions {
 // outputs (the subgraph between them is removed by cleanup). An output that is also an input
 // gets a new tensor for the node's output, and the old consumers read the new one.
 void insert_node(::onnx::ModelProto& model, const InsertNodeOptions& options);
-
-// --- convert --fp-to-fp16 ---
-struct Fp16Options {
-  // Keep graph inputs/outputs in float32 with Casts at the boundary (default, like onnxmltools'
-  // keep_io_types=True).
-  bool keep_io_types = true;
-  // Op types or node names left in float32 (Casts inserted around them).
-  std::vector<std::string> keep_fp32;
-};
-struct Fp16Report {
-  int64_t initializers_converted = 0;
-  int64_t casts_inserted = 0;
-  int64_t nodes_kept_fp32 = 0;
-};
-// Converts float32 initializers, Constant values, value types and computation to float16, in every
-// graph (subgraphs included). Inputs that must stay float32 by their op's schema (e.g. Resize
-// scales) keep them. Requires shape inference to have run (types of intermediates come from
-// value_info). Throws InvalidInputError for a --keep-fp32 name matching no node or op.
-Fp16Report convert_float_to_float16(Model& model, const Fp16Options& options);
 
 }  // namespace parity::onnx

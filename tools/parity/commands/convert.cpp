@@ -1,4 +1,4 @@
-// `parity convert`: model conversions. Today: ONNX float32 -> float16 (--fp-to-fp16).
+// `parity convert`: model conversions. Today: ONNX float32 -> float16 / bfloat16 (--fp-to-fp16, --fp-to-bf16).
 #include <cmath>
 
 #include "args/compute_args.h"
@@ -13,6 +13,8 @@
 #include "parity/core/half.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/passes.h"
+#include "parity/onnx/precision_keep_list.h"
+#include "parity/onnx/reduced_precision.h"
 
 namespace parity::cli {
 namespace {
@@ -25,16 +27,29 @@ class ConvertCommand : public Command {
     model_.add_to(app);
     compute_.add_to(app);
     const char* group = "ONNX Conversion";
-    app.add_flag("--fp-to-fp16", fp_to_fp16_, "Convert float32 initializers and computation to float16")->group(group);
+    auto* fp16 = app.add_flag("--fp-to-fp16", fp_to_fp16_, "Convert float32 initializers and computation to float16")
+                     ->group(group);
+    app.add_flag("--fp-to-bf16", fp_to_bf16_, "Convert float32 initializers and computation to bfloat16")
+        ->group(group)
+        ->excludes(fp16);
     app.add_option("--keep-fp32", keep_fp32_,
-                   "Op types or node names to leave in float32 (Casts are inserted around them)")
+                   "Nodes to leave in float32 (Casts go only where they meet converted nodes). Each entry is an op "
+                   "type if ONNX defines an operator of that name, otherwise a node name; 'op:TYPE' and 'node:NAME' "
+                   "say which explicitly; 're:PATTERN' is a regular expression (ECMAScript) searched in node names; "
+                   "'@FILE' reads entries from a file, one a line, '#' starting a comment. A node name or pattern "
+                   "matching no node is an error, an op type absent from the model a warning")
+        ->group(group);
+    app.add_flag("--no-default-keep", no_default_keep_,
+                 fmt::format("Do not keep the default op types in float32 ({}; docs/reduced-precision.md says why)",
+                             fmt::join(onnx::PrecisionKeepList::default_op_types(), " ")))
         ->group(group);
     app.add_flag("--no-keep-io-types", no_keep_io_types_,
-                 "Make float32 graph inputs and outputs float16 too, instead of keeping them float32 with Casts")
+                 "Make float32 graph inputs and outputs float16/bfloat16 too, instead of keeping them float32 with "
+                 "Casts")
         ->group(group);
     app.add_flag("--report-error", report_error_,
-                 "Run the float32 and the float16 model on the reference runner with data-loader inputs and report "
-                 "the float16 error of each output")
+                 "Run the float32 and the converted model on the reference runner with data-loader inputs and "
+                 "report the error of each output")
         ->group(group);
     app.add_option("--input-shapes,--inputs", input_shapes_, "Input shapes for --report-error: name:[dims]")
         ->group(group);
@@ -46,32 +61,43 @@ class ConvertCommand : public Command {
 
   int run() override {
     compute_.apply();
-    if (!fp_to_fp16_)
-      raise<InvalidInputError>("convert: nothing to do; only ONNX-to-ONNX conversion with --fp-to-fp16 is supported "
-                               "so far");
+    if (!fp_to_fp16_ && !fp_to_bf16_)
+      raise<InvalidInputError>("convert: nothing to do; only ONNX-to-ONNX conversion with --fp-to-fp16 or "
+                               "--fp-to-bf16 is supported so far");
     TensorMetadata shapes = parse_input_shapes(input_shapes_, "--input-shapes");
     onnx::Model model = model_.load();
     std::optional<onnx::Model> original;
-    if (report_error_) original = onnx::Model{std::make_shared<::onnx::ModelProto>(*model.proto), model.path, model.base_dir};
+    if (report_error_)
+      original = onnx::Model{std::make_shared<::onnx::ModelProto>(*model.proto), model.path, model.base_dir};
     if (!model_.shape_inference())
       log::warning("--no-shape-inference: the types of intermediate tensors are unknown, so Casts may be missing");
-    onnx::Fp16Options options;
+    onnx::ReducedPrecisionOptions options;
+    options.precision = fp_to_bf16_ ? onnx::ReducedPrecision::kBFloat16 : onnx::ReducedPrecision::kFloat16;
     options.keep_io_types = !no_keep_io_types_;
     options.keep_fp32 = keep_fp32_;
-    auto report = onnx::convert_float_to_float16(model, options);
-    log::info("Converted to float16: {} initializer(s), {} Cast(s) inserted, {} node(s) kept in float32",
-              report.initializers_converted, report.casts_inserted, report.nodes_kept_fp32);
+    options.default_keep = !no_default_keep_;
+    auto report = onnx::convert_float_to_reduced_precision(model, options);
+    const auto precision = onnx::reduced_precision_name(options.precision);
+    log::info("Converted to {}: {} initializer(s), {} Cast(s) inserted, {} node(s) kept in float32", precision,
+              report.initializers_converted, report.casts_inserted,
+              report.nodes_kept_by_list + report.nodes_kept_by_schema);
+    if (report.nodes_kept_by_schema)
+      log::info("{} node(s) kept in float32 because ONNX defines no {} version of their op at the model's opset: {}",
+                report.nodes_kept_by_schema, precision, fmt::join(report.op_types_kept_by_schema, ", "));
     auto inference = onnx::infer_shapes(*model);
     if (!inference.ok)
-      log::warning("ONNX shape inference fails on the float16 model.\nNote: error was: {}", inference.error);
-    if (original) report_float16_error(*original, model, shapes, parse_val_ranges(val_ranges_, "--val-range"));
+      log::warning("ONNX shape inference fails on the {} model.\nNote: error was: {}", precision, inference.error);
+    if (original)
+      report_reduced_precision_error(*original, model, precision, shapes, parse_val_ranges(val_ranges_, "--val-range"));
     log::info("Saving ONNX model to: {}", output_);
     onnx::save_model(model, output_);
     return 0;
   }
 
-  static void report_float16_error(const onnx::Model& fp32, const onnx::Model& fp16, const TensorMetadata& shapes,
-                                   std::vector<std::pair<std::string, std::pair<double, double>>> val_ranges) {
+  using ValueRanges = std::vector<std::pair<std::string, std::pair<double, double>>>;
+  static void report_reduced_precision_error(const onnx::Model& fp32, const onnx::Model& reduced,
+                                             std::string_view precision, const TensorMetadata& shapes,
+                                             ValueRanges val_ranges) {
     runtime::DataLoaderOptions options;
     options.val_ranges = std::move(val_ranges);
     for (const auto& [name, info] : shapes) {
@@ -88,11 +114,15 @@ class ConvertCommand : public Command {
       runtime::NamedValues feed;
       for (const auto& [name, t] : feed_tensors) {
         const auto* info = onnx::graph_inputs(model->graph()).find(name);
-        if (info && info->dtype == DType::kFloat16 && t.dtype() == DType::kFloat32) {
-          Tensor half = Tensor::zeros(DType::kFloat16, t.shape());
-          for (int64_t i = 0; i < t.size(); ++i)
-            half.mutable_data<uint16_t>()[i] = float_to_float16_bits(t.data<float>()[i]);
-          feed.emplace_back(name, ops::Value::of(half));
+        if (info && (info->dtype == DType::kFloat16 || info->dtype == DType::kBFloat16) &&
+            t.dtype() == DType::kFloat32) {
+          const bool half = info->dtype == DType::kFloat16;
+          Tensor reduced = Tensor::zeros(info->dtype, t.shape());
+          for (int64_t i = 0; i < t.size(); ++i) {
+            const float value = t.data<float>()[i];
+            reduced.mutable_data<uint16_t>()[i] = half ? float_to_float16_bits(value) : float_to_bfloat16_bits(value);
+          }
+          feed.emplace_back(name, ops::Value::of(reduced));
         } else {
           feed.emplace_back(name, ops::Value::of(t));
         }
@@ -100,7 +130,7 @@ class ConvertCommand : public Command {
       return interpreter.run(feed);
     };
     auto expected = run(fp32);
-    auto got = run(fp16);
+    auto got = run(reduced);
     for (std::size_t o = 0; o < expected.size() && o < got.size(); ++o) {
       if (!expected[o].second.is_tensor() || !got[o].second.is_tensor()) continue;
       const Tensor& a = expected[o].second.tensor();
@@ -117,9 +147,9 @@ class ConvertCommand : public Command {
                         : absolute.finite.state == compare::Statistics::State::kValues ? absolute.finite.mean
                                                                                         : 0.0;
       double max_abs = largest(absolute), max_rel = largest(error.relative);
-      log::info("float16 vs float32 on the reference runner | {} | max abs error: {:.5g}, mean abs error: {:.5g}, "
+      log::info("{} vs float32 on the reference runner | {} | max abs error: {:.5g}, mean abs error: {:.5g}, "
                 "max rel error: {:.5g}",
-                expected[o].first, max_abs, mean_abs, max_rel);
+                precision, expected[o].first, max_abs, mean_abs, max_rel);
     }
   }
 
@@ -127,6 +157,8 @@ class ConvertCommand : public Command {
   ModelArgs model_;
   ComputeArgs compute_;
   bool fp_to_fp16_ = false;
+  bool fp_to_bf16_ = false;
+  bool no_default_keep_ = false;
   bool report_error_ = false;
   std::vector<std::string> input_shapes_, val_ranges_;
   bool no_keep_io_types_ = false;
