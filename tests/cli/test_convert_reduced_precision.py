@@ -55,6 +55,11 @@ def run_outputs(run_parity, model, tmp_path, inputs, *runners):
     return found
 
 
+def value_types(inferred):
+    """Element type of every value that shape inference typed, graph outputs included."""
+    return {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+
+
 def cast_inputs_and_outputs(model):
     return {name for node in model.graph.node if node.op_type == "Cast" for name in (*node.input, *node.output)}
 
@@ -91,7 +96,7 @@ def test_keep_list_file_with_regex_and_comments(run_parity, examples_dir, tmp_pa
                             f"@{keep}", "--no-default-keep")
     assert "3 node(s) kept in float32" in result.output, result.describe()
     inferred = onnx.shape_inference.infer_shapes(model)
-    types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    types = value_types(inferred)
     by_name = {n.name: n for n in model.graph.node}
     for kept in ("conv1", "bn1", "fc"):
         assert types[by_name[kept].output[0]] == TensorProto.FLOAT, kept
@@ -106,7 +111,7 @@ def test_default_list_keeps_softmax(run_parity, examples_dir, tmp_path):
     out = tmp_path / "fp16.onnx"
     model, _ = convert(run_parity, examples_dir / "small_cnn.onnx", out, "--fp-to-fp16")
     inferred = onnx.shape_inference.infer_shapes(model)
-    types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    types = value_types(inferred)
     softmax = next(n for n in model.graph.node if n.op_type == "Softmax")
     assert types[softmax.input[0]] == TensorProto.FLOAT
     assert types[softmax.output[0]] == TensorProto.FLOAT
@@ -165,3 +170,72 @@ def test_fp16_and_bf16_together_are_refused(run_parity, examples_dir, tmp_path):
     result = run_parity("convert", examples_dir / "small_cnn.onnx", "--fp-to-fp16", "--fp-to-bf16", "-o", out)
     assert result.returncode != 0 and "--fp-to-bf16" in result.output, result.describe()
     assert not out.exists()
+
+
+def loop_and_scan_model(path):
+    """A Loop doubling a carried state 3 times ('double' in its body) and a Scan adding each row
+    of x to a running sum ('accumulate' in its body), then y = loop result + scan sum."""
+    f = TensorProto.FLOAT
+    loop_body = helper.make_graph(
+        [helper.make_node("Mul", ["state_in", "two"], ["state_out"], name="double"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going")],
+        "loop_body",
+        [helper.make_tensor_value_info("iteration", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("state_in", f, [4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("state_out", f, [4])])
+    scan_body = helper.make_graph(
+        [helper.make_node("Add", ["sum_in", "row"], ["sum_out"], name="accumulate")],
+        "scan_body",
+        [helper.make_tensor_value_info("sum_in", f, [4]), helper.make_tensor_value_info("row", f, [4])],
+        [helper.make_tensor_value_info("sum_out", f, [4])])
+    nodes = [
+        helper.make_node("Loop", ["trips", "", "start"], ["doubled"], name="repeat", body=loop_body),
+        helper.make_node("Scan", ["start", "x"], ["total"], name="rows", body=scan_body, num_scan_inputs=1),
+        helper.make_node("Add", ["doubled", "total"], ["y"], name="combine"),
+    ]
+    graph = helper.make_graph(
+        nodes, "loop_scan", [helper.make_tensor_value_info("x", f, [3, 4])],
+        [helper.make_tensor_value_info("y", f, [4])],
+        [helper.make_tensor("trips", TensorProto.INT64, [], [3]), helper.make_tensor("two", f, [], [2.0]),
+         helper.make_tensor("start", f, [4], [1.0, 2.0, 3.0, 4.0])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def test_loop_and_scan_bodies_with_kept_nodes(run_parity, tmp_path):
+    """Converted Loop/Scan: their bodies take and return float16; a kept node inside reads and
+    writes float32 through Casts made inside the body. A kept Loop keeps its body float32."""
+    source = loop_and_scan_model(tmp_path / "loop_scan.onnx")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    inputs = save_inputs(tmp_path / "inputs.json", x=x)
+    expected = np.array([1, 2, 3, 4], np.float32) * 8 + np.array([1, 2, 3, 4], np.float32) + x.sum(axis=0)
+    for keep in (["double", "accumulate"], ["repeat", "rows"]):
+        out = tmp_path / f"fp16_{keep[0]}.onnx"
+        model, _ = convert(run_parity, source, out, "--fp-to-fp16", "--keep-fp32", *keep)
+        bodies = {n.name: n.attribute[0].g for n in model.graph.node if n.op_type in ("Loop", "Scan")}
+        state_type = bodies["repeat"].output[1].type.tensor_type.elem_type
+        kept_loop = keep[0] == "repeat"
+        assert state_type == (TensorProto.FLOAT if kept_loop else TensorProto.FLOAT16), keep
+        assert any(n.op_type == "Cast" for n in bodies["repeat"].node) != kept_loop, keep
+        for runner, outputs in run_outputs(run_parity, out, tmp_path, inputs, "--ref", "--onnxrt").items():
+            np.testing.assert_allclose(outputs["y"], expected, rtol=1e-3, err_msg=f"{keep} {runner}")
+
+
+def test_magika_layer_norm_variance_kept_by_pattern_matches_float32_on_ref(run_parity, tmp_path):
+    """magika's decomposed layer norms compute var = E[x^2] - E[x]^2: in float16 on ref the
+    subtraction cancels and the top probability collapses; keeping that chain by a pattern brings
+    it back (docs/reduced-precision.md, "The reference question")."""
+    from graph_tools_util import SHARED_MODELS, shared_feed
+    source = SHARED_MODELS / "magika_standard_v3_3.onnx"
+    inputs = save_inputs(tmp_path / "inputs.json", **shared_feed("magika_standard_v3_3"))
+    full = run_outputs(run_parity, source, tmp_path, inputs, "--ref")["ref"]["target_label"]
+    errors = {}
+    variance_chain = r"re:LayerNorm_\d+/(truediv(_1)?|Square_1|Sub|Maximum)$"
+    for name, keep in (("default", ()), ("kept", ("--keep-fp32", variance_chain))):
+        out = tmp_path / f"{name}.onnx"
+        convert(run_parity, source, out, "--fp-to-fp16", *keep)
+        reduced = run_outputs(run_parity, out, tmp_path, inputs, "--ref")["ref"]["target_label"]
+        errors[name] = float(np.abs(reduced - full).max())
+    assert errors["default"] > 0.1 and errors["kept"] < 1e-2, errors
