@@ -26,11 +26,13 @@ using onnx::ReducedPrecisionOptions;
 
 constexpr int32_t kFloat = 1, kHalf = 10, kBool = 9, kBFloat = 16;
 
-// Cast nodes reading or writing `tensor`, in the graph and its subgraphs.
+// Casts the pass inserted (named parity_*) reading or writing `tensor`, in the graph and its subgraphs.
 int casts_touching(const GraphProto& g, const std::string& tensor) {
   int n = 0;
   for (const auto& node : g.node()) {
-    if (node.op_type() == "Cast" && (node.input(0) == tensor || node.output(0) == tensor)) ++n;
+    if (node.op_type() == "Cast" && node.name().starts_with("parity_") &&
+        (node.input(0) == tensor || node.output(0) == tensor))
+      ++n;
     for (const auto& a : node.attribute())
       if (a.has_g()) n += casts_touching(a.g(), tensor);
   }
@@ -186,6 +188,35 @@ TEST(ReducedPrecision, InitializerSharedByKeptAndConvertedNodesKeepsExactValuesF
   auto result = run(half, {{"x", floats({1e4f, 2e4f})}});
   EXPECT_NEAR(find(result, "exact").data<float>()[0], 1e-4f, 1e-9f);
   EXPECT_EQ(find(result, "reduced").data<float>()[0], 0.0f);
+}
+
+TEST(ReducedPrecision, ConvertedCastReadsAKeptProducersFloat32DirectlyAndAConvertedOnesFloat16) {
+  // x -> scale (Mul by 1000, kept) -> to_int (Cast to int64) -> count; scale -> round_trip (Cast to
+  // float: becomes float16) -> y. 70 * 1000 = 70000 is beyond float16: through a float16 Cast on
+  // the way to int64 it would be lost.
+  Builder b;
+  b.input("x", kFloat, {2});
+  b.output("count", 7);
+  b.output("y");
+  b.floats("thousand", {1}, {1000.0f});
+  b.node("Mul", {"x", "thousand"}, {"scaled"}, "scale");
+  b.node("Cast", {"scaled"}, {"count"}, "to_int")->add_attribute()->set_name("to");
+  b.node("Cast", {"scaled"}, {"y"}, "round_trip")->add_attribute()->set_name("to");
+  for (int i : {1, 2}) {
+    auto* to = b.g->mutable_node(i)->mutable_attribute(0);
+    to->set_type(::onnx::AttributeProto::INT);
+    to->set_i(i == 1 ? 7 : kFloat);
+  }
+  onnx::infer_shapes(*b.model);
+  onnx::Model half = copy_of(b.model);
+  auto report = onnx::convert_float_to_reduced_precision(half, keeping({"scale"}));
+  onnx::check_model(half, /*full_check=*/true);
+  EXPECT_EQ(casts_touching(half->graph(), "scaled"), 0);
+  EXPECT_EQ(report.casts_inserted, 1);  // round_trip's float16 result back to the float32 output y
+  auto result = run(half, {{"x", floats({70.0f, 2.0f})}});
+  EXPECT_EQ(find(result, "count").data<int64_t>()[0], 70000);
+  EXPECT_TRUE(std::isinf(find(result, "y").data<float>()[0]));  // round_trip now casts to float16
+  EXPECT_EQ(find(result, "y").data<float>()[1], 2000.0f);
 }
 
 // --- small_cnn end to end ---

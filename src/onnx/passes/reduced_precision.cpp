@@ -173,6 +173,12 @@ class Converter {
     return true;
   }
 
+  // A converted Cast's input: it reads whichever version exists, float32 first, rather than a new
+  // Cast (a kept producer's 70000.0 cast to int64 must not pass through float16 on the way).
+  static bool reads_any_float(const NodeProto& node, int index) {
+    return index == 0 && node.op_type() == "Cast" && node.domain().empty();
+  }
+
   Keep decide(const NodeProto& node, bool owner_kept, bool mark) {
     if (owner_kept) return Keep::kInherited;
     if (mark ? keep_.matches(node) : keep_.would_match(node)) return Keep::kListed;
@@ -218,7 +224,8 @@ class Converter {
       bool kept = keep != Keep::kConverted;
       for (int k = 0; k < node.input_size(); ++k)
         if (is_float(node.input(k)))
-          (kept || !input_accepts_reduced(node, k) ? read_float_ : read_reduced_).insert(node.input(k));
+          (kept || !input_accepts_reduced(node, k) || reads_any_float(node, k) ? read_float_ : read_reduced_)
+              .insert(node.input(k));
       for_each_subgraph(node, [&](GraphProto& g) { collect_initializer_reads(g, false, kept); });
     }
     int32_t declared = declared_output_type(is_main, owner_kept);
@@ -242,6 +249,18 @@ class Converter {
     add_cast(source, cast, type);
     scopes_.back().versions[tensor][type] = cast;
     return cast;
+  }
+
+  // The float32 version of `tensor` if one is visible, else the nearest visible one, never a Cast.
+  std::string visible_version(const std::string& tensor) const {
+    const std::map<int32_t, std::string>* nearest = nullptr;
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+      auto it = scope->versions.find(tensor);
+      if (it == scope->versions.end()) continue;
+      if (auto found = it->second.find(kFloat); found != it->second.end()) return found->second;
+      if (!nearest) nearest = &it->second;
+    }
+    return nearest && !nearest->empty() ? nearest->begin()->second : tensor;
   }
 
   void add_cast(const std::string& from, const std::string& to, int32_t type) {
@@ -335,10 +354,14 @@ class Converter {
         ++report_.nodes_kept_by_schema;
         schema_kept_ops_.insert(node.op_type());
       }
-      for (int k = 0; k < node.input_size(); ++k)
-        if (is_float(node.input(k)))
+      for (int k = 0; k < node.input_size(); ++k) {
+        if (!is_float(node.input(k))) continue;
+        if (!kept && reads_any_float(node, k))
+          node.set_input(k, visible_version(node.input(k)));
+        else
           node.set_input(k, version_of(node.input(k), kept || !input_accepts_reduced(node, k) ? kFloat
                                                                                               : reduced_.onnx_type));
+      }
       for_each_subgraph(node, [&](GraphProto& g) { rewrite(g, /*is_main=*/false, kept); });
       if (!kept) retype_attributes(node);
       const int32_t produced = kept ? kFloat : reduced_.onnx_type;
