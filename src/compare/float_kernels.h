@@ -49,14 +49,14 @@ void squared_deviation(const float* v, int64_t n, float mean, float* out);
 void count_bins(const float* v, int64_t n, const BinSpec& spec, std::array<int64_t, 10>& counts);
 
 // For a window [low, high] of one ordered stream: how many values lie below it, equal its ends,
-// and the values strictly inside, appended at `inside` (room for n values). Returns how many
+// and the values strictly inside, appended at `inside` (room for n + 16 values). Returns how many
 // values were appended. When low == high only `at_low` counts.
 struct WindowCounts {
   int64_t below = 0, at_low = 0, at_high = 0;
 };
 int64_t window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside);
 
-// The values of v where y != 0, appended at `out` (room for n). Returns how many.
+// The values of v where y != 0, appended at `out` (room for n + 16). Returns how many.
 int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, float* out);
 
 }  // namespace parity::compare::detail::kernels

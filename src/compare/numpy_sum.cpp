@@ -1,6 +1,7 @@
 // numpy's float32 reductions, reproduced bit for bit: np.add.reduce's pairwise summation (one tree
 // over a float32 array, or 8192-value buffers when numpy casts), split over tree-aligned worker
 // ranges and merged in numpy's order; and the mean / avg-magnitude / float32 var built on them.
+#include <algorithm>
 #include <functional>
 
 #include "streaming_statistics.h"
@@ -48,6 +49,21 @@ void PairwiseSum32::finish_leaf(float sum) {
   leaf_length_ = position_ = 0;
 }
 
+namespace {
+
+// acc[j] += v[8 * row + j] for every row: numpy's eight accumulators, one vector add per row
+// where the CPU has 256-bit vectors (lane-wise, so the same sums bit for bit).
+[[gnu::target_clones("avx2", "default")]] void add_rows(float* __restrict acc, const float* __restrict v,
+                                                        int64_t rows) {
+  float a[8];
+  for (int j = 0; j < 8; ++j) a[j] = acc[j];
+  for (int64_t row = 0; row < rows; ++row)
+    for (int j = 0; j < 8; ++j) a[j] += v[row * 8 + j];
+  for (int j = 0; j < 8; ++j) acc[j] = a[j];
+}
+
+}  // namespace
+
 void PairwiseSum32::add(const float* v, int64_t count) {
   while (count > 0 && leaf_length_ > 0) {
     int64_t take = std::min(count, leaf_length_ - position_);
@@ -57,17 +73,11 @@ void PairwiseSum32::add(const float* v, int64_t count) {
     } else {
       for (; v < end && position_ < 8; ++v) r_[position_++] = *v;
       if (end - v >= 8 && position_ + 8 <= main_end_ && (position_ & 7) == 0) {
-        // The eight accumulators in locals, so the compiler keeps them in vector registers.
-        float acc[8];
-        for (int j = 0; j < 8; ++j) acc[j] = r_[j];
-        int64_t position = position_;
-        while (end - v >= 8 && position + 8 <= main_end_) {
-          for (int j = 0; j < 8; ++j) acc[j] += v[j];
-          v += 8;
-          position += 8;
-        }
-        position_ = position;
-        for (int j = 0; j < 8; ++j) r_[j] = acc[j];
+        // Whole rows of eight at once (numpy adds row after row to its eight accumulators).
+        int64_t rows = std::min<int64_t>((end - v) / 8, (main_end_ - position_) / 8);
+        add_rows(r_, v, rows);
+        v += rows * 8;
+        position_ += rows * 8;
       }
       for (; v < end && position_ < main_end_; ++v) r_[(position_++) & 7] += *v;
       for (; v < end; ++v) {

@@ -161,7 +161,7 @@ struct WindowState {
     }
     for (std::size_t w = 0; w < selection.windows.size(); ++w) {
       const Window& window = selection.windows[w];
-      inside[w].commit(kernels::window(v, n, window.low, window.high, counts[w], inside[w].tail(n)));
+      inside[w].commit(kernels::window(v, n, window.low, window.high, counts[w], inside[w].tail(n + 16)));
     }
   }
 };
@@ -235,7 +235,7 @@ std::vector<int64_t> sample_positions(int64_t n, int64_t count) {
 }
 
 int64_t sample_size(int64_t n) {
-  double wanted = 16.0 * std::sqrt(static_cast<double>(n));
+  double wanted = 48.0 * std::sqrt(static_cast<double>(n));
   return std::min<int64_t>(n, std::clamp<int64_t>(static_cast<int64_t>(wanted), 8192, int64_t{1} << 17));
 }
 
@@ -415,7 +415,7 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     const std::size_t w = static_cast<std::size_t>(wi);
     Second& state = second[w];
     Scratch s;
-    std::unique_ptr<float[]> nonzero(has_zero ? new float[kChunk] : nullptr);
+    std::unique_ptr<float[]> nonzero(has_zero ? new float[kChunk + 16] : nullptr);
     for (int64_t base = begin; base < end; base += kChunk) {
       const int64_t count = std::min(kChunk, end - base);
       const float* xs = x + base;

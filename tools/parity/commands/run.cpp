@@ -182,7 +182,7 @@ class RunCommand : public Command {
 #ifdef __GLIBC__
     // Layerwise runs allocate and free many large tensors; glibc's adaptive mmap threshold would
     // move them onto the heap, whose freed pages stay resident. A fixed threshold returns them.
-    if (layerwise()) mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    if (layerwise()) { mallopt(M_MMAP_THRESHOLD, 32 << 20); mallopt(M_TRIM_THRESHOLD, 64 << 20); }
 #endif
     if (live.empty() && loaded.empty())
       log::warning("No runners were given ({}) and no results loaded; nothing to run or compare",
