@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "parity/core/tensor_metadata.h"
+#include "parity/runtime/openvino_compiled_file.h"
 #include "parity/runtime/loader.h"
 #include "parity/runtime/runner.h"
 
@@ -32,6 +33,7 @@ namespace parity::runtime {
 namespace openvino {
 class Backend;
 class CompiledModel;
+struct ExecutedLayer;
 }  // namespace openvino
 
 struct OpenvinoOptions {
@@ -52,6 +54,10 @@ struct OpenvinoOptions {
   IntermediateOutputs outputs;
   // --ov-exclude-outputs: tensors never marked (with "mark all" or a list).
   std::vector<std::string> exclude_outputs;
+  // A compiled model file (parity/runtime/openvino_compiled_file.h) to import instead of compiling
+  // the loader's model (never called then). Its precision and shapes were fixed when it was
+  // written, so precision, shape bounds, cache folder and marked outputs must be unset.
+  std::string compiled_file;
 };
 
 // "f32", "bf16", "f16"; InvalidInputError naming the flag otherwise.
@@ -85,6 +91,11 @@ class OpenvinoRunner : public Runner {
   // After activation: the requested tensors OpenVINO folded away and that could not be returned.
   const std::vector<std::string>& unmarkable_tensors() const { return unmarkable_; }
   const OpenvinoLibraryInfo& library() const { return library_; }
+  // After activation: the compiled model as a compiled model file (header and exported bytes),
+  // ready for write_openvino_compiled_file. Only for a runner with no marked tensors.
+  OpenvinoCompiledFile compiled_file() const;
+  // After activation: the runtime model's ops in execution order (what OpenVINO executes).
+  std::vector<openvino::ExecutedLayer> executed_layers() const;
 
  protected:
   void activate_impl() override;
@@ -97,6 +108,8 @@ class OpenvinoRunner : public Runner {
   // is set) every tensor.
   IntermediateOutputs marked_outputs() const;
   void compile(const IntermediateOutputs& marked);
+  // Imports options_.compiled_file, read by activation (its OpenVINO version checked against the loaded one).
+  void import_compiled_file(OpenvinoCompiledFile file);
   void check_bounds(const NamedTensors& feed) const;
 
   ModelLoader loader_;
@@ -109,6 +122,7 @@ class OpenvinoRunner : public Runner {
   TensorMetadata inputs_;
   std::string model_label_;
   std::string inference_precision_;
+  std::string source_model_hash_;
   std::vector<std::string> unmarkable_;
   // Producer (node name, op type) of each ONNX tensor, for streamed tensors.
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>> tensor_order_;

@@ -50,7 +50,12 @@ void RunnerArgs::parse() {
   openvino_.parse(openvino_count_);
 }
 
-std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const runtime::ModelLoader& model) const {
+std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const runtime::ModelLoader& model,
+                                                                      const std::string& compiled_file) const {
+  if (!compiled_file.empty() && (ref_count_ > 0 || onnxrt_count_ > 0))
+    raise<InvalidInputError>("{} is a compiled OpenVINO model, which only --openvino runs; give --ref and --onnxrt "
+                             "the ONNX model (or compare with results saved from it: --load-outputs)",
+                             compiled_file);
   std::vector<std::unique_ptr<runtime::Runner>> runners;
   for (const CLI::Option* option : app_->parse_order()) {
     if (option == ref_flag_) {
@@ -67,7 +72,9 @@ std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const run
       options.intermediate_memory_budget = static_cast<std::size_t>(ort_layerwise_budget_mib_) << 20;
       runners.push_back(std::make_unique<runtime::OnnxrtRunner>(model, options));
     } else if (option == openvino_flag_) {
-      runners.push_back(std::make_unique<runtime::OpenvinoRunner>(model, openvino_.options()));
+      runtime::OpenvinoOptions options = openvino_.options();
+      options.compiled_file = compiled_file;
+      runners.push_back(std::make_unique<runtime::OpenvinoRunner>(model, std::move(options)));
     }
   }
   return runners;

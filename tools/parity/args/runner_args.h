@@ -20,7 +20,10 @@ class RunnerArgs {
   // Checks the values (before anything runs, so bad flags fail fast).
   void parse();
   // The runners in command-line order, each loading its model through `model` when it activates.
-  std::vector<std::unique_ptr<runtime::Runner>> make_runners(const runtime::ModelLoader& model) const;
+  // `compiled_file`: a compiled OpenVINO model file given as the model, which only --openvino
+  // runners can run (others: InvalidInputError).
+  std::vector<std::unique_ptr<runtime::Runner>> make_runners(const runtime::ModelLoader& model,
+                                                             const std::string& compiled_file = "") const;
   // The flags that select runners, for messages ("--ref, --onnxrt").
   static const char* runner_flags() { return "--ref, --onnxrt, --openvino"; }
   // The --ov-* options (--ov-outputs for the layerwise comparison).

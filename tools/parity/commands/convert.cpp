@@ -1,8 +1,10 @@
-// `parity convert`: model conversions. Today: ONNX float32 -> float16 / bfloat16 (--fp-to-fp16, --fp-to-bf16).
+// `parity convert`: model conversions: ONNX float32 -> float16 / bfloat16 (--fp-to-fp16, --fp-to-bf16), and
+// ONNX -> a compiled OpenVINO model file (--openvino, parity/runtime/openvino_compiled_file.h).
 #include <cmath>
 
 #include "args/compute_args.h"
 #include "args/model_args.h"
+#include "args/openvino_args.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
 #include "parity/compare/statistics.h"
@@ -15,6 +17,8 @@
 #include "parity/onnx/passes.h"
 #include "parity/onnx/precision_keep_list.h"
 #include "parity/onnx/reduced_precision.h"
+#include "parity/runtime/openvino_compiled_file.h"
+#include "parity/runtime/openvino_runner.h"
 
 namespace parity::cli {
 namespace {
@@ -56,14 +60,23 @@ class ConvertCommand : public Command {
     app.add_option("--val-range", val_ranges_,
                    "Value range of --report-error's inputs: [min,max] for all or name:[min,max] for one")
         ->group(group);
+    app.add_flag("--openvino", openvino_,
+                 "Compile the model with OpenVINO for this machine's CPU (with the --ov-* precision and shape "
+                 "options) and save the compiled model with Parity's header (a .ovc file that `parity run "
+                 "--openvino` and `parity inspect model` read)")
+        ->group("OpenVINO Compilation")
+        ->excludes(fp16)
+        ->excludes("--fp-to-bf16");
+    openvino_args_.add_to(app);
     app.add_option("-o,--output", output_, "Path to save the converted model")->required()->group("ONNX Model Saving");
   }
 
   int run() override {
     compute_.apply();
+    openvino_args_.parse(openvino_ ? 1 : 0);
+    if (openvino_) return compile_for_openvino();
     if (!fp_to_fp16_ && !fp_to_bf16_)
-      raise<InvalidInputError>("convert: nothing to do; only ONNX-to-ONNX conversion with --fp-to-fp16 or "
-                               "--fp-to-bf16 is supported so far");
+      raise<InvalidInputError>("convert: nothing to do; give --fp-to-fp16, --fp-to-bf16 or --openvino");
     TensorMetadata shapes = parse_input_shapes(input_shapes_, "--input-shapes");
     onnx::Model model = model_.load();
     std::optional<onnx::Model> original;
@@ -91,6 +104,23 @@ class ConvertCommand : public Command {
       report_reduced_precision_error(*original, model, precision, shapes, parse_val_ranges(val_ranges_, "--val-range"));
     log::info("Saving ONNX model to: {}", output_);
     onnx::save_model(model, output_);
+    return 0;
+  }
+
+  int compile_for_openvino() {
+    if (report_error_ || !keep_fp32_.empty() || no_default_keep_ || no_keep_io_types_)
+      raise<InvalidInputError>("convert --openvino: --report-error, --keep-fp32, --no-default-keep and "
+                               "--no-keep-io-types apply to --fp-to-fp16/--fp-to-bf16 only");
+    if (openvino_args_.outputs().mode != runtime::IntermediateOutputs::Mode::kNone ||
+        !openvino_args_.exclude_outputs().empty())
+      raise<InvalidInputError>("convert --openvino: a compiled model file marks no tensors (--ov-outputs, "
+                               "--ov-exclude-outputs)");
+    runtime::OpenvinoRunner runner([this] { return model_.load_once({.lazy_weights = true}); }, openvino_args_.options());
+    runner.activate();
+    runtime::OpenvinoCompiledFile file = runner.compiled_file();
+    runtime::write_openvino_compiled_file(output_, file);
+    log::info("Saved compiled OpenVINO model ({} bytes, inference precision {}, OpenVINO {}) to: {}",
+              file.compiled.size(), file.inference_precision, file.openvino_version, output_);
     return 0;
   }
 
@@ -156,6 +186,8 @@ class ConvertCommand : public Command {
  private:
   ModelArgs model_;
   ComputeArgs compute_;
+  OpenvinoArgs openvino_args_;
+  bool openvino_ = false;
   bool fp_to_fp16_ = false;
   bool fp_to_bf16_ = false;
   bool no_default_keep_ = false;

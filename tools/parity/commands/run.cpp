@@ -31,6 +31,7 @@
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
+#include "parity/runtime/openvino_compiled_file.h"
 
 namespace parity::cli {
 namespace {
@@ -178,7 +179,16 @@ class RunCommand : public Command {
     }
     // Runners read large weights from the model file when they need them (LoadOptions::lazy_weights);
     // the model is parsed once, by whichever needs it first.
-    auto live = runners_.make_runners([this] { return model_.load_once(kRunnerLoad); });
+    // A compiled OpenVINO model file (`parity convert --openvino`) instead of an ONNX model.
+    const std::string compiled_file = runtime::is_openvino_compiled_file(model_.path()) ||
+                                              std::filesystem::path(model_.path()).extension() == ".ovc"
+                                          ? model_.path()
+                                          : "";
+    if (!compiled_file.empty() && (!onnx_outputs_.empty() || !onnx_exclude_outputs_.empty()))
+      raise<InvalidInputError>("{} is a compiled OpenVINO model: --onnx-outputs and --onnx-exclude-outputs need the "
+                               "ONNX model",
+                               compiled_file);
+    auto live = runners_.make_runners([this] { return model_.load_once(kRunnerLoad); }, compiled_file);
 #ifdef __GLIBC__
     // Layerwise runs allocate and free many large tensors; glibc's adaptive mmap threshold would
     // move them onto the heap, whose freed pages stay resident. A fixed threshold returns them.

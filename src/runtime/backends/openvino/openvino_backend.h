@@ -23,7 +23,7 @@
 namespace parity::runtime::openvino {
 
 // Bumped whenever anything in this header changes: a module from another build is refused.
-inline constexpr int kBackendInterfaceVersion = 1;
+inline constexpr int kBackendInterfaceVersion = 2;
 
 struct BackendFailure : std::runtime_error {
   enum class Kind { kInvalidInput, kUnsupported, kOther };
@@ -72,6 +72,35 @@ struct InputDescription {
   std::vector<DimensionBounds> bounds;  // per dim, as the compiled model sees them
 };
 
+// An output described like an input (OpenVINO's shapes of compiled outputs may be dynamic too).
+using TensorDescription = InputDescription;
+
+// A compiled model exported by CompiledModel::export_model(), imported again (Backend::import_model).
+struct ImportRequest {
+  std::string exported;  // the bytes export_model() wrote
+  std::string device = "CPU";
+  // The precision it was compiled for: OpenVINO's CPU plugin compiles the exported model again on
+  // import, with its own default precision unless told.
+  std::optional<std::string> inference_precision;  // "f32", "bf16", "f16"
+  std::optional<int> threads;                   // ov::inference_num_threads
+  std::optional<std::string> performance_hint;  // "LATENCY", "THROUGHPUT"
+  // The ONNX names of the compiled model's outputs, in order (as output_names() gave them).
+  std::vector<std::string> output_names;
+};
+
+// One layer of the compiled model's runtime model (ov::CompiledModel::get_runtime_model()), in
+// execution order, from its rt_info.
+struct ExecutedLayer {
+  std::string name;                            // the runtime op's friendly name
+  std::string layer_type;                      // layerType: "Convolution", "Reorder", ...
+  std::string primitive_type;                  // primitiveType: the kernel, "brgconv_avx512_amx_bf16"
+  std::string runtime_precision;               // runtimePrecision
+  std::string output_precisions;               // outputPrecisions
+  std::vector<std::string> output_shapes;      // one per output, OpenVINO's notation
+  std::vector<std::string> original_layers;    // originalLayersNames: OpenVINO names of the fused ops
+  std::vector<std::string> input_layers;       // names of the runtime ops feeding this one
+};
+
 struct InputBuffer {
   std::string name;
   int32_t element_type = 0;
@@ -101,6 +130,12 @@ class CompiledModel {
   // converting the model.
   virtual std::vector<std::string> unmarkable_tensors() const = 0;
   virtual std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs) = 0;
+  // The compiled outputs, in output_names() order.
+  virtual std::vector<TensorDescription> outputs() const = 0;
+  // ov::CompiledModel::export_model's bytes (for Backend::import_model in a later process).
+  virtual std::string export_model() const = 0;
+  // The runtime model's ops in execution order (Parameters, Results and Constants included).
+  virtual std::vector<ExecutedLayer> executed_layers() const = 0;
 };
 
 class Backend {
@@ -111,6 +146,8 @@ class Backend {
   virtual std::vector<std::string> available_devices() = 0;
   virtual void set_log_function(LogFunction log) = 0;
   virtual std::unique_ptr<CompiledModel> compile(const CompileRequest& request) = 0;
+  // Imports an exported compiled model; BackendFailure when OpenVINO cannot read it.
+  virtual std::unique_ptr<CompiledModel> import_model(const ImportRequest& request) = 0;
 };
 
 }  // namespace parity::runtime::openvino

@@ -13,6 +13,7 @@
 
 #include "openvino_backend.h"
 #include "parity/core/error.h"
+#include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/model.h"
 #include "parity/runtime/openvino_runner.h"
@@ -133,6 +134,18 @@ OpenvinoRunner::OpenvinoRunner(ModelLoader model, OpenvinoOptions options)
   if (options_.performance_hint) options_.performance_hint = openvino_performance_hint(*options_.performance_hint);
   if (options_.threads && *options_.threads < 0) raise<InvalidInputError>("--ov-threads must be >= 0");
   (void)input_bounds(options_);
+  if (!options_.compiled_file.empty()) {
+    std::vector<std::string> fixed;
+    if (options_.precision) fixed.push_back("--ov-precision");
+    if (!options_.min_shapes.empty()) fixed.push_back("--ov-min/opt/max-shapes");
+    if (options_.cache_dir) fixed.push_back("--ov-cache-dir");
+    if (options_.outputs.mode != IntermediateOutputs::Mode::kNone || !options_.exclude_outputs.empty())
+      fixed.push_back("--ov-outputs/--ov-exclude-outputs");
+    if (!fixed.empty())
+      raise<InvalidInputError>("{}: a compiled model file was compiled with its precision and shapes fixed and "
+                               "marks no tensors; {} cannot apply to it (give them to `parity convert`)",
+                               options_.compiled_file, fmt::join(fixed, ", "));
+  }
 }
 
 OpenvinoRunner::~OpenvinoRunner() {
@@ -147,15 +160,88 @@ IntermediateOutputs OpenvinoRunner::marked_outputs() const {
 }
 
 void OpenvinoRunner::activate_impl() {
+  // A compiled model file is checked before OpenVINO is loaded: a bad file is named whatever else is missing.
+  std::optional<OpenvinoCompiledFile> file;
+  if (!options_.compiled_file.empty()) file = read_openvino_compiled_file(options_.compiled_file);
   OpenvinoBackendHandle handle = load_openvino_backend();
   backend_ = handle.backend;
   library_ = handle.info;
-  compile(marked_outputs());
+  if (file) import_compiled_file(std::move(*file));
+  else compile(marked_outputs());
+}
+
+void OpenvinoRunner::import_compiled_file(OpenvinoCompiledFile file) {
+  model_label_ = options_.compiled_file;
+  if (file.openvino_version != library_.version)
+    raise<FileError>("{}: compiled by OpenVINO {}, but the OpenVINO loaded is {}; compiled models only load in the "
+                     "version that wrote them: convert the ONNX model again",
+                     model_label_, file.openvino_version, library_.version);
+  openvino::ImportRequest request;
+  request.exported = std::move(file.compiled);
+  request.device = file.device;
+  request.inference_precision = file.inference_precision;
+  request.threads = options_.threads;
+  request.performance_hint = options_.performance_hint;
+  for (const auto& [name, info] : file.outputs) request.output_names.push_back(name);
+  graph_output_count_ = request.output_names.size();
+  tensor_order_.clear();
+  compiled_for_.clear();
+  compiled_.reset();
+  try {
+    compiled_ = backend_->import_model(request);
+  } catch (const openvino::BackendFailure& failure) {
+    raise<FileError>("{}: OpenVINO cannot import the compiled model: {}", model_label_, failure.what());
+  }
+  inference_precision_ = translated(model_label_, [&] { return compiled_->inference_precision(); });
+  if (inference_precision_ != file.inference_precision)
+    raise<FileError>("{}: compiled for inference precision {}, but OpenVINO imported it for {}", model_label_,
+                     file.inference_precision, inference_precision_);
+  source_model_hash_ = file.source_model_hash;
+  unmarkable_.clear();
+  // The data loader's metadata: the header's (the compiled model's inputs when the file was written).
+  inputs_ = file.inputs;
+  log::info("{}: OpenVINO {} imported {} for {} | inference precision: {}", name(), library_.version, model_label_,
+            file.device, inference_precision_);
+}
+
+OpenvinoCompiledFile OpenvinoRunner::compiled_file() const {
+  if (!compiled_) raise<InternalError>("{}: compiled_file() before activation", name());
+  if (!compiled_for_.empty())
+    raise<InvalidInputError>("{}: a compiled model with marked tensors is not written to a file", name());
+  OpenvinoCompiledFile file;
+  file.openvino_version = library_.version;
+  file.device = "CPU";
+  file.inference_precision = inference_precision_;
+  file.source_model_hash = source_model_hash_;
+  file.inputs = inputs_;
+  for (const auto& output : translated(model_label_, [&] { return compiled_->outputs(); })) {
+    std::vector<Dim> dims;
+    for (std::size_t d = 0; d < output.dims.size(); ++d) {
+      if (output.dims[d] >= 0) {
+        dims.push_back(Dim::fixed(output.dims[d]));
+        continue;
+      }
+      Dim dim = Dim::unknown();
+      if (output.bounds[d].min > 0 || output.bounds[d].max >= 0) dim.min = output.bounds[d].min;
+      if (output.bounds[d].max >= 0) dim.max = output.bounds[d].max;
+      dims.push_back(dim);
+    }
+    file.outputs.add(output.name, dtype_from_onnx(output.element_type), dims);
+  }
+  file.compiled = translated(model_label_, [&] { return compiled_->export_model(); });
+  return file;
+}
+
+std::vector<openvino::ExecutedLayer> OpenvinoRunner::executed_layers() const {
+  if (!compiled_) raise<InternalError>("{}: executed_layers() before activation", name());
+  return translated(model_label_, [&] { return compiled_->executed_layers(); });
 }
 
 void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
   onnx::Model model = loader_();
   model_label_ = model.path.empty() ? "<model>" : model.path.string();
+  source_model_hash_ = model.path.empty() ? fnv1a64_hash(onnx::serialize_model(*model.proto))
+                                          : fnv1a64_hash(read_file(model.path));
   openvino::CompileRequest request;
   request.model_bytes = onnx::serialize_model(*model.proto);
   // The frontend resolves external data relative to this file's folder.
@@ -248,7 +334,13 @@ NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
     for (const auto& tensor : marked.names)
       if (!excluded.count(tensor)) wanted_marks.push_back(tensor);
   }
-  if (fmt::format("{}", fmt::join(wanted_marks, "\n")) != compiled_for_) compile(marked);
+  if (fmt::format("{}", fmt::join(wanted_marks, "\n")) != compiled_for_) {
+    if (!options_.compiled_file.empty())
+      raise<InvalidInputError>("{}: a compiled model file marks no tensors; compare tensors layerwise with the ONNX "
+                               "model instead",
+                               model_label_);
+    compile(marked);
+  }
 
   check_bounds(feed);
   std::vector<openvino::InputBuffer> inputs;

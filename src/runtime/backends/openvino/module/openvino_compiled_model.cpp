@@ -47,6 +47,42 @@ int32_t onnx_type_or_throw(const ov::element::Type& type, const std::string& ten
 
 std::vector<int64_t> dims_of(const ov::Shape& shape) { return {shape.begin(), shape.end()}; }
 
+TensorDescription describe(const ov::Output<const ov::Node>& port, const std::string& name) {
+  TensorDescription description;
+  description.name = name;
+  description.element_type = onnx_type_or_throw(port.get_element_type(), name);
+  const ov::PartialShape& shape = port.get_partial_shape();
+  if (shape.rank().is_dynamic())
+    throw BackendFailure(BackendFailure::Kind::kUnsupported, "'" + name + "' has a dynamic rank in OpenVINO's model");
+  for (const auto& dim : shape) {
+    description.dims.push_back(dim.is_static() ? dim.get_length() : -1);
+    description.bounds.push_back({dim.get_min_length(), dim.get_max_length()});
+  }
+  return description;
+}
+
+// A runtime op's rt_info entry as text ("" when absent).
+std::string rt_info_text(const ov::Node& node, const std::string& key) {
+  const auto& info = node.get_rt_info();
+  auto it = info.find(key);
+  return it == info.end() ? std::string() : it->second.as<std::string>();
+}
+
+std::vector<std::string> split_names(const std::string& list) {
+  std::vector<std::string> names;
+  std::string current;
+  for (char c : list) {
+    if (c == ',') {
+      if (!current.empty()) names.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) names.push_back(current);
+  return names;
+}
+
 }  // namespace
 
 std::shared_ptr<ov::Model> read_onnx_model(const CompileRequest& request) {
@@ -137,6 +173,64 @@ std::vector<std::pair<std::string, std::size_t>> OpenvinoCompiledModel::mark_out
     outputs.emplace_back(name, existing->second);
   }
   return outputs;
+}
+
+OpenvinoCompiledModel::OpenvinoCompiledModel(ov::Core& core, const ImportRequest& request) {
+  ov::AnyMap properties;
+  if (request.inference_precision)
+    properties.emplace(ov::hint::inference_precision(precision_type(*request.inference_precision)));
+  if (request.threads) properties.emplace(ov::inference_num_threads(*request.threads));
+  if (request.performance_hint)
+    properties.emplace(ov::hint::performance_mode(performance_mode(*request.performance_hint)));
+  std::istringstream stream(request.exported);
+  compiled_ = core.import_model(stream, request.device, properties);
+  if (compiled_.outputs().size() != request.output_names.size())
+    throw BackendFailure(BackendFailure::Kind::kInvalidInput,
+                         "the imported model has " + std::to_string(compiled_.outputs().size()) +
+                             " outputs, its description " + std::to_string(request.output_names.size()));
+  for (std::size_t i = 0; i < request.output_names.size(); ++i) outputs_.emplace_back(request.output_names[i], i);
+  request_ = compiled_.create_infer_request();
+}
+
+std::vector<TensorDescription> OpenvinoCompiledModel::outputs() const {
+  std::vector<TensorDescription> outputs;
+  for (const auto& [name, index] : outputs_) outputs.push_back(describe(compiled_.outputs().at(index), name));
+  return outputs;
+}
+
+std::string OpenvinoCompiledModel::export_model() const {
+  std::ostringstream stream;
+  const_cast<ov::CompiledModel&>(compiled_).export_model(stream);  // not const in OpenVINO's API
+  return std::move(stream).str();
+}
+
+std::vector<ExecutedLayer> OpenvinoCompiledModel::executed_layers() const {
+  std::shared_ptr<const ov::Model> runtime = compiled_.get_runtime_model();
+  std::vector<std::pair<int64_t, ExecutedLayer>> layers;
+  for (const auto& node : runtime->get_ordered_ops()) {
+    ExecutedLayer layer;
+    layer.name = node->get_friendly_name();
+    layer.layer_type = rt_info_text(*node, "layerType");
+    layer.primitive_type = rt_info_text(*node, "primitiveType");
+    layer.runtime_precision = rt_info_text(*node, "runtimePrecision");
+    layer.output_precisions = rt_info_text(*node, "outputPrecisions");
+    layer.original_layers = split_names(rt_info_text(*node, "originalLayersNames"));
+    for (const auto& output : node->outputs()) layer.output_shapes.push_back(output.get_partial_shape().to_string());
+    for (const auto& input : node->inputs()) layer.input_layers.push_back(input.get_source_output().get_node()->get_friendly_name());
+    std::string order = rt_info_text(*node, "execOrder");
+    int64_t position = static_cast<int64_t>(layers.size());
+    if (!order.empty()) {
+      try {
+        position = std::stoll(order);
+      } catch (const std::exception&) {
+      }
+    }
+    layers.emplace_back(position, std::move(layer));
+  }
+  std::stable_sort(layers.begin(), layers.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<ExecutedLayer> ordered;
+  for (auto& entry : layers) ordered.push_back(std::move(entry.second));
+  return ordered;
 }
 
 std::vector<InputDescription> OpenvinoCompiledModel::inputs() const {

@@ -25,12 +25,17 @@ ov::AnyMap compile_properties(const CompileRequest& request);
 class OpenvinoCompiledModel : public CompiledModel {
  public:
   OpenvinoCompiledModel(ov::Core& core, const CompileRequest& request, const LogFunction& log);
+  // An exported model imported again; its outputs take request.output_names in order.
+  OpenvinoCompiledModel(ov::Core& core, const ImportRequest& request);
 
   std::vector<InputDescription> inputs() const override;
   std::string inference_precision() const override;
   std::vector<std::string> output_names() const override;
   std::vector<std::string> unmarkable_tensors() const override { return unmarkable_; }
   std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs) override;
+  std::vector<TensorDescription> outputs() const override;
+  std::string export_model() const override;
+  std::vector<ExecutedLayer> executed_layers() const override;
 
   // The compiled model itself (its runtime model describes the executed layers).
   const ov::CompiledModel& compiled() const { return compiled_; }

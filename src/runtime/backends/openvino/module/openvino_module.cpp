@@ -39,6 +39,11 @@ class GuardedCompiledModel : public CompiledModel {
   std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs) override {
     return guarded([&] { return model_->infer(inputs); });
   }
+  std::vector<TensorDescription> outputs() const override { return guarded([&] { return model_->outputs(); }); }
+  std::string export_model() const override { return guarded([&] { return model_->export_model(); }); }
+  std::vector<ExecutedLayer> executed_layers() const override {
+    return guarded([&] { return model_->executed_layers(); });
+  }
 
  private:
   std::unique_ptr<OpenvinoCompiledModel> model_;
@@ -59,6 +64,12 @@ class OpenvinoBackend : public Backend {
     std::lock_guard lock(mutex_);
     return guarded([&]() -> std::unique_ptr<CompiledModel> {
       return std::make_unique<GuardedCompiledModel>(std::make_unique<OpenvinoCompiledModel>(core_, request, log_));
+    });
+  }
+  std::unique_ptr<CompiledModel> import_model(const ImportRequest& request) override {
+    std::lock_guard lock(mutex_);
+    return guarded([&]() -> std::unique_ptr<CompiledModel> {
+      return std::make_unique<GuardedCompiledModel>(std::make_unique<OpenvinoCompiledModel>(core_, request));
     });
   }
 

@@ -1,0 +1,56 @@
+// Compiled OpenVINO model files (`parity convert model.onnx --openvino -o model.ovc`): OpenVINO's
+// exported compiled model (ov::CompiledModel::export_model) framed by a header of Parity's own, so
+// that `parity run model.ovc --openvino` needs no ONNX file and a foreign, truncated or corrupt
+// file is refused with one clear error before OpenVINO reads a byte of it.
+//
+// Layout: a text header of "key value" lines, then the exported bytes.
+//   PARITY-OPENVINO-COMPILED-MODEL <format version>    (the magic, first line)
+//   openvino-version <OpenVINO's build number>
+//   device CPU
+//   inference-precision bf16
+//   source-model-hash fnv1a64:<16 hex digits>            (the ONNX file's bytes, not its external data)
+//   input <ONNX element type> <dims> <name>               (one line per input, in order)
+//   output <ONNX element type> <dims> <name>              (one line per output, in order)
+//   compiled-bytes <n>
+//   compiled-hash fnv1a64:<16 hex digits>                 (the exported bytes)
+//   end
+// <dims>: comma-separated, each a size, "min..max" (bounded dynamic), "min.." (bounded below), "?"
+// (dynamic, no bounds) or "-" for a scalar. Names run to the end of the line (a name with a line break cannot be written).
+// The hash is FNV-1a 64 (no cryptographic strength: it detects corruption, not tampering).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "parity/core/tensor_metadata.h"
+
+namespace parity::runtime {
+
+inline constexpr int kOpenvinoCompiledFormatVersion = 1;
+
+struct OpenvinoCompiledFile {
+  std::string openvino_version;     // the OpenVINO build that compiled it
+  std::string device = "CPU";
+  std::string inference_precision;  // "f32", "bf16", "f16"
+  std::string source_model_hash;    // "fnv1a64:<hex>"
+  TensorMetadata inputs, outputs;   // dynamic dims carry their bounds (Dim::min/max)
+  std::string compiled;             // ov::CompiledModel::export_model's bytes
+};
+
+// FNV-1a 64 of `bytes`, as "fnv1a64:<16 lowercase hex digits>".
+std::string fnv1a64_hash(std::string_view bytes);
+
+// True when `path` starts with the header's magic line (false for unreadable files).
+bool is_openvino_compiled_file(const std::filesystem::path& path);
+
+// Writes atomically (temp file + rename). FileError when a name cannot be written or the write fails.
+void write_openvino_compiled_file(const std::filesystem::path& path, const OpenvinoCompiledFile& file);
+
+// Reads and checks the header and the compiled bytes' length and hash. FileError naming the path:
+// not a compiled model file, another format version, a damaged header, truncated, corrupt. The
+// OpenVINO version is not checked here (the runner compares it with the library it loaded).
+OpenvinoCompiledFile read_openvino_compiled_file(const std::filesystem::path& path);
+
+}  // namespace parity::runtime
