@@ -91,6 +91,8 @@ class OpenvinoRunner : public Runner {
   // After activation: the requested tensors OpenVINO folded away and that could not be returned.
   const std::vector<std::string>& unmarkable_tensors() const { return unmarkable_; }
   const OpenvinoLibraryInfo& library() const { return library_; }
+  // After activation: the model file it runs (the ONNX model or the compiled model file).
+  const std::string& model_label() const { return model_label_; }
   // After activation: the compiled model as a compiled model file (header and exported bytes),
   // ready for write_openvino_compiled_file. Only for a runner with no marked tensors.
   OpenvinoCompiledFile compiled_file() const;

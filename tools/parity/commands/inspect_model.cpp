@@ -1,6 +1,7 @@
 // `parity inspect model`: a model's summary, inputs and outputs, and with --show its nodes
 // (with shapes from ONNX shape inference), attributes and weights. Subgraphs of If/Loop/Scan are
-// shown indented under their node.
+// shown indented under their node. With --openvino, or for a compiled OpenVINO model file (.ovc),
+// what OpenVINO executes instead (parity/runtime/openvino_engine_report.h).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -9,10 +10,16 @@
 #include <fmt/format.h>
 
 #include "args/model_args.h"
+#include "args/openvino_args.h"
 #include "command.h"
 #include "parity/core/logger.h"
 #include "parity/core/values.h"
+#include "parity/core/error.h"
+#include "parity/core/file_io.h"
 #include "parity/onnx/tensor_proto.h"
+#include "parity/runtime/openvino_compiled_file.h"
+#include "parity/runtime/openvino_engine_report.h"
+#include "parity/runtime/openvino_runner.h"
 
 namespace parity::cli {
 namespace {
@@ -228,8 +235,22 @@ class InspectModelCommand : public Command {
     app.add_option("--show", show_, "What to show beyond inputs and outputs: layers, attrs, weights")
         ->check(CLI::IsMember({"layers", "attrs", "weights"}))
         ->group("Display");
+    app.add_flag("--openvino", openvino_,
+                 "Compile the ONNX model with OpenVINO (with the --ov-* options) and show what it executes: the "
+                 "layers in order with their kernels, precisions and the ONNX nodes fused into each, and a "
+                 "summary. Implied for a compiled model file (.ovc)")
+        ->group("OpenVINO Compilation");
+    openvino_args_.add_to(app);
+    app.add_option("--json", json_,
+                   "With --openvino or a .ovc file: also write the layers and the summary as JSON to this file")
+        ->group("Display");
   }
   int run() override {
+    const bool compiled_file = runtime::is_openvino_compiled_file(model_.path()) ||
+                               std::filesystem::path(model_.path()).extension() == ".ovc";
+    openvino_args_.parse(openvino_ || compiled_file ? 1 : 0);
+    if (openvino_ || compiled_file) return inspect_openvino(compiled_file);
+    if (!json_.empty()) raise<InvalidInputError>("--json describes what OpenVINO executes: give --openvino");
     onnx::Model model = model_.load();
     auto has = [&](const char* what) { return std::find(show_.begin(), show_.end(), what) != show_.end(); };
     Printer printer(model, has("layers"), has("attrs"), has("weights"));
@@ -238,7 +259,29 @@ class InspectModelCommand : public Command {
   }
 
  private:
+  int inspect_openvino(bool compiled_file) {
+    if (!show_.empty())
+      raise<InvalidInputError>("--show describes the ONNX graph; with --openvino or a .ovc file the executed layers "
+                               "are always shown");
+    std::optional<onnx::Model> model;
+    if (!compiled_file) model = model_.load();
+    runtime::OpenvinoOptions options = openvino_args_.options();
+    if (compiled_file) options.compiled_file = model_.path();
+    runtime::OpenvinoRunner runner([&] { return *model; }, options);
+    runner.activate();
+    runtime::EngineReport report = runtime::describe_openvino_engine(runner, model ? &*model : nullptr);
+    log::info("{}", report.to_text());
+    if (!json_.empty()) {
+      write_file_atomic(json_, report.to_json().dump(2) + "\n");
+      log::info("Saved the executed layers to {}", json_);
+    }
+    return 0;
+  }
+
   ModelArgs model_;
+  OpenvinoArgs openvino_args_;
+  bool openvino_ = false;
+  std::string json_;
   std::vector<std::string> show_;
 };
 
