@@ -8,9 +8,12 @@ OpenVINO executes, in order, with kernel, precision, shapes and the ONNX nodes f
 - Known fusions are shown: small_cnn's Conv+BatchNormalization+Relu run as one convolution.
 - A compiled model file shows the same layers (kernels, precisions, shapes) as the ONNX model
   compiled the same way.
+- `run --ov-profile-layers N`: the N slowest layers, by share of the total, each a layer of the
+  runtime model with its precision; outputs unchanged by profiling.
 """
 
 import json
+import re
 
 import onnx
 import pytest
@@ -153,3 +156,44 @@ def test_json_needs_openvino(run_parity, examples_dir, tmp_path):
     run = run_parity("inspect", "model", examples_dir / "small_cnn.onnx", "--json", tmp_path / "x.json")
     assert run.returncode == 1, run.describe()
     assert "--json describes what OpenVINO executes: give --openvino" in single_error_line(run)
+
+
+# ---- per-layer timings (run --ov-profile-layers N) ----
+
+PROFILE_LINE = re.compile(r"^\s+(\d+\.\d)% \|\s+(\d+\.\d+) ms \| (.+) \[(\w+)\] \| kernel: (\S+) \| precision: (\S+)$")
+
+
+def test_profile_layers_lists_the_slowest_layers(run_parity, examples_dir, tmp_path):
+    model = examples_dir / "small_transformer.onnx"
+    report_path = tmp_path / "layers.json"
+    assert run_parity("inspect", "model", model, "--openvino", "--ov-precision", "bf16", "--json",
+                      report_path).returncode == 0
+    layers = {layer["name"]: layer for layer in json.loads(report_path.read_text())["layers"]}
+    run = run_parity("run", model, "--openvino", "--ov-precision", "bf16", "--ov-profile-layers", "4", "--iterations",
+                     "2", "--save-outputs", tmp_path / "profiled.json", "--save-inputs", tmp_path / "inputs.json")
+    assert run.returncode == 0, run.describe()
+    lines = run.output.splitlines()
+    [start] = [i for i, line in enumerate(lines) if "the 4 slowest of" in line]
+    assert "mean over 2 inference(s)" in lines[start]
+    rows = [PROFILE_LINE.match(line) for line in lines[start + 1:start + 5]]
+    assert all(rows), "\n".join(lines[start:start + 5])
+    shares = [float(row.group(1)) for row in rows]
+    assert shares == sorted(shares, reverse=True) and sum(shares) <= 100.05
+    for row in rows:
+        layer = layers[row.group(3)]  # a layer of the runtime model, with its kernel and precision
+        assert row.group(6) == layer["runtime_precision"]
+    # Profiling does not change what runs: outputs bit-identical to an unprofiled run.
+    plain = run_parity("run", model, "--openvino", "--ov-precision", "bf16", "--load-inputs", tmp_path / "inputs.json",
+                       "--save-outputs", tmp_path / "plain.json")
+    assert plain.returncode == 0, plain.describe()
+    from polygraphy.json import load_json
+    a, b = load_json(str(tmp_path / "profiled.json")), load_json(str(tmp_path / "plain.json"))
+    [(_, first)], [(_, second)] = list(a.items()), list(b.items())
+    for name, value in first[0].items():
+        assert value.tobytes() == second[0][name].tobytes(), name
+
+
+def test_profile_layers_needs_the_runner(run_parity, examples_dir):
+    run = run_parity("run", examples_dir / "small_cnn.onnx", "--ref", "--ov-profile-layers", "3")
+    assert run.returncode == 1, run.describe()
+    assert "the --ov-* options need an OpenVINO runner (--openvino)" in single_error_line(run)

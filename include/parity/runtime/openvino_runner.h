@@ -58,6 +58,10 @@ struct OpenvinoOptions {
   // the loader's model (never called then). Its precision and shapes were fixed when it was
   // written, so precision, shape bounds, cache folder and marked outputs must be unset.
   std::string compiled_file;
+  // --ov-profile-layers N: compile with ov::enable_profiling and, at deactivation, log the N
+  // layers that took the most time, summed over every inference (share of the total, kernel,
+  // precision). 0: no profiling.
+  int profile_layers = 0;
 };
 
 // "f32", "bf16", "f16"; InvalidInputError naming the flag otherwise.
@@ -128,6 +132,14 @@ class OpenvinoRunner : public Runner {
   std::vector<std::string> unmarkable_;
   // Producer (node name, op type) of each ONNX tensor, for streamed tensors.
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>> tensor_order_;
+  // --ov-profile-layers: microseconds per runtime layer (name, type, kernel), summed over inferences.
+  struct LayerTime {
+    std::string name, layer_type, kernel;
+    int64_t microseconds = 0;
+  };
+  std::vector<LayerTime> layer_times_;
+  std::size_t profiled_inferences_ = 0;
+  void log_slowest_layers();
 };
 
 }  // namespace parity::runtime

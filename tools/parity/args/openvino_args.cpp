@@ -39,6 +39,13 @@ void OpenvinoArgs::add_to(CLI::App& app) {
       ->group(group);
 }
 
+void OpenvinoArgs::add_profiling_to(CLI::App& app) {
+  app.add_option("--ov-profile-layers", profile_layers_,
+                 "Profile OpenVINO's layers (ov::enable_profiling) and print the N that take the most time, summed "
+                 "over the inferences: share of the total, mean time, layer type, kernel and precision")
+      ->group("OpenVINO Compilation");
+}
+
 void OpenvinoArgs::parse(int openvino_runners) {
   options_ = {};
   if (!precision_.empty()) {
@@ -54,9 +61,11 @@ void OpenvinoArgs::parse(int openvino_runners) {
   options_.max_shapes = parse_input_shapes(max_shapes_, "--ov-max-shapes");
   options_.outputs = parse_output_marks(outputs_, "--ov-outputs");
   options_.exclude_outputs = exclude_outputs_;
+  if (profile_layers_ < 0) raise<InvalidInputError>("--ov-profile-layers must be >= 0, got {}", profile_layers_);
+  options_.profile_layers = profile_layers_;
   bool any = !precision_.empty() || threads_ != -1 || !perf_hint_.empty() || !cache_dir_.empty() ||
              !min_shapes_.empty() || !opt_shapes_.empty() || !max_shapes_.empty() || !outputs_.empty() ||
-             !exclude_outputs_.empty();
+             !exclude_outputs_.empty() || profile_layers_ != 0;
   if (any && openvino_runners == 0)
     raise<InvalidInputError>("the --ov-* options need an OpenVINO runner (--openvino)");
 }

@@ -15,6 +15,8 @@ namespace parity::cli {
 class OpenvinoArgs {
  public:
   void add_to(CLI::App& app);
+  // --ov-profile-layers, for commands that run inferences (run).
+  void add_profiling_to(CLI::App& app);
   // Checks the values (before anything runs); `openvino_runners`: how many --openvino were given.
   void parse(int openvino_runners);
   runtime::OpenvinoOptions options() const { return options_; }
@@ -25,6 +27,7 @@ class OpenvinoArgs {
  private:
   std::string precision_, perf_hint_, cache_dir_;
   int threads_ = -1;
+  int profile_layers_ = 0;
   std::vector<std::string> min_shapes_, opt_shapes_, max_shapes_, outputs_, exclude_outputs_;
   runtime::OpenvinoOptions options_;
 };

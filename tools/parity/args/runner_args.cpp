@@ -38,6 +38,7 @@ void RunnerArgs::add_to(CLI::App& app) {
                  "'<PREFIX>_<date>.json' when it finishes (its path is logged)")
       ->group(ort);
   openvino_.add_to(app);
+  openvino_.add_profiling_to(app);
 }
 
 void RunnerArgs::parse() {

@@ -23,7 +23,7 @@
 namespace parity::runtime::openvino {
 
 // Bumped whenever anything in this header changes: a module from another build is refused.
-inline constexpr int kBackendInterfaceVersion = 2;
+inline constexpr int kBackendInterfaceVersion = 3;
 
 struct BackendFailure : std::runtime_error {
   enum class Kind { kInvalidInput, kUnsupported, kOther };
@@ -56,6 +56,7 @@ struct CompileRequest {
   std::optional<int> threads;                      // ov::inference_num_threads
   std::optional<std::string> performance_hint;     // "LATENCY", "THROUGHPUT"
   std::optional<std::string> cache_dir;            // ov::cache_dir
+  bool profiling = false;                          // ov::enable_profiling: per-layer timings
   // Inputs reshaped before compiling (others keep the model's shapes).
   std::vector<InputShapeBounds> input_bounds;
   // The ONNX graph's outputs, in order: the compiled model's outputs are named after them.
@@ -84,6 +85,7 @@ struct ImportRequest {
   std::optional<std::string> inference_precision;  // "f32", "bf16", "f16"
   std::optional<int> threads;                   // ov::inference_num_threads
   std::optional<std::string> performance_hint;  // "LATENCY", "THROUGHPUT"
+  bool profiling = false;                       // ov::enable_profiling
   // The ONNX names of the compiled model's outputs, in order (as output_names() gave them).
   std::vector<std::string> output_names;
 };
@@ -99,6 +101,14 @@ struct ExecutedLayer {
   std::vector<std::string> output_shapes;      // one per output, OpenVINO's notation
   std::vector<std::string> original_layers;    // originalLayersNames: OpenVINO names of the fused ops
   std::vector<std::string> input_layers;       // names of the runtime ops feeding this one
+};
+
+// One executed layer's time in the last inference (ov::ProfilingInfo, status EXECUTED only).
+struct LayerTiming {
+  std::string name;         // the runtime model's op name
+  std::string layer_type;   // node_type
+  std::string kernel;       // exec_type
+  int64_t real_time_us = 0;
 };
 
 struct InputBuffer {
@@ -136,6 +146,8 @@ class CompiledModel {
   virtual std::string export_model() const = 0;
   // The runtime model's ops in execution order (Parameters, Results and Constants included).
   virtual std::vector<ExecutedLayer> executed_layers() const = 0;
+  // The last inference's per-layer times; needs profiling in the request.
+  virtual std::vector<LayerTiming> layer_timings() const = 0;
 };
 
 class Backend {

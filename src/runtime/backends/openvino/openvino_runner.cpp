@@ -133,6 +133,7 @@ OpenvinoRunner::OpenvinoRunner(ModelLoader model, OpenvinoOptions options)
   if (options_.precision) check_openvino_precision(*options_.precision);
   if (options_.performance_hint) options_.performance_hint = openvino_performance_hint(*options_.performance_hint);
   if (options_.threads && *options_.threads < 0) raise<InvalidInputError>("--ov-threads must be >= 0");
+  if (options_.profile_layers < 0) raise<InvalidInputError>("--ov-profile-layers must be >= 0");
   (void)input_bounds(options_);
   if (!options_.compiled_file.empty()) {
     std::vector<std::string> fixed;
@@ -182,6 +183,7 @@ void OpenvinoRunner::import_compiled_file(OpenvinoCompiledFile file) {
   request.inference_precision = file.inference_precision;
   request.threads = options_.threads;
   request.performance_hint = options_.performance_hint;
+  request.profiling = options_.profile_layers > 0;
   for (const auto& [name, info] : file.outputs) request.output_names.push_back(name);
   graph_output_count_ = request.output_names.size();
   tensor_order_.clear();
@@ -251,6 +253,7 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
   request.threads = options_.threads;
   request.performance_hint = options_.performance_hint;
   request.cache_dir = options_.cache_dir;
+  request.profiling = options_.profile_layers > 0;
   request.input_bounds = input_bounds(options_);
   for (const auto& output : model->graph().output()) request.graph_outputs.push_back(output.name());
   graph_output_count_ = request.graph_outputs.size();
@@ -299,7 +302,35 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
                                                               request.marked_outputs.size() - unmarkable_.size()));
 }
 
+void OpenvinoRunner::log_slowest_layers() {
+  if (layer_times_.empty()) return;
+  std::unordered_map<std::string, std::string> precision_of;
+  for (const auto& layer : executed_layers()) precision_of.emplace(layer.name, layer.runtime_precision);
+  int64_t total = 0;
+  for (const auto& layer : layer_times_) total += layer.microseconds;
+  std::vector<LayerTime> sorted = layer_times_;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const LayerTime& a, const LayerTime& b) { return a.microseconds > b.microseconds; });
+  sorted.resize(std::min(sorted.size(), static_cast<std::size_t>(options_.profile_layers)));
+  const double per_inference = static_cast<double>(profiled_inferences_);
+  std::string lines;
+  for (const auto& layer : sorted) {
+    auto precision = precision_of.find(layer.name);
+    lines += fmt::format("\n    {:5.1f}% | {:9.3f} ms | {} [{}] | kernel: {} | precision: {}",
+                         total ? 100.0 * static_cast<double>(layer.microseconds) / static_cast<double>(total) : 0.0,
+                         static_cast<double>(layer.microseconds) / 1000.0 / per_inference, layer.name, layer.layer_type,
+                         layer.kernel, precision == precision_of.end() ? "?" : precision->second);
+  }
+  log::info("{}: the {} slowest of {} executed layers (OpenVINO's profiling, mean over {} inference(s); layers "
+            "total {:.3f} ms per inference):{}",
+            name(), sorted.size(), layer_times_.size(), profiled_inferences_,
+            static_cast<double>(total) / 1000.0 / per_inference, lines);
+}
+
 void OpenvinoRunner::deactivate_impl() {
+  if (options_.profile_layers > 0 && compiled_) log_slowest_layers();
+  layer_times_.clear();
+  profiled_inferences_ = 0;
   compiled_.reset();
   inputs_ = TensorMetadata();
 }
@@ -353,6 +384,16 @@ NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
                       tensor.byte_size()});
   }
   std::vector<openvino::OutputBuffer> produced = translated(model_label_, [&] { return compiled_->infer(inputs); });
+  if (options_.profile_layers > 0) {
+    ++profiled_inferences_;
+    for (auto& timing : translated(model_label_, [&] { return compiled_->layer_timings(); })) {
+      auto it = std::find_if(layer_times_.begin(), layer_times_.end(),
+                             [&](const LayerTime& known) { return known.name == timing.name; });
+      if (it == layer_times_.end())
+        it = layer_times_.insert(layer_times_.end(), {timing.name, timing.layer_type, timing.kernel, 0});
+      it->microseconds += timing.real_time_us;
+    }
+  }
 
   NamedTensors outputs;
   std::unordered_map<std::string, std::size_t> index_of;

@@ -119,6 +119,7 @@ ov::AnyMap compile_properties(const CompileRequest& request) {
   if (request.performance_hint)
     properties.emplace(ov::hint::performance_mode(performance_mode(*request.performance_hint)));
   if (request.cache_dir) properties.emplace(ov::cache_dir(*request.cache_dir));
+  if (request.profiling) properties.emplace(ov::enable_profiling(true));
   return properties;
 }
 
@@ -182,6 +183,7 @@ OpenvinoCompiledModel::OpenvinoCompiledModel(ov::Core& core, const ImportRequest
   if (request.threads) properties.emplace(ov::inference_num_threads(*request.threads));
   if (request.performance_hint)
     properties.emplace(ov::hint::performance_mode(performance_mode(*request.performance_hint)));
+  if (request.profiling) properties.emplace(ov::enable_profiling(true));
   std::istringstream stream(request.exported);
   compiled_ = core.import_model(stream, request.device, properties);
   if (compiled_.outputs().size() != request.output_names.size())
@@ -231,6 +233,15 @@ std::vector<ExecutedLayer> OpenvinoCompiledModel::executed_layers() const {
   std::vector<ExecutedLayer> ordered;
   for (auto& entry : layers) ordered.push_back(std::move(entry.second));
   return ordered;
+}
+
+std::vector<LayerTiming> OpenvinoCompiledModel::layer_timings() const {
+  std::vector<LayerTiming> timings;
+  for (const auto& info : request_.get_profiling_info()) {
+    if (info.status != ov::ProfilingInfo::Status::EXECUTED) continue;
+    timings.push_back({info.node_name, info.node_type, info.exec_type, info.real_time.count()});
+  }
+  return timings;
 }
 
 std::vector<InputDescription> OpenvinoCompiledModel::inputs() const {

@@ -36,6 +36,7 @@ class OpenvinoCompiledModel : public CompiledModel {
   std::vector<TensorDescription> outputs() const override;
   std::string export_model() const override;
   std::vector<ExecutedLayer> executed_layers() const override;
+  std::vector<LayerTiming> layer_timings() const override;
 
   // The compiled model itself (its runtime model describes the executed layers).
   const ov::CompiledModel& compiled() const { return compiled_; }

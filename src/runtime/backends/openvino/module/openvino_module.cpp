@@ -44,6 +44,7 @@ class GuardedCompiledModel : public CompiledModel {
   std::vector<ExecutedLayer> executed_layers() const override {
     return guarded([&] { return model_->executed_layers(); });
   }
+  std::vector<LayerTiming> layer_timings() const override { return guarded([&] { return model_->layer_timings(); }); }
 
  private:
   std::unique_ptr<OpenvinoCompiledModel> model_;
