@@ -15,7 +15,8 @@
 //   compiled-hash fnv1a64:<16 hex digits>                 (the exported bytes)
 //   end
 // <dims>: comma-separated, each a size, "min..max" (bounded dynamic), "min.." (bounded below), "?"
-// (dynamic, no bounds) or "-" for a scalar. Names run to the end of the line (a name with a line break cannot be written).
+// (dynamic, no bounds) or "-" for a scalar. Names run to the end of the line (a name with a line
+// break cannot be written).
 // The hash is FNV-1a 64 (no cryptographic strength: it detects corruption, not tampering).
 #pragma once
 

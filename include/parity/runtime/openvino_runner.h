@@ -128,7 +128,7 @@ class OpenvinoRunner : public Runner {
   TensorMetadata inputs_;
   std::string model_label_;
   std::string inference_precision_;
-  std::string source_model_hash_;
+  std::string source_model_hash_;  // of an imported compiled model file (its header's)
   std::vector<std::string> unmarkable_;
   // Producer (node name, op type) of each ONNX tensor, for streamed tensors.
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>> tensor_order_;

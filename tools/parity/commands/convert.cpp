@@ -115,7 +115,8 @@ class ConvertCommand : public Command {
         !openvino_args_.exclude_outputs().empty())
       raise<InvalidInputError>("convert --openvino: a compiled model file marks no tensors (--ov-outputs, "
                                "--ov-exclude-outputs)");
-    runtime::OpenvinoRunner runner([this] { return model_.load_once({.lazy_weights = true}); }, openvino_args_.options());
+    runtime::OpenvinoRunner runner([this] { return model_.load_once({.lazy_weights = true}); },
+                                   openvino_args_.options());
     runner.activate();
     runtime::OpenvinoCompiledFile file = runner.compiled_file();
     runtime::write_openvino_compiled_file(output_, file);

@@ -100,7 +100,6 @@ struct ExecutedLayer {
   std::string output_precisions;               // outputPrecisions
   std::vector<std::string> output_shapes;      // one per output, OpenVINO's notation
   std::vector<std::string> original_layers;    // originalLayersNames: OpenVINO names of the fused ops
-  std::vector<std::string> input_layers;       // names of the runtime ops feeding this one
 };
 
 // One executed layer's time in the last inference (ov::ProfilingInfo, status EXECUTED only).

@@ -163,8 +163,8 @@ std::string EngineReport::to_text() const {
                      device, inference_precision);
   std::size_t constants = 0, listed = 0;
   for (const auto& layer : layers) constants += layer.kind == EngineLayer::Kind::kConstant;
-  out += fmt::format("\n---- {} Layer(s) in execution order ({} constant(s) not listed) ----", layers.size() - constants,
-                     constants);
+  out += fmt::format("\n---- {} Layer(s) in execution order ({} constant(s) not listed) ----",
+                     layers.size() - constants, constants);
   for (const auto& layer : layers) {
     if (layer.kind == EngineLayer::Kind::kConstant) continue;
     std::string kind = layer.kind == EngineLayer::Kind::kCompute ? "" : fmt::format(" ({})", kind_name(layer.kind));
@@ -181,8 +181,8 @@ std::string EngineReport::to_text() const {
       out += fmt::format("\n    Original ops: {}", join(layer.original_names));
     }
   }
-  std::size_t reorders = std::count_if(layers.begin(), layers.end(),
-                                       [](const EngineLayer& layer) { return layer.kind == EngineLayer::Kind::kReorder; });
+  auto is_reorder = [](const EngineLayer& layer) { return layer.kind == EngineLayer::Kind::kReorder; };
+  std::size_t reorders = std::count_if(layers.begin(), layers.end(), is_reorder);
   out += fmt::format("\n\n---- Summary ----\nExecuted layers: {} ({} reorder(s))", executed_layers(), reorders);
   if (has_onnx) {
     out += fmt::format("\nONNX compute nodes: {} | covered by executed layers: {} ({} by dataflow) | folded into "

@@ -214,7 +214,19 @@ OpenvinoCompiledFile OpenvinoRunner::compiled_file() const {
   file.openvino_version = library_.version;
   file.device = "CPU";
   file.inference_precision = inference_precision_;
-  file.source_model_hash = source_model_hash_;
+  if (options_.compiled_file.empty()) {
+    // The ONNX file's bytes (mapped, not copied), or the model as serialized when it has no file.
+    onnx::Model model = loader_();
+    if (model.path.empty()) {
+      file.source_model_hash = fnv1a64_hash(onnx::serialize_model(*model.proto));
+    } else {
+      std::shared_ptr<Storage> bytes = map_file(model.path);
+      file.source_model_hash =
+          fnv1a64_hash(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+    }
+  } else {
+    file.source_model_hash = source_model_hash_;
+  }
   file.inputs = inputs_;
   for (const auto& output : translated(model_label_, [&] { return compiled_->outputs(); })) {
     std::vector<Dim> dims;
@@ -242,8 +254,6 @@ std::vector<openvino::ExecutedLayer> OpenvinoRunner::executed_layers() const {
 void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
   onnx::Model model = loader_();
   model_label_ = model.path.empty() ? "<model>" : model.path.string();
-  source_model_hash_ = model.path.empty() ? fnv1a64_hash(onnx::serialize_model(*model.proto))
-                                          : fnv1a64_hash(read_file(model.path));
   openvino::CompileRequest request;
   request.model_bytes = onnx::serialize_model(*model.proto);
   // The frontend resolves external data relative to this file's folder.

@@ -218,7 +218,6 @@ std::vector<ExecutedLayer> OpenvinoCompiledModel::executed_layers() const {
     layer.output_precisions = rt_info_text(*node, "outputPrecisions");
     layer.original_layers = split_names(rt_info_text(*node, "originalLayersNames"));
     for (const auto& output : node->outputs()) layer.output_shapes.push_back(output.get_partial_shape().to_string());
-    for (const auto& input : node->inputs()) layer.input_layers.push_back(input.get_source_output().get_node()->get_friendly_name());
     std::string order = rt_info_text(*node, "execOrder");
     int64_t position = static_cast<int64_t>(layers.size());
     if (!order.empty()) {
