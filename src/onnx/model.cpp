@@ -96,9 +96,13 @@ void validate(Model& model, const LoadOptions& options) {
     raise<InvalidInputError>("not an ONNX model: the protobuf message has no graph");
   if (proto.ir_version() <= 0)
     raise<InvalidInputError>("not an ONNX model: IR version is {} (missing or invalid)", proto.ir_version());
-  for_each_graph(proto, [](const GraphProto& graph, int) { check_value_info_dims(graph); },
-                 options.max_subgraph_depth);
-  for_each_data_tensor(proto, [&](TensorProto& tensor) { validate_tensor_data(tensor, model.base_dir); });
+  for_each_graph(proto, [&](const GraphProto& graph, int) {
+    if (options.check_dims_and_data) check_value_info_dims(graph);
+  }, options.max_subgraph_depth);
+  for_each_data_tensor(proto, [&](TensorProto& tensor) {
+    if (options.check_dims_and_data) validate_tensor_data(tensor, model.base_dir);
+    else if (uses_external_data(tensor)) resolve_external_location(tensor, model.base_dir);
+  });
 }
 
 Model parse(std::string_view bytes, const fs::path& base_dir, const LoadOptions& options,

@@ -327,6 +327,36 @@ TEST(OnnxModel, DeclaredShapesMustMatchTheData) {
   EXPECT_NE(message.find("'x'"), std::string::npos) << message;
 }
 
+// For display (`inspect model`): both models load as declared; reading the weight is what fails.
+TEST(OnnxModel, DisplayLoadKeepsDeclaredDimsAndChecksDataWhenRead) {
+  TempDir dir;
+  Model model = add_model(4, dir.path());
+  auto* w = model->mutable_graph()->mutable_initializer(0);
+  w->clear_dims();
+  for (int i = 0; i < 3; ++i) w->add_dims(1000000);
+  auto* input_shape = model->mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  input_shape->mutable_dim(0)->set_dim_value(-5);
+  write_file_atomic(dir / "m.onnx", serialize_model(*model.proto));
+  LoadOptions display;
+  display.check_dims_and_data = false;
+  Model loaded = load_model(dir / "m.onnx", display);
+  EXPECT_EQ(loaded->graph().input(0).type().tensor_type().shape().dim(0).dim_value(), -5);
+  EXPECT_EQ(loaded->graph().initializer(0).dims_size(), 3);
+  std::string message = expect_error([&] { tensor_from_proto(loaded->graph().initializer(0), loaded.base_dir); });
+  EXPECT_NE(message.find("'w'"), std::string::npos) << message;
+}
+
+TEST_F(HostileExternalData, DisplayLoadStillRefusesPathsLeavingTheFolder) {
+  Model model = add_model(4, dir_.path() / "model");
+  point_external(model->mutable_graph()->mutable_initializer(0), "../outside.bin", "0", "16");
+  fs::path file = dir_.path() / "model/m.onnx";
+  write_file_atomic(file, serialize_model(*model.proto));
+  LoadOptions display;
+  display.check_dims_and_data = false;
+  std::string message = expect_error([&] { load_model(file, display); });
+  EXPECT_NE(message.find(".."), std::string::npos) << message;
+}
+
 TEST(TensorProtoDecoding, TypedFieldsMatchRawData) {
   auto roundtrip = [](const TensorProto& typed) {
     Tensor t = tensor_from_proto(typed, ".");

@@ -32,6 +32,11 @@ struct LoadOptions {
   fs::path external_data_dir;
   // Deepest nesting of If/Loop/Scan subgraphs accepted.
   int max_subgraph_depth = 64;
+  // Refuse the model when a declared dimension is negative or a tensor's data do not match its
+  // dims. Off for display (`inspect model`, as Polygraphy shows such models): the model is shown
+  // as declared, and a tensor's data are checked, and refused, only when its values are read.
+  // External data locations are checked (inside the model's folder, file exists) either way.
+  bool check_dims_and_data = true;
 };
 
 // A model and the folder its external data are relative to.
