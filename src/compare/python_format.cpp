@@ -500,4 +500,15 @@ std::string numpy_array_str(const TensorView& t, const NumpyPrintOptions& option
   return printer.recurse(0, 0, " ", line_width);
 }
 
+std::string numpy_array_str_of_elements(const Shape& shape, const std::function<std::string(int64_t)>& element) {
+  int64_t n = 1;
+  for (int64_t dim : shape) n *= dim;
+  if (shape.empty()) return element(0);
+  if (n == 0) return "[]";
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (std::size_t axis = shape.size() - 1; axis-- > 0;) strides[axis] = strides[axis + 1] * shape[axis + 1];
+  ArrayPrinter printer{shape, element, n > 1000, 75, strides, 3};
+  return printer.recurse(0, 0, " ", 75);
+}
+
 }  // namespace parity::compare

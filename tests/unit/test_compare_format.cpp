@@ -5,9 +5,12 @@
 // max/min > 1000; 8 fractional digits at most; line width 75).
 #include <cmath>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "parity/compare/python_format.h"
+#include "parity/core/float8.h"
+#include "parity/core/half.h"
 #include "test_compare_helpers.h"
 
 namespace parity::compare {
@@ -120,6 +123,27 @@ TEST(CompareFormat, NumpySummarisesAbove1000Elements) {
   std::vector<int32_t> v(2000, 7);
   Tensor t = Tensor::from_bytes(DType::kInt32, Shape{2000}, v.data(), v.size() * 4);
   EXPECT_EQ(numpy_array_str(t.view()), "[7 7 7 ... 7 7 7]");
+}
+
+// ml_dtypes' arrays (bfloat16 here) and object arrays: items as they are, no common width, the same
+// wrapping and summarising as numpy's own types. Expected texts are numpy 2.4's str() of
+// np.arange(40).astype(ml_dtypes.bfloat16), np.array(['a', "b'c"], dtype=object).reshape(2, 1), and
+// np.arange(1200).astype(bfloat16).reshape(2, 600).
+TEST(CompareFormat, NumpyArrayOfElementsLaysOutUnpaddedItems) {
+  auto integer = [](int64_t i) { return std::to_string(i); };
+  EXPECT_EQ(numpy_array_str_of_elements({40}, integer),
+            "[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27\n"
+            " 28 29 30 31 32 33 34 35 36 37 38 39]");
+  std::vector<std::string> texts = {"'a'", "\"b'c\""};
+  EXPECT_EQ(numpy_array_str_of_elements({2, 1}, [&](int64_t i) { return texts[static_cast<std::size_t>(i)]; }),
+            "[['a']\n [\"b'c\"]]");
+  auto bfloat16_text = [](int64_t i) {
+    return fmt::format("{:g}", bfloat16_bits_to_float(double_to_bfloat16_bits(static_cast<double>(i))));
+  };
+  EXPECT_EQ(numpy_array_str_of_elements({2, 600}, bfloat16_text),
+            "[[0 1 2 ... 596 600 600]\n [600 600 600 ... 1200 1200 1200]]");
+  EXPECT_EQ(numpy_array_str_of_elements({}, integer), "0");
+  EXPECT_EQ(numpy_array_str_of_elements({0, 3}, integer), "[]");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,12 @@ struct NumpyPrintOptions {
   int64_t linewidth = 75;
 };
 std::string numpy_array_str(const TensorView& tensor, const NumpyPrintOptions& options);
+
+// numpy's str(ndarray) layout for arrays whose elements numpy renders one by one with no common
+// width: object arrays (repr of each item) and ml_dtypes' types (bfloat16, float8, int4: "%g"
+// of each item), e.g. "[1.5 -2 0.100098]". `element(i)` is the text of the element at flat
+// (C-order) index i. Default print options; summarised above 1000 elements.
+std::string numpy_array_str_of_elements(const Shape& shape, const std::function<std::string(int64_t)>& element);
 
 // Python's `" " * n + text` style helpers used by Polygraphy's f-strings.
 std::string pad_right(std::string_view text, std::size_t width);  // f"{text:<width}" / f"{text:width}"
