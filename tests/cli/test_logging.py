@@ -173,3 +173,25 @@ def test_unknown_log_format_is_an_error(inspect_model):
     run = inspect_model(MODEL, "--log-format", "fancy")
     assert run.returncode > 0, f"an unknown log format should be refused\n{run.describe()}"
     assert not run.crash_markers(), run.describe()
+
+
+@pytest.mark.parametrize("before, after", [(["-v"], []), (["--silent"], []), (["-q"], []), (["-q"], ["-v"])],
+                         ids=["-v", "--silent", "-q", "-q-then-v"])
+def test_options_before_the_subcommand(run_parity, inspect_model, before, after):
+    """`parity inspect -v model ...` (options given to the command group) acts like the same options
+    given after the subcommand; -v/-q counts given at both places add up."""
+    run = run_parity("inspect", *before, "model", MODEL, *after)
+    same = inspect_model(MODEL, *before, *after)
+    assert_success(run)
+    assert_success(same)
+    strip_timing = lambda text: re.sub(r"in [0-9.]+ ms", "in <t> ms", text)
+    assert strip_timing(run.stdout) == strip_timing(same.stdout), f"{run.describe()}\n---\n{same.describe()}"
+    if before == ["-v"]:
+        assert run.lines("[V]"), run.describe()
+    if before == ["--silent"]:
+        assert run.stdout == "" and run.stderr == "", run.describe()
+
+
+def test_unknown_verbosity_before_the_subcommand_is_an_error(run_parity):
+    run = run_parity("inspect", "--verbosity", "chatty", "model", MODEL)
+    assert run.returncode == 1 and len(run.lines("[E]")) == 1, run.describe()

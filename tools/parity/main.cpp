@@ -29,7 +29,9 @@ int run_main(int argc, char** argv) {
   CLI::App app{"Parity: run a model on several backends, compare their outputs, find where they diverge"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "parity 0.1.0");
-  std::map<std::string, CLI::App*> groups;  // "inspect" -> its App
+  // "inspect " -> its App, and the logging options given there (`parity inspect -v model ...`).
+  std::map<std::string, CLI::App*> groups;
+  std::map<std::string, std::unique_ptr<LoggingArgs>> group_logging;
   std::vector<Registered> commands;
   for (const auto& factory : command_factories()) {
     Registered r{factory(), nullptr, std::make_unique<LoggingArgs>()};
@@ -42,6 +44,8 @@ int run_main(int argc, char** argv) {
       if (!group) {
         group = parent->add_subcommand(path[i], "");
         group->require_subcommand(1);
+        group_logging[key] = std::make_unique<LoggingArgs>();
+        group_logging[key]->add_to(*group);
       }
       parent = group;
     }
@@ -65,6 +69,11 @@ int run_main(int argc, char** argv) {
   }
   for (auto& r : commands) {
     if (!r.app->parsed()) continue;
+    std::string key;
+    for (const auto& part : r.command->path()) {
+      key += part + " ";
+      if (auto it = group_logging.find(key); it != group_logging.end()) r.logging->merge_from(*it->second);
+    }
     r.logging->apply();
     try {
       return r.command->run();

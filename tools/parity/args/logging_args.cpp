@@ -41,4 +41,13 @@ void LoggingArgs::apply() const {
   if (!log_file_.empty()) logger.set_log_file(log_file_);
 }
 
+void LoggingArgs::merge_from(const LoggingArgs& group) {
+  verbose_count_ += group.verbose_count_;
+  quiet_count_ += group.quiet_count_;
+  if (verbosity_.empty()) verbosity_ = group.verbosity_;
+  silent_ = silent_ || group.silent_;
+  if (log_file_.empty()) log_file_ = group.log_file_;
+  log_format_.insert(log_format_.begin(), group.log_format_.begin(), group.log_format_.end());
+}
+
 }  // namespace parity::cli

@@ -14,6 +14,9 @@ class LoggingArgs {
   void add_to(CLI::App& app);
   // Applies the options to the global logger; call once after parsing.
   void apply() const;
+  // Takes the options given to an enclosing command group (`parity inspect -v model ...`) where
+  // this command's own do not set them: -v/-q counts add up, the others fill what is unset.
+  void merge_from(const LoggingArgs& group);
   bool verbose() const { return verbose_count_ > 0; }
 
  private:
