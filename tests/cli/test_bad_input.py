@@ -1,6 +1,12 @@
 """`parity inspect model` on bad input: every case must end with exit code 1 and exactly one
 clear "[E] ..." line naming the file: no traceback, abort, sanitizer report or signal.
 
+`inspect model` shows a model as declared, as Polygraphy does: a negative dimension or a weight whose
+data do not match its dims is displayed (the values, with --show weights, as Polygraphy's
+"<error: failed to load weights>" after an "[E] Failed to load weights." line), not refused. Those two
+cases therefore go through `surgeon sanitize`, which loads models strictly, and
+test_inspect_shows_what_it_cannot_run checks how inspect shows them.
+
 The bad files are generated here, in tmp_path, with the onnx package; none is committed.
 External-data cases point at files that exist and hold exactly the bytes the tensor needs,
 so the only correct reason to fail is refusing a path that leaves the model's folder.
@@ -159,10 +165,17 @@ CASES = {
 }
 
 
+# Cases refused by the strict loader (every command that runs or rewrites a model), not by inspect.
+STRICT_LOAD_CASES = {"negative_dimension", "huge_declared_initializer"}
+
+
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input(inspect_model, tmp_path, case):
+def test_bad_input(inspect_model, run_parity, tmp_path, case):
     path = CASES[case](tmp_path)
-    run = inspect_model(path, timeout=60)
+    if case in STRICT_LOAD_CASES:
+        run = run_parity("surgeon", "sanitize", path, "-o", tmp_path / "sanitized.onnx", timeout=60)
+    else:
+        run = inspect_model(path, timeout=60)
 
     assert run.returncode >= 0, f"killed by signal {-run.returncode}\n{run.describe()}"
     assert not run.crash_markers(), \
@@ -178,6 +191,24 @@ def test_bad_input(inspect_model, tmp_path, case):
     assert path.name in error, f"error line does not name the file {path.name}\n{run.describe()}"
     if case == "external_data_absolute_path":
         assert "root:" not in run.output, f"/etc/passwd leaked into the output\n{run.describe()}"
+
+
+def test_inspect_shows_what_it_cannot_run(inspect_model, tmp_path):
+    """A negative dim is printed as declared; an initializer claiming 10^18 elements is listed with
+    its dims, and only reading its values fails, as Polygraphy's error line and placeholder."""
+    run = inspect_model(negative_dimension(tmp_path))
+    assert run.returncode == 0 and not run.crash_markers(), run.describe()
+    assert "{x [dtype=float32, shape=(-5, 3)]}" in run.stdout, run.describe()
+
+    path = huge_declared_initializer(tmp_path)
+    run = inspect_model(path, "--show", "layers")
+    assert run.returncode == 0 and not run.lines("[E]"), run.describe()
+    assert "{w [dtype=float32, shape=(1000000, 1000000, 1000000)]}" in run.stdout, run.describe()
+    run = inspect_model(path, "--show", "weights")
+    assert run.returncode == 0 and not run.crash_markers(), run.describe()
+    assert run.lines("[E]") == ["[E] Failed to load weights."], run.describe()
+    assert "Initializer | w [dtype=float32, shape=[1000000, 1000000, 1000000]] | Values:\n" \
+           "        <error: failed to load weights>" in run.stdout, run.describe()
 
 
 @pytest.mark.parametrize("location", ["weights.bin", "data/weights.bin"])

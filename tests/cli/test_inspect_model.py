@@ -2,7 +2,9 @@
 
 Expected values (names, op types, dtypes, shapes, counts, attribute and weight values) are
 derived from the models with the `onnx` Python package, never copied from a run. Assertions
-are on content, not on exact whitespace.
+are on content, not on exact whitespace (test_inspect_polygraphy_text.py checks the exact text
+against Polygraphy's). Shape inference is opt-in, as in Polygraphy: the tests that check
+inferred shapes pass --shape-inference.
 """
 
 import concurrent.futures
@@ -364,7 +366,7 @@ def test_example_summary(inspect_model, examples_dir, model_name):
 @pytest.mark.parametrize("model_name", EXAMPLE_MODELS)
 def test_example_layers(inspect_model, examples_dir, model_name):
     path = examples_dir / model_name
-    run = inspect_model(path, "--show", "layers")
+    run = inspect_model(path, "--show", "layers", "--shape-inference")
     summary, model = assert_model_summary(run, path)
     assert_nodes_match(summary, model.graph, inferred_tensor_tables(model), run)
 
@@ -372,7 +374,7 @@ def test_example_layers(inspect_model, examples_dir, model_name):
 def test_example_meaningful_content(inspect_model, examples_dir):
     """The example generator did what it promised (names, dynamic batch) and inspect shows it."""
     path = examples_dir / "small_transformer.onnx"
-    run = inspect_model(path, "--show", "layers")
+    run = inspect_model(path, "--show", "layers", "--shape-inference")
     assert_ok(run)
     model = onnx.load(str(path))
     ops = {n.op_type for n in model.graph.node}
@@ -388,7 +390,7 @@ def test_example_meaningful_content(inspect_model, examples_dir):
 @pytest.mark.parametrize("model_name", EXAMPLE_MODELS)
 def test_example_layers_attrs_weights(inspect_model, examples_dir, model_name):
     path = examples_dir / model_name
-    run = inspect_model(path, "--show", "layers", "attrs", "weights")
+    run = inspect_model(path, "--show", "layers", "attrs", "weights", "--shape-inference")
     summary, model = assert_model_summary(run, path)
     graph = model.graph
     assert_nodes_match(summary, graph, inferred_tensor_tables(model), run)
@@ -456,27 +458,28 @@ def test_example_layers_attrs_weights(inspect_model, examples_dir, model_name):
             f"initializer {tensor.name}: values shown {text.strip()!r}, model has {want}\n{run.describe()}"
 
 
-def test_no_shape_inference_flag(inspect_model, examples_dir):
-    """--no-shape-inference: intermediate tensors no longer get inferred shapes; declared ones stay."""
+def test_shape_inference_flag(inspect_model, examples_dir):
+    """Shape inference is opt-in (--shape-inference), as in Polygraphy: by default intermediate
+    tensors are shown by name only; with the flag they get their inferred dtype and shape.
+    Declared ones are shown either way."""
     path = examples_dir / "small_cnn.onnx"
     model = onnx.load(str(path))
     assert not model.graph.value_info, "the example is expected to carry no value_info"
     inferred = known_tensors(onnx.shape_inference.infer_shapes(model).graph)
 
-    with_inference = inspect_model(path, "--show", "layers")
-    without = inspect_model(path, "--show", "layers", "--no-shape-inference")
+    default = inspect_model(path, "--show", "layers")
+    with_inference = inspect_model(path, "--show", "layers", "--shape-inference")
     assert_ok(with_inference)
-    assert_ok(without)
+    assert_ok(default)
     first = Summary(with_inference.stdout).top_level_nodes()[0]
-    first_without = Summary(without.stdout).top_level_nodes()[0]
+    first_default = Summary(default.stdout).top_level_nodes()[0]
     name, dtype, shape = first["outputs"][0]
     assert shape == inferred[name][1], with_inference.describe()
-    _, dtype, shape = first_without["outputs"][0]
-    assert shape in (None, ANY_SHAPE) or shape != inferred[name][1], \
-        f"--no-shape-inference still shows the inferred shape of {name}\n{without.describe()}"
+    assert first_default["outputs"][0] == (name, None, None), \
+        f"without --shape-inference {name} is shown with a dtype or shape\n{default.describe()}"
     # The graph output keeps its declared shape either way.
-    last = Summary(without.stdout).top_level_nodes()[-1]
-    assert last["outputs"][0][2] == shape_of_type(model.graph.output[0].type), without.describe()
+    last = Summary(default.stdout).top_level_nodes()[-1]
+    assert last["outputs"][0][2] == shape_of_type(model.graph.output[0].type), default.describe()
 
 
 # ------------------------------------------------------------------------------------------
@@ -573,7 +576,7 @@ def test_shared_model_summary(inspect_model, shared_dir, model_name):
 @pytest.mark.parametrize("model_name", SHARED_MODELS)
 def test_shared_model_layers(inspect_model, shared_dir, model_name):
     path = shared_dir / "models" / model_name
-    run = inspect_model(path, "--show", "layers", "attrs")
+    run = inspect_model(path, "--show", "layers", "attrs", "--shape-inference")
     summary, model = assert_model_summary(run, path)
     assert_nodes_match(summary, model.graph, inferred_tensor_tables(model), run)
     if model_name == "silero_vad_v5.onnx":
@@ -635,7 +638,7 @@ def test_node_case_output_shapes(inspect_model, shared_dir, tmp_path, case, decl
     else:
         path = source
     tables = inferred_tensor_tables(model)
-    run = inspect_model(path, "--show", "layers")
+    run = inspect_model(path, "--show", "layers", "--shape-inference")
     assert_ok(run)
     summary = Summary(run.stdout)
     nodes = summary.top_level_nodes()

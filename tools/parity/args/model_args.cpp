@@ -1,6 +1,7 @@
 #include "args/model_args.h"
 
 #include <chrono>
+#include <filesystem>
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
@@ -27,23 +28,44 @@ onnx::LoadOptions ModelArgs::load_options(onnx::LoadOptions options) const {
   return options;
 }
 
+namespace {
+
+// The path as Polygraphy names it in "Loading model:": os.path.abspath (absolute, normalised).
+std::string absolute_path(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  if (error) return path;
+  std::string text = absolute.lexically_normal().string();
+  while (text.size() > 1 && text.back() == '/') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
 onnx::Model ModelArgs::load(const onnx::LoadOptions& options) const {
-  log::info("Loading model: {}", path_);
+  // As in Polygraphy, shape inference runs before the "Loading model" line (its warning first).
+  const std::string shown_path = absolute_path(path_);
+  if (no_shape_inference_) log::info("Loading model: {}", shown_path);
   auto start = std::chrono::steady_clock::now();
-  onnx::Model model = onnx::load_model(path_, load_options(options));
+  onnx::Model model;
+  try {
+    model = onnx::load_model(path_, load_options(options));
+  } catch (const Error&) {
+    if (!no_shape_inference_) log::info("Loading model: {}", shown_path);
+    throw;
+  }
   log::verbose("Loaded {} bytes of protobuf ({} nodes in the main graph, {} initializers) in {:.3f} ms",
                model->ByteSizeLong(), model->graph().node_size(), model->graph().initializer_size(),
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  if (check_) {
-    with_context(path_, [&] { onnx::check_model(model, /*full_check=*/false); });
-    log::info("ONNX checker: the model is valid");
-  }
   if (!no_shape_inference_) {
     log::verbose("Running ONNX shape inference (data propagation on)");
     auto result = onnx::infer_shapes(*model.proto);
-    if (!result.ok)
-      log::warning("ONNX shape inference stopped with an error; shapes shown may be incomplete.\n"
-                   "Note: error was: {}", result.error);
+    if (!result.ok) log::warning("ONNX shape inference exited with an error:\n{}", result.error);
+    log::info("Loading model: {}", shown_path);
+  }
+  if (check_) {
+    with_context(path_, [&] { onnx::check_model(model, /*full_check=*/false); });
+    log::info("ONNX checker: the model is valid");
   }
   return model;
 }

@@ -1,22 +1,20 @@
-// `parity inspect model`: a model's summary, inputs and outputs, and with --show its nodes
-// (with shapes from ONNX shape inference), attributes and weights. Subgraphs of If/Loop/Scan are
-// shown indented under their node. With --openvino, or for a compiled OpenVINO model file (.ovc),
-// what OpenVINO executes instead (parity/runtime/openvino_engine_report.h).
+// `parity inspect model`: a model's summary, inputs and outputs, and with --show its nodes,
+// attributes (subgraphs among them) and weights, in Polygraphy's text by default. With --openvino,
+// or for a compiled OpenVINO model file (.ovc), what OpenVINO executes instead
+// (parity/runtime/openvino_engine_report.h).
 #include <algorithm>
-#include <cmath>
-#include <map>
-#include <set>
-
-#include <fmt/format.h>
+#include <filesystem>
+#include <optional>
 
 #include "args/model_args.h"
 #include "args/openvino_args.h"
 #include "command.h"
+#include "display/parity_onnx_text.h"
+#include "display/polygraphy_onnx_text.h"
+#include "display/unbounded_dds.h"
 #include "parity/core/logger.h"
-#include "parity/core/values.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
-#include "parity/onnx/tensor_proto.h"
 #include "parity/runtime/openvino_compiled_file.h"
 #include "parity/runtime/openvino_engine_report.h"
 #include "parity/runtime/openvino_runner.h"
@@ -24,215 +22,20 @@
 namespace parity::cli {
 namespace {
 
-using ::onnx::AttributeProto;
-using ::onnx::GraphProto;
-using ::onnx::NodeProto;
-
-using ValueTable = std::map<std::string, TensorInfo>;
-
-std::string indent_lines(const std::string& text, int levels) {
-  std::string pad(static_cast<std::size_t>(levels) * 4, ' ');
-  std::string out = pad;
-  for (char c : text) {
-    out += c;
-    if (c == '\n') out += pad;
-  }
-  return out;
-}
-
-TensorInfo info_of_initializer(const ::onnx::TensorProto& t) {
-  TensorInfo info;
-  info.dtype = (t.data_type() > 0 && t.data_type() <= 28) ? dtype_from_onnx(t.data_type()) : DType::kUndefined;
-  std::vector<Dim> dims;
-  for (int64_t d : t.dims()) dims.push_back(Dim::fixed(d));
-  info.shape = std::move(dims);
-  return info;
-}
-
-class Printer {
- public:
-  Printer(const onnx::Model& model, bool layers, bool attrs, bool weights)
-      : model_(model), layers_(layers), attrs_(attrs), weights_(weights) {}
-
-  std::string model_summary() {
-    const auto& proto = *model_.proto;
-    std::string out = "==== ONNX Model ====\n";
-    std::string name = proto.graph().name().empty() ? "<unnamed>" : proto.graph().name();
-    out += fmt::format("Name: {} | ONNX Opset: {} | IR Version: {}", name, onnx::default_opset(proto),
-                       proto.ir_version());
-    if (!proto.producer_name().empty())
-      out += fmt::format(" | Producer: {}{}", proto.producer_name(),
-                         proto.producer_version().empty() ? "" : " " + proto.producer_version());
-    std::vector<std::string> others;
-    for (const auto& opset : proto.opset_import())
-      if (!opset.domain().empty() && opset.domain() != "ai.onnx")
-        others.push_back(fmt::format("{}: {}", opset.domain(), opset.version()));
-    if (!others.empty()) out += fmt::format("\nOther Opsets: {}", fmt::join(others, ", "));
-    out += "\n\n" + graph_body(proto.graph(), {}, "Graph");
-    if (proto.functions_size() > 0) {
-      out += fmt::format("\n\n---- {} Function(s) ----", proto.functions_size());
-      for (const auto& f : proto.functions())
-        out += fmt::format("\n{}.{} ({} node(s), inputs: [{}], outputs: [{}])", f.domain(), f.name(), f.node_size(),
-                           fmt::join(f.input(), ", "), fmt::join(f.output(), ", "));
-    }
-    return out;
-  }
-
- private:
-  std::string describe(const std::string& name, const ValueTable& values) const {
-    if (name.empty()) return "'' [omitted optional input]";
-    auto it = values.find(name);
-    return name + " " + (it == values.end() ? TensorInfo{}.to_string() : it->second.to_string());
-  }
-
-  std::string describe_list(const google::protobuf::RepeatedPtrField<std::string>& names,
-                            const ValueTable& values) const {
-    std::string out = "{";
-    for (int i = 0; i < names.size(); ++i) {
-      if (i) out += ",\n ";
-      out += describe(names[i], values);
-    }
-    return out + "}";
-  }
-
-  // Inputs, outputs, initializers and nodes of a graph; `outer` holds outer-scope values.
-  std::string graph_body(const GraphProto& graph, const ValueTable& outer, const char* kind) {
-    ValueTable values = outer;
-    for (const auto& t : graph.initializer()) values[t.name()] = info_of_initializer(t);
-    for (const auto& v : graph.input()) values[v.name()] = onnx::tensor_info_from_type(v.type());
-    for (const auto& v : graph.value_info()) values[v.name()] = onnx::tensor_info_from_type(v.type());
-    for (const auto& v : graph.output()) values[v.name()] = onnx::tensor_info_from_type(v.type());
-
-    auto inputs = onnx::graph_inputs(graph);
-    auto outputs = onnx::graph_outputs(graph);
-    std::string out;
-    out += fmt::format("---- {} {} Input(s) ----\n{}\n\n", inputs.size(), kind, inputs.to_string());
-    out += fmt::format("---- {} {} Output(s) ----\n{}\n\n", outputs.size(), kind, outputs.to_string());
-    out += fmt::format("---- {} Initializer(s) ----", graph.initializer_size() + graph.sparse_initializer_size());
-    if (weights_) {
-      for (const auto& t : graph.initializer()) out += "\n" + weight_summary(t);
-      for (const auto& s : graph.sparse_initializer())
-        out += fmt::format("\nSparse Initializer | {} [dtype={}, dense shape=({})] | {} non-zero values",
-                           s.values().name(), dtype_name(info_of_initializer(s.values()).dtype),
-                           fmt::join(s.dims(), ", "), s.values().dims_size() ? s.values().dims(0) : 0);
-    }
-    out += fmt::format("\n\n---- {} Node(s) ----", graph.node_size());
-    if (layers_) {
-      for (int i = 0; i < graph.node_size(); ++i) out += "\n" + node_entry(i, graph.node(i), values);
-    }
-    return out;
-  }
-
-  std::string weight_summary(const ::onnx::TensorProto& t) const {
-    auto info = info_of_initializer(t);
-    std::string head = fmt::format("Initializer | {} {}", t.name(), info.to_string());
-    Tensor tensor;
-    try {
-      tensor = onnx::tensor_from_proto(t, model_.base_dir);
-    } catch (const Error& e) {
-      return head + fmt::format(" | <unreadable: {}>", e.message());
-    }
-    if (tensor.size() == 0) return head + " | <empty>";
-    if (tensor.size() <= 16) return head + " | Values: " + format_values(tensor.view(), 16);
-    if (!has_numeric_values(tensor.dtype())) return head;
-    double lo = INFINITY, hi = -INFINITY, sum = 0;
-    int64_t finite = 0, nan = 0, inf = 0;
-    for (int64_t i = 0; i < tensor.size(); ++i) {
-      double v = element_as_double(tensor.view(), i);
-      if (std::isnan(v)) { ++nan; continue; }
-      if (std::isinf(v)) { ++inf; continue; }
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
-      sum += v;
-      ++finite;
-    }
-    std::string stats = finite ? fmt::format("min={:.5g}, max={:.5g}, mean={:.5g}", lo, hi, sum / finite)
-                               : std::string("no finite values");
-    if (nan || inf) stats += fmt::format(", {} NaN, {} Inf", nan, inf);
-    return head + " | " + stats;
-  }
-
-  std::string attribute_value(const AttributeProto& a, const ValueTable& values, const std::string& owner) {
-    switch (a.type()) {
-      case AttributeProto::FLOAT: return fmt::format("{}", a.f());
-      case AttributeProto::INT: return std::to_string(a.i());
-      case AttributeProto::STRING: return fmt::format("'{}'", a.s());
-      case AttributeProto::INTS: return fmt::format("[{}]", fmt::join(a.ints(), ", "));
-      case AttributeProto::FLOATS: return fmt::format("[{}]", fmt::join(a.floats(), ", "));
-      case AttributeProto::STRINGS: {
-        std::vector<std::string> quoted;
-        for (const auto& s : a.strings()) quoted.push_back("'" + s + "'");
-        return fmt::format("[{}]", fmt::join(quoted, ", "));
-      }
-      case AttributeProto::TENSOR: {
-        auto info = info_of_initializer(a.t());
-        std::string text = "Tensor " + info.to_string();
-        try {
-          Tensor t = onnx::tensor_from_proto(a.t(), model_.base_dir);
-          if (t.size() <= 16) text += " | Values: " + format_values(t.view(), 16);
-        } catch (const Error& e) {
-          text += fmt::format(" | <unreadable: {}>", e.message());
-        }
-        return text;
-      }
-      case AttributeProto::TENSORS: return fmt::format("<{} tensors>", a.tensors_size());
-      case AttributeProto::SPARSE_TENSOR: return "Sparse Tensor";
-      case AttributeProto::SPARSE_TENSORS: return fmt::format("<{} sparse tensors>", a.sparse_tensors_size());
-      case AttributeProto::TYPE_PROTO: return "Type " + onnx::tensor_info_from_type(a.tp()).to_string();
-      case AttributeProto::TYPE_PROTOS: return fmt::format("<{} types>", a.type_protos_size());
-      case AttributeProto::GRAPH: return fmt::format("<graph '{}'>", a.g().name());
-      case AttributeProto::GRAPHS: return fmt::format("<{} graphs>", a.graphs_size());
-      default:
-        if (!a.ref_attr_name().empty()) return fmt::format("<ref to function attribute '{}'>", a.ref_attr_name());
-        return "<undefined>";
-    }
-  }
-
-  std::string node_entry(int index, const NodeProto& node, const ValueTable& values) {
-    std::string op = node.domain().empty() || node.domain() == "ai.onnx" ? node.op_type()
-                                                                          : node.domain() + "." + node.op_type();
-    std::string out = fmt::format("Node {:<4} | {} [Op: {}]\n", index, node.name(), op);
-    std::string io = describe_list(node.input(), values) + "\n -> " + describe_list(node.output(), values);
-    out += indent_lines(io, 1);
-    const std::string owner = node.name().empty() ? node.op_type() : node.name();
-    bool has_plain_attrs = std::any_of(node.attribute().begin(), node.attribute().end(), [](const auto& a) {
-      return a.type() != AttributeProto::GRAPH && a.type() != AttributeProto::GRAPHS;
-    });
-    if (attrs_ && has_plain_attrs) {
-      std::string block = "---- Attributes ----";
-      for (const auto& a : node.attribute()) {
-        if (a.type() == AttributeProto::GRAPH || a.type() == AttributeProto::GRAPHS) continue;
-        block += fmt::format("\n{}.{} = {}", owner, a.name(), attribute_value(a, values, owner));
-      }
-      out += "\n" + indent_lines(block, 1);
-    }
-    for (const auto& a : node.attribute()) {  // subgraphs, always shown under their node
-      std::vector<const GraphProto*> graphs;
-      if (a.has_g()) graphs.push_back(&a.g());
-      for (const auto& g : a.graphs()) graphs.push_back(&g);
-      for (const auto* g : graphs) {
-        std::string header = fmt::format("---- Subgraph: {}.{} ({}) ----", owner, a.name(),
-                                         g->name().empty() ? "<unnamed>" : g->name());
-        out += "\n" + indent_lines(header, 1) + "\n" + indent_lines(graph_body(*g, values, "Subgraph"), 2);
-      }
-    }
-    return out;
-  }
-
-  const onnx::Model& model_;
-  bool layers_, attrs_, weights_;
-};
-
 class InspectModelCommand : public Command {
  public:
   std::vector<std::string> path() const override { return {"inspect", "model"}; }
   std::string description() const override {
-    return "Display information about a model: inputs, outputs, and with --show its layers, attributes "
-           "and weights";
+    return "Display information about a model, including inputs and outputs, as well as layers and their "
+           "attributes";
   }
   void add_options(CLI::App& app) override {
-    model_.add_to(app);
-    app.add_option("--show", show_, "What to show beyond inputs and outputs: layers, attrs, weights")
+    model_.add_to(app, /*shape_inference_by_default=*/false);
+    app.add_option("--show", show_,
+                   "Controls what is displayed: 'layers': basic layer information like name, op, inputs and "
+                   "outputs; 'attrs': per-layer attributes, subgraphs among them (needs 'layers'); 'weights': "
+                   "all weights in the model, and with 'layers' also per-layer constants. More than one may be "
+                   "given")
         ->check(CLI::IsMember({"layers", "attrs", "weights"}))
         ->group("Display");
     app.add_flag("--openvino", openvino_,
@@ -244,6 +47,16 @@ class InspectModelCommand : public Command {
     app.add_option("--json", json_,
                    "With --openvino or a .ovc file: also write the layers and the summary as JSON to this file")
         ->group("Display");
+    app.add_option("--style", style_,
+                   "Text layout: 'polygraphy' (default) prints exactly Polygraphy's text; 'parity' adds the IR "
+                   "version and producer, functions and sparse initializers, summarises weights (min/max/mean), "
+                   "and shows subgraphs under their node without 'attrs'")
+        ->check(CLI::IsMember({"polygraphy", "parity"}))
+        ->group("Display");
+    app.add_flag("--list-unbounded-dds", list_unbounded_dds_,
+                 "List all tensors with unbounded Data-Dependent Shapes (DDS). Only meaningful for models that "
+                 "have been constant folded and have shapes inferred (--shape-inference)")
+        ->group("Display");
   }
   int run() override {
     const bool compiled_file = runtime::is_openvino_compiled_file(model_.path()) ||
@@ -251,10 +64,16 @@ class InspectModelCommand : public Command {
     openvino_args_.parse(openvino_ || compiled_file ? 1 : 0);
     if (openvino_ || compiled_file) return inspect_openvino(compiled_file);
     if (!json_.empty()) raise<InvalidInputError>("--json describes what OpenVINO executes: give --openvino");
-    onnx::Model model = model_.load();
+    // Shown as declared, like Polygraphy: negative dims and weights whose data do not match their
+    // dims are displayed (the values then as Polygraphy's error placeholder), not refused.
+    onnx::LoadOptions load_options;
+    load_options.check_dims_and_data = false;
+    onnx::Model model = model_.load(load_options);
     auto has = [&](const char* what) { return std::find(show_.begin(), show_.end(), what) != show_.end(); };
-    Printer printer(model, has("layers"), has("attrs"), has("weights"));
-    log::info("{}", printer.model_summary());
+    OnnxTextOptions options{has("layers"), has("attrs"), has("weights")};
+    std::string text = style_ == "parity" ? parity_onnx_text(model, options) : polygraphy_onnx_text(model, options);
+    log::info("==== ONNX Model ====\n{}", text);
+    if (list_unbounded_dds_) log::info("Found tensors with unbounded DDS: {}", unbounded_dds_text(*model.proto));
     return 0;
   }
 
@@ -263,6 +82,9 @@ class InspectModelCommand : public Command {
     if (!show_.empty())
       raise<InvalidInputError>("--show describes the ONNX graph; with --openvino or a .ovc file the executed layers "
                                "are always shown");
+    if (list_unbounded_dds_ || style_ != "polygraphy")
+      raise<InvalidInputError>("--style and --list-unbounded-dds describe the ONNX graph's text; with --openvino or "
+                               "a .ovc file the executed layers are shown");
     std::optional<onnx::Model> model;
     if (!compiled_file) model = model_.load();
     runtime::OpenvinoOptions options = openvino_args_.options();
@@ -283,6 +105,8 @@ class InspectModelCommand : public Command {
   bool openvino_ = false;
   std::string json_;
   std::vector<std::string> show_;
+  std::string style_ = "polygraphy";
+  bool list_unbounded_dds_ = false;
 };
 
 PARITY_REGISTER_COMMAND(InspectModelCommand);
