@@ -654,3 +654,27 @@ def test_node_case_output_shapes(inspect_model, shared_dir, tmp_path, case, decl
                 f"{case}: output {name} printed with shape {shape}, onnx.shape_inference gives " \
                 f"{expected[0]}\n{run.describe()}"
             assert any(dtype_matches(dtype, e) for e, _ in candidates), run.describe()
+
+
+# ------------------------------------------------------------------------------------------
+# --style parity: Parity's own layout
+# ------------------------------------------------------------------------------------------
+def test_parity_style_adds_model_facts(inspect_model, examples_dir):
+    """IR version and producer on the header line, weights with their values (small ones) or
+    min/max/mean, subgraphs under their node without 'attrs'; the default has none of these."""
+    path = examples_dir / "small_if.onnx"
+    model = onnx.load(str(path))
+    run = inspect_model(path, "--style", "parity", "--show", "layers", "weights")
+    summary, _ = assert_model_summary(run, path)
+    assert summary.ir_version == model.ir_version and model.producer_name in summary.producer, run.describe()
+    for tensor in model.graph.initializer:
+        values = numpy_helper.to_array(tensor).ravel()
+        line = next(l for l in summary.lines if f"Initializer | {tensor.name} " in l)
+        shown = numbers_in(line.split("Values:", 1)[1])
+        assert np.allclose(shown, values, rtol=1e-6), f"{tensor.name}: {line!r}\n{run.describe()}"
+    if_node = next(n for n in model.graph.node if n.op_type == "If")
+    assert_branches_under(summary, run, if_node.name, [n.name for a in if_node.attribute for n in a.g.node])
+
+    default = inspect_model(path, "--show", "layers", "weights")
+    assert_ok(default)
+    assert "IR Version" not in default.stdout and "Subgraph" not in default.stdout, default.describe()
