@@ -1,5 +1,6 @@
 """`parity inspect model` prints Polygraphy's text: for every ONNX model in Polygraphy's own test models
-(../shared/polygraphy/tests/models, TensorFlow and TensorRT files aside), with every `--show` variant
+(../shared/polygraphy/tests/models, TensorFlow and TensorRT files aside), and also the real models in
+../shared/models and the examples in examples/models, with every `--show` variant
 Polygraphy's CLI test uses and `--list-unbounded-dds` with and without `--shape-inference`, both tools
 run side by side and their whole output must be identical, byte for byte, after two normalizations:
 
@@ -30,6 +31,8 @@ from conftest import REPO_ROOT, run_binary
 from run_util import polygraphy_exe
 
 MODELS_DIR = REPO_ROOT.parent / "shared" / "polygraphy" / "tests" / "models"
+# Other model folders, under the names the cases use for them.
+MORE_MODEL_DIRS = {"shared": REPO_ROOT.parent / "shared" / "models", "examples": REPO_ROOT / "examples" / "models"}
 DIFFERENCES_FILE = Path(__file__).parent / "data" / "inspect_polygraphy_text_differences.txt"
 TIMEOUT_S = 120
 
@@ -46,9 +49,18 @@ VARIANTS = {
 
 
 def onnx_models():
-    if not MODELS_DIR.is_dir():
-        pytest.fail(f"Polygraphy's test models are missing: {MODELS_DIR}", pytrace=False)
-    return sorted(path.relative_to(MODELS_DIR).as_posix() for path in MODELS_DIR.rglob("*.onnx"))
+    """Case name -> model path: Polygraphy's test models by their path in its folder, the others
+    as 'shared/<file>' and 'examples/<file>'."""
+    for folder in [MODELS_DIR, *MORE_MODEL_DIRS.values()]:
+        if not folder.is_dir():
+            pytest.fail(f"model folder missing: {folder}", pytrace=False)
+    models = {path.relative_to(MODELS_DIR).as_posix(): path for path in MODELS_DIR.rglob("*.onnx")}
+    for name, folder in MORE_MODEL_DIRS.items():
+        models.update({f"{name}/{path.name}": path for path in folder.glob("*.onnx")})
+    return dict(sorted(models.items()))
+
+
+MODELS = onnx_models()
 
 
 def known_differences():
@@ -86,7 +98,7 @@ def run_parity(parity_bin, args):
     return run.returncode, run.stdout + run.stderr
 
 
-CASES = [(model, variant) for model in onnx_models() for variant in VARIANTS]
+CASES = [(model, variant) for model in MODELS for variant in VARIANTS]
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +106,7 @@ def outputs(parity_bin):
     """Both tools' (status, text) for every case, two processes at a time."""
     def both(case):
         model, variant = case
-        args = [str(MODELS_DIR / model), *VARIANTS[variant]]
+        args = [str(MODELS[model]), *VARIANTS[variant]]
         polygraphy_args = args + (["--no-onnxruntime-shape-inference"] if "--shape-inference" in args else [])
         return case, run_polygraphy(polygraphy_args), run_parity(parity_bin, args)
 
