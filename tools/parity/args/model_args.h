@@ -1,5 +1,5 @@
 // Model loading options shared by commands that read an ONNX model: the model path,
-// --external-data-dir, --no-shape-inference, --check.
+// --external-data-dir, --no-shape-inference or --shape-inference, --check.
 #pragma once
 
 #include <optional>
@@ -13,10 +13,11 @@ namespace parity::cli {
 
 class ModelArgs {
  public:
-  // `shape_inference_by_default`: true adds --no-shape-inference (inspect, surgeon); false adds
-  // --shape-inference, opt-in, as Polygraphy's `run` has it (runners do not need it).
+  // `shape_inference_by_default`: true adds --no-shape-inference (surgeon, convert, check lint); false adds
+  // --shape-inference, opt-in, as Polygraphy's `run` and `inspect model` have it.
   void add_to(CLI::App& app, bool shape_inference_by_default = true);
-  // Loads (and, unless disabled, shape-infers) the model, logging what it does.
+  // Loads (and, unless disabled, shape-infers) the model, logging what it does as Polygraphy does:
+  // "Loading model: <absolute path>" after shape inference and its warning, if any.
   onnx::Model load(const onnx::LoadOptions& options = {}) const;
   // load() on the first call, the same model afterwards: a command parses its model (and runs the
   // checker) once, however many runners and passes need it. The model is shared: read-only.
