@@ -1,0 +1,274 @@
+"""`parity debug precision`: models built here with planted nodes whose results overflow float16
+(a Mul squaring values above 256, read by a LayerNormalization that the default keep list keeps in
+float32); the tool must name those nodes (and few others) in every mode and direction, its keep
+list must work with `convert --keep-fp32 @FILE`, and the fixed model must pass the same check."""
+
+import json
+import re
+import shlex
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from graph_tools_util import assert_one_error
+
+TOLERANCES = ("--rtol", "1e-2", "--atol", "1e-2")
+
+
+def chain(nodes, initializers, source, prefix, length):
+    """`length` harmless nodes (Add 0.5, Mul 0.5, Relu, in turn) after `source`; returns the last tensor."""
+    current = source
+    for i in range(length):
+        name = f"{prefix}_{i}"
+        kind = ("Add", "Mul", "Relu")[i % 3]
+        if kind == "Relu":
+            nodes.append(helper.make_node("Relu", [current], [name], name=name))
+        else:
+            constant = f"{name}_c"
+            initializers.append(helper.make_tensor(constant, TensorProto.FLOAT, [1], [0.5]))
+            nodes.append(helper.make_node(kind, [current, constant], [name], name=name))
+        current = name
+    return current
+
+
+def overflow_block(nodes, initializers, source, tag, scale):
+    """source + 1 -> * scale -> square (beyond float16's 65504 for scale 1000) -> LayerNormalization (kept in
+    float32 by the default list), which brings the values back near 0: only the square must stay float32."""
+    for name, value in ((f"{tag}_one", [1.0]), (f"{tag}_scale_c", [scale]), (f"{tag}_gamma", [1.0] * 16),
+                        (f"{tag}_beta", [0.0] * 16)):
+        initializers.append(helper.make_tensor(name, TensorProto.FLOAT, [len(value)], value))
+    nodes += [
+        helper.make_node("Add", [source, f"{tag}_one"], [f"{tag}_shifted"], name=f"{tag}_shift"),
+        helper.make_node("Mul", [f"{tag}_shifted", f"{tag}_scale_c"], [f"{tag}_scaled"], name=f"{tag}_scale"),
+        helper.make_node("Mul", [f"{tag}_scaled", f"{tag}_scaled"], [f"{tag}_squared"], name=f"{tag}_square"),
+        helper.make_node("LayerNormalization", [f"{tag}_squared", f"{tag}_gamma", f"{tag}_beta"],
+                         [f"{tag}_normalized"], name=f"{tag}_normalize", axis=-1),
+    ]
+    return f"{tag}_normalized"
+
+
+def planted_model(path, planted=("first",), scale=1000.0, length=12):
+    """x [1,16] -> chain -> (overflow block -> chain) per planted tag -> y. Returns the planted node names."""
+    nodes, initializers = [], []
+    current = chain(nodes, initializers, "x", "head", length)
+    for tag in planted:
+        current = overflow_block(nodes, initializers, current, tag, scale)
+        current = chain(nodes, initializers, current, f"{tag}_tail", length)
+    nodes.append(helper.make_node("Identity", [current], ["y"], name="output"))
+    graph = helper.make_graph(nodes, "planted", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(path))
+    return [f"{tag}_square" for tag in planted]
+
+
+def kept_names(keep_list_path):
+    names = []
+    for line in keep_list_path.read_text().splitlines():
+        line = line.split("  #")[0].strip()
+        if line and not line.startswith("#"):
+            assert line.startswith("node:"), line
+            names.append(line[len("node:"):])
+    return names
+
+
+def debug_precision(run_parity, model, *flags):
+    return run_parity("debug", "precision", model, *flags, timeout=300)
+
+
+def assert_passes_on_ref(run_parity, fp32, fixed, tmp_path):
+    """The fixed model passes the same comparison against the float32 model on ref."""
+    golden = tmp_path / "golden.json"
+    result = run_parity("run", fp32, "--ref", "--save-outputs", golden, timeout=300)
+    assert result.returncode == 0, result.describe()
+    result = run_parity("run", fixed, "--ref", "--load-outputs", golden, *TOLERANCES, timeout=300)
+    assert result.returncode == 0, result.describe()
+
+
+@pytest.mark.parametrize("mode", ["bisect", "linear"])
+@pytest.mark.parametrize("direction", ["forward", "reverse"])
+def test_names_the_planted_node(run_parity, tmp_path, mode, direction):
+    model = tmp_path / "planted.onnx"
+    planted = planted_model(model)
+    keep, fixed = tmp_path / "keep.txt", tmp_path / "fixed.onnx"
+    result = debug_precision(run_parity, model, "--ref", "--mode", mode, "--direction", direction, *TOLERANCES,
+                             "--save-keep-list", keep, "-o", fixed)
+    assert result.returncode == 0, result.describe()
+    assert kept_names(keep) == planted, result.describe()
+    # Progress per step and the summary.
+    steps = [line for line in result.lines("[I] ") if line.startswith("[I] Iteration ")]
+    assert steps and re.search(r"keep none \| keeping 0/\d+ node\(s\) in float32 \| FAILED", steps[0]), steps
+    assert "keep all" in steps[1] and "PASSED" in steps[1], steps
+    assert "first_square (Mul)" in result.output and "By op type: Mul: 1" in result.output
+    assert re.search(r"Error with these kept: max abs error", result.output), result.describe()
+    # The keep list file works with convert, and gives the same model as -o.
+    converted = tmp_path / "converted.onnx"
+    result = run_parity("convert", model, "--fp-to-fp16", "--keep-fp32", f"@{keep}", "-o", converted, timeout=300)
+    assert result.returncode == 0, result.describe()
+    assert onnx.load(str(converted)).graph == onnx.load(str(fixed)).graph
+    assert_passes_on_ref(run_parity, model, fixed, tmp_path)
+
+
+def cancellation_model(path, length=12):
+    """x -> chain -> offset (+1000) -> cancel (-1000) -> chain -> y. In bfloat16 (8 bits of mantissa)
+    1000 + x keeps x only to the nearest multiple of 4: the subtraction cancels to 0 or 4."""
+    nodes, initializers = [], []
+    current = chain(nodes, initializers, "x", "head", length)
+    initializers.append(helper.make_tensor("thousand", TensorProto.FLOAT, [1], [1000.0]))
+    nodes += [helper.make_node("Add", [current, "thousand"], ["offset_out"], name="offset"),
+              helper.make_node("Sub", ["offset_out", "thousand"], ["cancel_out"], name="cancel")]
+    current = chain(nodes, initializers, "cancel_out", "tail", length)
+    nodes.append(helper.make_node("Identity", [current], ["y"], name="output"))
+    graph = helper.make_graph(nodes, "cancellation", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse"])
+def test_bfloat16_cancellation(run_parity, tmp_path, direction):
+    model = tmp_path / "cancellation.onnx"
+    cancellation_model(model)
+    keep, fixed = tmp_path / "keep.txt", tmp_path / "fixed.onnx"
+    result = debug_precision(run_parity, model, "--ref", "--bf16", "--direction", direction, *TOLERANCES,
+                             "--save-keep-list", keep, "-o", fixed)
+    assert result.returncode == 0, result.describe()
+    # The sum must stay float32 and so must the subtraction reading it (a float32 tensor read by a
+    # bfloat16 node would be rounded on the way in).
+    assert kept_names(keep) == ["offset", "cancel"], result.describe()
+    assert "--fp-to-bf16" in keep.read_text()
+    assert_passes_on_ref(run_parity, model, fixed, tmp_path)
+
+
+def test_onnxrt_computes_float16_ops_in_float32(run_parity, tmp_path):
+    """ONNX Runtime's CPU build has no float16 kernel for Mul: it computes it in float32 between
+    Casts it inserts (and its optimizer drops Cast pairs), so the square that overflows on ref does
+    not overflow there: on --onnxrt the float16 model passes and nothing needs keeping."""
+    model = tmp_path / "planted.onnx"
+    planted_model(model)
+    result = debug_precision(run_parity, model, "--onnxrt", *TOLERANCES)
+    assert result.returncode == 0, result.describe()
+    assert "nothing to keep" in result.output
+
+
+def test_runner_that_cannot_run_is_an_error(run_parity, tmp_path):
+    model = tmp_path / "planted.onnx"
+    planted_model(model)
+    result = debug_precision(run_parity, model, "--onnxrt", "--ort-library", tmp_path / "missing.so")
+    assert_one_error(result, "with all", "kept in float32", "missing.so")
+
+
+def test_two_planted_nodes_iterations_near_k_log2_n(run_parity, tmp_path):
+    model = tmp_path / "planted2.onnx"
+    planted = planted_model(model, planted=("first", "second"), length=20)
+    keep, report = tmp_path / "keep.txt", tmp_path / "report.json"
+    result = debug_precision(run_parity, model, "--ref", *TOLERANCES, "--save-keep-list", keep, "--report", report)
+    assert result.returncode == 0, result.describe()
+    assert kept_names(keep) == planted
+    summary = json.loads(report.read_text())
+    assert summary["outcome"] == "found"
+    assert [node["name"] for node in summary["kept"]] == planted
+    searched = int(re.search(r"Searching (\d+) node\(s\)", result.output).group(1))
+    # keep none, keep all, the boundary, then one bisection per further node and a final check.
+    assert summary["iterations"] <= 2 + 3 * (int(np.ceil(np.log2(searched))) + 1), summary["iterations"]
+    assert len(summary["steps"]) == summary["iterations"]
+
+
+def test_no_narrow_keeps_the_whole_prefix(run_parity, tmp_path):
+    model = tmp_path / "planted.onnx"
+    planted_model(model)
+    keep = tmp_path / "keep.txt"
+    result = debug_precision(run_parity, model, "--ref", *TOLERANCES, "--no-narrow", "--save-keep-list", keep)
+    assert result.returncode == 0, result.describe()
+    names = kept_names(keep)
+    assert names[-1] == "first_square" and len(names) > 1  # every node up to the planted one, in order
+    assert names[0] == "head_0"
+
+
+def test_max_iterations_stops_with_a_passing_superset(run_parity, tmp_path):
+    model = tmp_path / "planted.onnx"
+    planted_model(model)
+    keep = tmp_path / "keep.txt"
+    result = debug_precision(run_parity, model, "--ref", *TOLERANCES, "--max-iterations", "3",
+                             "--save-keep-list", keep)
+    assert result.returncode == 0, result.describe()
+    assert "Stopped at --max-iterations 3" in result.output
+    assert len(result.lines("[I] Iteration ")) == 3
+    assert "first_square" in kept_names(keep)
+
+
+def test_check_command(run_parity, parity_bin, tmp_path):
+    model = tmp_path / "planted.onnx"
+    planted = planted_model(model)
+    artifact, keep = tmp_path / "candidate.onnx", tmp_path / "keep.txt"
+    # The user's own check: the candidate's outputs must be finite (run --validate fails on Inf).
+    check = f"{shlex.quote(str(parity_bin))} run {shlex.quote(str(artifact))} --ref --validate"
+    result = debug_precision(run_parity, model, "--check", check, "--iter-artifact", artifact,
+                             "--save-keep-list", keep)
+    assert result.returncode == 0, result.describe()
+    assert kept_names(keep) == planted
+    assert "the check exited with status" in result.output
+    # --fail-regex: a command that always exits 0 but prints the word FAILED fails.
+    result = debug_precision(run_parity, model, "--check", "echo FAILED", "--fail-regex", "FAIL",
+                             "--iter-artifact", artifact)
+    assert result.returncode == 1, result.describe()
+    assert "fails even with all" in result.output and "--fail-regex 'FAIL'" in result.output
+    assert len(result.lines("[I] Iteration ")) == 2  # said after the first two checks
+
+
+def test_check_that_always_passes_or_fails(run_parity, tmp_path):
+    model = tmp_path / "planted.onnx"
+    planted_model(model)
+    artifact = tmp_path / "candidate.onnx"
+    result = debug_precision(run_parity, model, "--check", "true", "--iter-artifact", artifact)
+    assert result.returncode == 0, result.describe()
+    assert "nothing to keep" in result.output and len(result.lines("[I] Iteration ")) == 1
+    result = debug_precision(run_parity, model, "--check", "exit 3", "--iter-artifact", artifact)
+    assert result.returncode == 1, result.describe()
+    assert "fails even with all" in result.output and "status 3" in result.output
+
+
+def test_model_that_passes_in_float16(run_parity, tmp_path):
+    model = tmp_path / "small.onnx"
+    planted_model(model, scale=10.0)  # squares stay below 65504
+    keep, fixed = tmp_path / "keep.txt", tmp_path / "fixed.onnx"
+    result = debug_precision(run_parity, model, "--ref", *TOLERANCES, "--save-keep-list", keep, "-o", fixed)
+    assert result.returncode == 0, result.describe()
+    assert "passes with no node kept in float32" in result.output and "nothing to keep" in result.output
+    assert kept_names(keep) == []
+    assert_passes_on_ref(run_parity, model, fixed, tmp_path)
+
+
+def test_golden_from_load_outputs(run_parity, tmp_path):
+    model = tmp_path / "planted.onnx"
+    planted = planted_model(model)
+    golden, keep = tmp_path / "golden.json", tmp_path / "keep.txt"
+    result = run_parity("run", model, "--ref", "--save-outputs", golden)
+    assert result.returncode == 0, result.describe()
+    result = debug_precision(run_parity, model, "--ref", "--load-outputs", golden, *TOLERANCES,
+                             "--save-keep-list", keep)
+    assert result.returncode == 0, result.describe()
+    assert "loaded from" in result.output
+    assert kept_names(keep) == planted
+
+
+def test_bad_input(run_parity, tmp_path):
+    model = tmp_path / "planted.onnx"
+    planted_model(model)
+    assert_one_error(debug_precision(run_parity, model), "exactly one of")
+    assert_one_error(debug_precision(run_parity, model, "--ref", "--onnxrt"), "exactly one of", "got 2")
+    assert_one_error(debug_precision(run_parity, model, "--ref", "--check", "true"), "not both")
+    assert_one_error(debug_precision(run_parity, model, "--check", "true", "--fail-regex", "("), "--fail-regex")
+    assert_one_error(debug_precision(run_parity, model, "--ref", "--keep-fp32", "no_such_node"), "no_such_node")
+    result = debug_precision(run_parity, model, "--ref", "--mode", "sideways")
+    assert result.returncode == 1 and "--mode" in result.lines("[E] ")[0], result.describe()
+    already = tmp_path / "fp16.onnx"
+    result = run_parity("convert", model, "--fp-to-fp16", "-o", already)
+    assert result.returncode == 0, result.describe()
+    assert_one_error(debug_precision(run_parity, already, "--ref"), "already a reduced-precision model", "float16")
+    assert_one_error(debug_precision(run_parity, tmp_path / "missing.onnx", "--ref"), "missing.onnx")
