@@ -56,7 +56,9 @@ CandidateVerdict GoldenCheck::check(runtime::Runner& candidate) const {
     }
     compare::Comparator::postprocess(results, options_.postprocess);
     results.push_back(golden_);
-    accuracy = compare::Comparator::compare_accuracy(results, options_.compare_func);
+    compare::CompareAccuracyOptions compare_options;
+    compare_options.fail_fast = options_.fail_fast;
+    accuracy = compare::Comparator::compare_accuracy(results, options_.compare_func, compare_options);
     if (options_.validate) valid = compare::Comparator::validate({results[0]}).passed;
   }
   const auto& pair = accuracy.pairs.at(0);

@@ -200,6 +200,8 @@ def test_max_iterations_stops_with_a_passing_superset(run_parity, tmp_path):
     assert "Stopped at --max-iterations 3" in result.output
     assert len(result.lines("[I] Iteration ")) == 3
     assert "first_square" in kept_names(keep)
+    result = debug_precision(run_parity, model, "--ref", *TOLERANCES, "--max-iterations", "1")
+    assert_one_error(result, "before any candidate passed")
 
 
 def test_check_command(run_parity, parity_bin, tmp_path):
@@ -263,6 +265,7 @@ def test_bad_input(run_parity, tmp_path):
     assert_one_error(debug_precision(run_parity, model), "exactly one of")
     assert_one_error(debug_precision(run_parity, model, "--ref", "--onnxrt"), "exactly one of", "got 2")
     assert_one_error(debug_precision(run_parity, model, "--ref", "--check", "true"), "not both")
+    assert_one_error(debug_precision(run_parity, model, "--openvino", "--ov-precision", "f32"), "OpenVINO", "global")
     assert_one_error(debug_precision(run_parity, model, "--check", "true", "--fail-regex", "("), "--fail-regex")
     assert_one_error(debug_precision(run_parity, model, "--ref", "--keep-fp32", "no_such_node"), "no_such_node")
     result = debug_precision(run_parity, model, "--ref", "--mode", "sideways")

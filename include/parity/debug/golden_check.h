@@ -15,6 +15,7 @@ struct GoldenCheckOptions {
   compare::CompareFunc compare_func = compare::simple();
   compare::PostprocessRules postprocess;
   bool validate = false;  // also fail on NaN/Inf in the candidate's outputs (like run --validate)
+  bool fail_fast = false;  // stop comparing a candidate at its first mismatching iteration
   int warm_up = 0;
 };
 

@@ -6,9 +6,9 @@
 // or walks the nodes in topological order, then narrows the kept set; the answer is node names,
 // saved as a `convert --keep-fp32 @FILE` list and, with -o, the converted model.
 //
-// OpenVINO: its CPU plugin's precision hint is global (per-node pinning is not honoured), so the
-// search works through the ONNX graph only (the converted model's types and Casts) and needs
-// --ov-precision f32, under which OpenVINO keeps the graph's types instead of lowering everything.
+// OpenVINO is refused: its CPU plugin's precision hint is global (per-node pinning is not honoured)
+// and under f32 it computes a float16/bfloat16 ONNX graph in f32, so no keep list changes what it
+// computes (docs/debug-precision.md).
 #include <chrono>
 #include <map>
 #include <optional>
@@ -96,6 +96,8 @@ class DebugPrecisionCommand : public Command {
         ->group("Output");
     data_loader_.add_to(app);
     comparison_.add_to(app);
+    // Each candidate is compared with the golden outputs: there is no other pair to choose.
+    app.remove_option(app.get_option("--compare-to"));
     compute_.add_to(app);
   }
 
@@ -131,12 +133,12 @@ class DebugPrecisionCommand : public Command {
                                  RunnerArgs::runner_flags(), runners.size());
       if (!fail_regex_.empty() || !iter_artifact_.empty())
         raise<InvalidInputError>("--fail-regex and --iter-artifact apply to --check only");
-      const auto openvino_precision = runners_.openvino().options().precision;
-      if (dynamic_cast<const runtime::OpenvinoRunner*>(runners[0].get()) && openvino_precision.value_or("") != "f32")
+      if (dynamic_cast<const runtime::OpenvinoRunner*>(runners[0].get()))
         raise<InvalidInputError>(
-            "debug precision --openvino needs --ov-precision f32: OpenVINO's CPU precision hint is global and "
-            "overrides the ONNX graph's per-node types, so keeping nodes in float32 would change nothing; with f32 "
-            "the converted model's float16/bfloat16 types and Casts are what OpenVINO runs");
+            "debug precision cannot search per node on OpenVINO: its CPU precision hint (--ov-precision) is global "
+            "(per-node pinning is not honoured), and under f32 it computes a float16/bfloat16 ONNX graph in f32 (it "
+            "folds the graph's Converts), so no keep list changes what it computes. Check OpenVINO globally (parity "
+            "run MODEL --ref --openvino --ov-precision bf16), or search the ONNX graph on --ref");
     }
     if (!fail_regex_.empty()) {
       try {
@@ -227,6 +229,7 @@ class DebugPrecisionCommand : public Command {
     options.compare_func = comparison_.compare_func();
     options.postprocess = comparison_.postprocess_rules();
     options.validate = comparison_.validate();
+    options.fail_fast = comparison_.fail_fast();
     options.warm_up = data_loader_.warm_up();
     return debug::GoldenCheck(std::move(golden), std::move(feeds), options);
   }
@@ -273,6 +276,10 @@ class DebugPrecisionCommand : public Command {
       raise<Error>("debug precision: with all {} searched node(s) kept in float32, {}", total,
                    steps.back().verdict.detail);
     }
+    if (result.outcome == Outcome::kIterationLimit && !result.final_verdict.passed)
+      raise<InvalidInputError>("debug precision stopped at --max-iterations {} before any candidate passed; allow at "
+                               "least 2 iterations (keep none, keep all)",
+                               max_iterations_);
     if (result.outcome == Outcome::kFailsWithAllKept) {
       log::error("The check fails even with all {} searched node(s) kept in float32 ({}): no keep list can make it "
                  "pass; check the tolerances, the check itself, or whether the difference comes from precision at all",
