@@ -64,7 +64,8 @@ TEST(PrecisionSearch, BisectNeedsAboutKLog2NChecks) {
 TEST(PrecisionSearch, NothingToKeepStopsAfterOneCheck) {
   Oracle oracle;
   std::vector<PrecisionSearchStep> steps;
-  auto result = search_precision(10, oracle.check(), {}, [&](const PrecisionSearchStep& step) { steps.push_back(step); });
+  auto result =
+      search_precision(10, oracle.check(), {}, [&](const PrecisionSearchStep& step) { steps.push_back(step); });
   EXPECT_EQ(result.outcome, PrecisionSearchResult::Outcome::kNothingToKeep);
   EXPECT_TRUE(result.kept.empty());
   ASSERT_EQ(steps.size(), 1u);
