@@ -27,11 +27,6 @@ using ::onnx::TensorProto;
 
 constexpr std::size_t kProtobufLimit = static_cast<std::size_t>(INT_MAX);
 
-std::string node_label(const NodeProto& node) {
-  return node.name().empty() ? fmt::format("node <unnamed> (op {})", node.op_type())
-                             : fmt::format("node '{}' (op {})", node.name(), node.op_type());
-}
-
 void visit_graph(const GraphProto& graph, int depth, int max_depth,
                  const std::function<void(const GraphProto&, int)>& fn) {
   if (depth > max_depth)
