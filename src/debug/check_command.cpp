@@ -1,33 +1,106 @@
+// Runs a --check command with fork/exec, reading its merged stdout and stderr through a pipe.
 #include "parity/debug/check_command.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
-#include <array>
-#include <cstdio>
-
-#include <fmt/format.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
 
 #include "parity/core/error.h"
-#include "parity/core/logger.h"
 
 namespace parity::debug {
+namespace {
 
-CandidateVerdict run_check_command(const CheckCommandOptions& options) {
-  // The command's stderr joins its stdout, so --fail-regex sees both.
-  const std::string shell_command = fmt::format("( {} ) 2>&1", options.command);
-  std::FILE* pipe = ::popen(shell_command.c_str(), "r");
-  if (!pipe) raise<Error>("--check: cannot start the command '{}'", options.command);
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (std::size_t read = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), read);
-  const int status = ::pclose(pipe);
-  if (status == -1) raise<Error>("--check: cannot wait for the command '{}'", options.command);
-  log::verbose("--check output:\n{}", output);
-  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (exit_code != 0) return {false, fmt::format("the check exited with status {}", exit_code)};
-  if (options.fail_regex && std::regex_search(output, *options.fail_regex))
-    return {false, fmt::format("the check's output matches --fail-regex '{}'", options.fail_regex_text)};
-  return {true, "the check exited with status 0"};
+bool is_executable(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(path, error) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::optional<std::string> find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return is_executable(name) ? std::optional(name) : std::nullopt;
+  const char* path = std::getenv("PATH");
+  std::stringstream folders(path ? path : "");
+  std::string folder;
+  while (std::getline(folders, folder, ':')) {
+    auto candidate = std::filesystem::path(folder.empty() ? "." : folder) / name;
+    if (is_executable(candidate)) return candidate.string();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+CheckCommand::CheckCommand(CheckCommandOptions options) : options_(std::move(options)) {
+  if (options_.command.empty()) raise<InvalidInputError>("--check: no command given");
+  auto program = find_program(options_.command[0]);
+  if (!program)
+    raise<InvalidInputError>("--check: the command '{}' was not found ({})", options_.command[0],
+                             options_.command[0].find('/') != std::string::npos ? "no executable file at that path"
+                                                                                 : "not an executable on PATH");
+  program_ = *program;
+  for (const auto& pattern : options_.fail_regexes) {
+    try {
+      regexes_.emplace_back(pattern);
+    } catch (const std::regex_error& e) {
+      raise<InvalidInputError>("--fail-regex: '{}' is not a valid regular expression: {}", pattern, e.what());
+    }
+  }
+}
+
+std::string CheckCommand::to_string() const {
+  std::string text;
+  for (const auto& word : options_.command) text += (text.empty() ? "" : " ") + word;
+  return text;
+}
+
+CheckOutcome CheckCommand::run() const {
+  int pipe_ends[2];
+  if (::pipe2(pipe_ends, O_CLOEXEC) != 0) raise<ResourceLimitError>("--check: cannot create a pipe: {}", std::strerror(errno));
+  std::vector<char*> argv;
+  for (const auto& word : options_.command) argv.push_back(const_cast<char*>(word.c_str()));
+  argv.push_back(nullptr);
+  pid_t child = ::fork();
+  if (child < 0) raise<ResourceLimitError>("--check: cannot start '{}': {}", to_string(), std::strerror(errno));
+  if (child == 0) {
+    ::dup2(pipe_ends[1], STDOUT_FILENO);
+    ::dup2(pipe_ends[1], STDERR_FILENO);
+    ::execv(program_.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(pipe_ends[1]);
+  CheckOutcome outcome;
+  char buffer[4096];
+  for (;;) {
+    ssize_t got = ::read(pipe_ends[0], buffer, sizeof buffer);
+    if (got > 0) outcome.output.append(buffer, static_cast<std::size_t>(got));
+    else if (got == 0 || errno != EINTR) break;
+  }
+  ::close(pipe_ends[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+
+  auto contains = [](const std::vector<int>& codes, int code) {
+    return std::find(codes.begin(), codes.end(), code) != codes.end();
+  };
+  if (contains(options_.ignore_fail_codes, outcome.exit_code)) return outcome;
+  std::optional<bool> regex_matched;
+  if (!regexes_.empty())
+    regex_matched = std::any_of(regexes_.begin(), regexes_.end(),
+                                [&](const std::regex& regex) { return std::regex_search(outcome.output, regex); });
+  if (!options_.fail_codes.empty()) {
+    outcome.failed = contains(options_.fail_codes, outcome.exit_code) && regex_matched.value_or(true);
+  } else {
+    outcome.failed = regex_matched ? *regex_matched : outcome.exit_code != 0;
+  }
+  return outcome;
 }
 
 }  // namespace parity::debug

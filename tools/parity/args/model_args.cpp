@@ -8,7 +8,7 @@
 
 namespace parity::cli {
 
-void ModelArgs::add_to(CLI::App& app, bool shape_inference_by_default) {
+void ModelArgs::add_to(CLI::App& app, bool shape_inference_by_default, bool checker_flag) {
   const char* group = "ONNX Model Loading";
   app.add_option("model_file", path_, "Path to the ONNX model")->required();
   app.add_option("--external-data-dir,--load-external-data,--ext", external_data_dir_,
@@ -20,7 +20,8 @@ void ModelArgs::add_to(CLI::App& app, bool shape_inference_by_default) {
     app.add_flag_callback("--shape-inference,--do-shape-inference", [this] { no_shape_inference_ = false; },
                           "Run ONNX shape inference on the model when loading it")->group(group);
   }
-  app.add_flag("--check", check_, "Run ONNX's checker on the model and fail on any error")->group(group);
+  if (checker_flag)
+    app.add_flag("--check", check_, "Run ONNX's checker on the model and fail on any error")->group(group);
 }
 
 onnx::LoadOptions ModelArgs::load_options(onnx::LoadOptions options) const {

@@ -1,0 +1,309 @@
+// `parity debug reduce`: shrink a model whose check fails to a small subgraph that still fails
+// (Polygraphy's debug reduce). The check is either a command run per candidate (--check, the
+// candidate written to --iter-artifact) or, given runner flags instead, an in-process comparison
+// of the candidate's outputs between the runners with `run`'s comparison flags. The algorithm is
+// the library's (parity/debug/reduce.h); this file parses flags and turns them into the check.
+#include <chrono>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "args/comparison_args.h"
+#include "args/data_loader_args.h"
+#include "args/model_args.h"
+#include "args/runner_args.h"
+#include "args/tensor_meta_parse.h"
+#include "command.h"
+#include "parity/compare/comparator.h"
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+#include "parity/debug/check_command.h"
+#include "parity/debug/reduce.h"
+#include "parity/onnx/passes.h"
+#include "parity/runtime/interpreter.h"
+
+namespace parity::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// While alive, info lines of the in-process check (the Comparator's) are hidden unless the user
+// asked for verbose output.
+class QuietUnlessVerbose {
+ public:
+  QuietUnlessVerbose() : saved_(Logger::global().severity()) {
+    if (saved_ >= Severity::kInfo) Logger::global().set_severity(Severity::kCritical);
+  }
+  ~QuietUnlessVerbose() { Logger::global().set_severity(saved_); }
+
+ private:
+  Severity saved_;
+};
+
+class DebugReduceCommand : public Command {
+ public:
+  std::vector<std::string> path() const override { return {"debug", "reduce"}; }
+  std::string description() const override {
+    return "Reduce a failing ONNX model to the smallest subgraph that still fails (Polygraphy's `debug reduce`)";
+  }
+
+  void add_options(CLI::App& app) override {
+    app_ = &app;
+    model_.add_to(app, /*shape_inference_by_default=*/true, /*checker_flag=*/false);
+    const char* group = "Reduction";
+    app.add_option("-o,--output", output_, "Path to save the reduced model (still failing)")->group(group);
+    app.add_option("--min-good,--minimal-good", min_good_,
+                   "Path to save a model close in size to the reduced model that does not fail (not always found)")
+        ->group(group);
+    app.add_option("--mode", mode_, "bisect (binary search, default) or linear (one node at a time)")
+        ->check(CLI::IsMember({"bisect", "linear"}))
+        ->group(group);
+    auto* no_inputs = app.add_flag("--no-reduce-inputs", no_reduce_inputs_,
+                                   "Do not change the graph inputs: only find the earliest failing outputs")
+                          ->group(group);
+    app.add_flag("--no-reduce-outputs", no_reduce_outputs_,
+                 "Do not change the graph outputs: only find the latest failing inputs")
+        ->excludes(no_inputs)
+        ->group(group);
+    app.add_option("--model-input-shapes,--model-inputs", model_input_shapes_,
+                   "Shapes to set on the model's inputs before reducing: name:[dims]")
+        ->group(group);
+
+    const char* check = "Pass/Fail Reporting";
+    app.add_flag("--check", check_given_,
+                 "A command to check each candidate, given last: every argument after it is the command's "
+                 "(it reads the candidate from --iter-artifact). Without it, runner flags (--ref, --onnxrt, "
+                 "--openvino) compare the candidate's outputs in-process")
+        ->group(check);
+    app.add_option("--fail-code,--fail-returncode", fail_codes_,
+                   "Exit code(s) of the --check command that count as failures (default: any non-zero)")
+        ->group(check);
+    app.add_option("--ignore-fail-code,--ignore-fail-returncode", ignore_fail_codes_,
+                   "Exit code(s) of the --check command never counted as failures")
+        ->group(check);
+    app.add_option("--fail-regex", fail_regexes_,
+                   "Regular expression(s) marking a failure in the --check command's output (stdout and stderr)")
+        ->group(check);
+
+    const char* artifacts = "Artifact Sorting";
+    app.add_option("--iter-artifact,--intermediate-artifact", iter_artifact_,
+                   "Where each candidate is written for the --check command (default parity_debug.onnx)")
+        ->group(artifacts);
+    app.add_flag("--no-remove-intermediate", no_remove_intermediate_,
+                 "Keep the last candidate written to --iter-artifact at the end")
+        ->group(artifacts);
+    app.add_option("--artifacts", artifacts_,
+                   "Files to sort after each check into --artifacts-dir/good or /bad (e.g. --iter-artifact's file)")
+        ->group(artifacts);
+    app.add_option("--artifacts-dir", artifacts_dir_, "Where --artifacts go (default parity_artifacts)")
+        ->group(artifacts);
+    app.add_option("--save-debug-replay", save_replay_,
+                   "Where to write the outcome of every check so far, for --load-debug-replay (default "
+                   "parity_debug_replay.json)")
+        ->group(artifacts);
+    app.add_option("--load-debug-replay", load_replay_,
+                   "A replay written by --save-debug-replay: its outcomes are used instead of running the checks "
+                   "again (resumes an interrupted reduction)")
+        ->group(artifacts);
+
+    runners_.add_to(app);
+    data_loader_.add_to(app);
+    comparison_.add_to(app);
+    app.prefix_command();  // what follows --check's first word is the command's
+  }
+
+  int run() override {
+    const auto start = std::chrono::steady_clock::now();
+    parse_arguments();
+    onnx::Model model = model_.load();
+    if (!model_input_shapes_.empty()) {
+      onnx::override_input_shapes(*model->mutable_graph(),
+                                  parse_input_shapes(model_input_shapes_, "--model-input-shapes"));
+      onnx::infer_shapes(*model);
+    }
+    onnx::lower_constant_nodes(*model->mutable_graph());
+
+    // The values every candidate's inputs are fed from: the whole model on every sample.
+    std::vector<NamedTensors> feeds;
+    {
+      runtime::Interpreter interpreter(model, runtime::InterpreterOptions{});
+      feeds = data_loader_.data_loader()(interpreter.input_metadata());
+    }
+    log::info("Running the whole model on the reference runner ({} sample(s)) for the values of tensors that "
+              "become graph inputs",
+              feeds.size());
+    values_ = debug::run_full_model(model, feeds);
+
+    debug::ReduceOptions options;
+    options.mode = mode_ == "linear" ? debug::ReduceMode::kLinear : debug::ReduceMode::kBisect;
+    options.reduce_inputs = !no_reduce_inputs_;
+    options.reduce_outputs = !no_reduce_outputs_;
+    options.load_replay = load_replay_;
+    options.save_replay = save_replay_;
+    debug::FailureCheck check = check_command_ ? debug::FailureCheck([this](const onnx::Model& candidate, int step) {
+      return run_check_command(candidate, step);
+    })
+                                               : debug::FailureCheck([this](const onnx::Model& candidate, int) {
+                                                   return compare_in_process(candidate);
+                                                 });
+    debug::ReduceResult result;
+    try {
+      result = debug::reduce(model, values_, check, options);
+    } catch (...) {
+      remove_iter_artifact();
+      throw;
+    }
+    remove_iter_artifact();
+    report(result);
+    if (!output_.empty()) {
+      log::info("Saving ONNX model to: {}", output_);
+      onnx::save_model(result.reduced, output_);
+    }
+    if (!min_good_.empty()) {
+      if (result.min_good) {
+        log::info("Saving the minimal good model ({} node(s)) to: {}", (*result.min_good)->graph().node_size(),
+                  min_good_);
+        onnx::save_model(*result.min_good, min_good_);
+      } else {
+        log::warning("No candidate passed the check: there is no minimal good model to save to {}", min_good_);
+      }
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    log::finish("Reduced {} node(s) to {} in {:.3f}s ({} check(s) run, {} from the replay)", result.original_nodes,
+                result.reduced->graph().node_size(), seconds, result.checks_run, result.checks_replayed);
+    return 0;
+  }
+
+ private:
+  void parse_arguments() {
+    std::vector<std::string> rest = app_->remaining();
+    if (!check_given_ && !rest.empty())
+      raise<InvalidInputError>("unexpected argument '{}' (a --check command goes last, after --check)", rest[0]);
+    if (check_given_ && rest.empty()) raise<InvalidInputError>("--check: no command given after it");
+    if (output_.empty() && min_good_.empty())
+      raise<InvalidInputError>("--output (where to write the reduced model) and/or --min-good (where to write a "
+                               "reduced model that passes) must be given");
+    data_loader_.parse();
+    comparison_.parse();
+    runners_.parse();
+    auto runners = runners_.make_runners([] { return onnx::Model{}; });
+    if (check_given_) {
+      if (!runners.empty())
+        raise<InvalidInputError>("give either --check or runner flags ({}) for an in-process comparison, not both",
+                                 RunnerArgs::runner_flags());
+      check_command_.emplace(debug::CheckCommandOptions{rest, fail_codes_, ignore_fail_codes_, fail_regexes_});
+    } else {
+      if (runners.empty())
+        raise<InvalidInputError>("no check: give --check <command ...> or runner flags ({}) to compare in-process",
+                                 RunnerArgs::runner_flags());
+      if (!fail_codes_.empty() || !ignore_fail_codes_.empty() || !fail_regexes_.empty())
+        raise<InvalidInputError>("--fail-code, --ignore-fail-code and --fail-regex apply to a --check command");
+    }
+  }
+
+  bool run_check_command(const onnx::Model& candidate, int step) {
+    onnx::save_model(candidate, iter_artifact_);
+    auto outcome = check_command_->run();
+    log::verbose("Check command `{}` exited with {}; its output:\n{}", check_command_->to_string(), outcome.exit_code,
+                 outcome.output);
+    sort_artifacts(!outcome.failed, step);
+    return outcome.failed;
+  }
+
+  // The candidate on every runner, fed from the whole model's values; fails when the comparison
+  // (or --validate) fails, or when a runner cannot run it.
+  bool compare_in_process(const onnx::Model& candidate) {
+    auto feeds = debug::candidate_feeds(candidate, values_);
+    bool failed = false;
+    try {
+      QuietUnlessVerbose quiet;
+      auto runners = runners_.make_runners([&candidate] { return candidate; });
+      std::vector<runtime::Runner*> pointers;
+      for (auto& runner : runners) pointers.push_back(runner.get());
+      auto results = compare::Comparator::run(pointers, compare::data_loader_from(feeds));
+      compare::Comparator::postprocess(results, comparison_.postprocess_rules());
+      if (results.size() > 1) {
+        compare::CompareAccuracyOptions options;
+        options.comparisons = comparison_.comparisons(results);
+        failed = !compare::Comparator::compare_accuracy(results, comparison_.compare_func(), options).passed();
+      }
+      if (comparison_.validate())
+        failed = failed || !compare::Comparator::validate(results, comparison_.validate_options()).passed;
+    } catch (const Error& e) {
+      log::warning("The candidate could not be run (counted as a failure): {}", e.what());
+      failed = true;
+    }
+    return failed;
+  }
+
+  void sort_artifacts(bool passed, int step) {
+    for (const auto& artifact : artifacts_) {
+      fs::path source(artifact);
+      fs::path destination = fs::path(artifacts_dir_) / (passed ? "good" : "bad") /
+                             fmt::format("{}_step{}{}", source.stem().string(), step, source.extension().string());
+      std::error_code error;
+      if (!fs::exists(source, error)) {
+        log::error("Artifact {} does not exist after step {}, skipping", artifact, step);
+        continue;
+      }
+      if (fs::exists(destination, error)) {
+        log::error("Artifact destination {} already exists; not overwriting it", destination.string());
+        continue;
+      }
+      fs::create_directories(destination.parent_path(), error);
+      fs::rename(source, destination, error);
+      if (error) fs::copy_file(source, destination, error);  // another file system
+      if (error) raise<FileError>("cannot move artifact {} to {}: {}", artifact, destination.string(), error.message());
+      fs::remove(source, error);
+      log::info("Moved {} to {}", artifact, destination.string());
+    }
+  }
+
+  void remove_iter_artifact() const {
+    if (!check_command_ || no_remove_intermediate_) return;
+    std::error_code error;
+    fs::remove(iter_artifact_, error);
+  }
+
+  void report(const debug::ReduceResult& result) const {
+    const auto& graph = result.reduced->graph();
+    std::string nodes;
+    for (const auto& node : graph.node()) nodes += "\n    " + onnx::describe_node(node);
+    log::info("Kept {} of {} node(s):{}", graph.node_size(), result.original_nodes, nodes);
+    if (!result.failing_node.empty())
+      log::info("Why: {} is the first node (in topological order) whose output makes the check fail{}",
+                result.failing_node,
+                graph.node_size() > 1 ? "; the other kept nodes are those of its ancestors it still fails with" : "");
+    if (!result.frozen_inputs.empty())
+      log::info("Graph inputs that were intermediate tensors (fed with the whole model's values): {}",
+                fmt::join(result.frozen_inputs, ", "));
+    std::vector<std::string> outputs;
+    for (const auto& output : graph.output()) outputs.push_back(output.name());
+    log::info("Graph outputs: {}", fmt::join(outputs, ", "));
+  }
+
+  CLI::App* app_ = nullptr;
+  ModelArgs model_;
+  RunnerArgs runners_;
+  DataLoaderArgs data_loader_;
+  ComparisonArgs comparison_;
+  std::string output_, min_good_, mode_ = "bisect";
+  bool no_reduce_inputs_ = false, no_reduce_outputs_ = false;
+  std::vector<std::string> model_input_shapes_;
+  bool check_given_ = false;
+  std::vector<int> fail_codes_, ignore_fail_codes_;
+  std::vector<std::string> fail_regexes_;
+  std::string iter_artifact_ = "parity_debug.onnx";
+  bool no_remove_intermediate_ = false;
+  std::vector<std::string> artifacts_;
+  std::string artifacts_dir_ = "parity_artifacts";
+  std::string save_replay_ = "parity_debug_replay.json", load_replay_;
+
+  std::optional<debug::CheckCommand> check_command_;
+  debug::TensorValues values_;
+};
+
+PARITY_REGISTER_COMMAND(DebugReduceCommand);
+
+}  // namespace
+}  // namespace parity::cli
