@@ -1,0 +1,83 @@
+"""Models for the `debug reduce` tests and benchmark, built with the onnx package.
+
+chain_model: about `nodes` nodes over two inputs, mostly a chain of float ops (Add, Mul,
+Abs, Neg, Max; after the planted node only exact ones) with short side branches that merge back, and one planted node named
+`planted_bad` (a Tanh, which the reference runner and ONNX Runtime compute with different
+approximations) about `position` of the way through.
+branches_model: `branches` independent branches meeting only at the end (one Concat), the planted
+node ending one of them.
+"""
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+PLANTED = "planted_bad"
+
+
+def _model(nodes, inputs, outputs, initializers, opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def chain_model(nodes=1000, position=0.6, width=16):
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", width]) for n in ("x", "y")]
+    inits = [
+        numpy_helper.from_array(np.full([width], 0.5, np.float32), "half"),
+        numpy_helper.from_array(np.full([width], 0.25, np.float32), "quarter"),
+        numpy_helper.from_array(np.full([width], 2.0, np.float32), "two"),
+    ]
+    graph_nodes = [helper.make_node("Add", ["x", "y"], ["t0"], name="n0")]
+    current = "t0"
+    planted_at = int(nodes * position)
+    i = 1
+    while len(graph_nodes) < nodes - 1:
+        name = f"n{i}"
+        out = f"t{i}"
+        if len(graph_nodes) == planted_at:
+            graph_nodes.append(helper.make_node("Tanh", [current], [out], name=PLANTED))
+        elif i % 7 == 0:  # a side branch of two nodes merging back
+            graph_nodes.append(helper.make_node("Neg", [current], [out + "_a"], name=name + "_a"))
+            graph_nodes.append(helper.make_node("Abs", [out + "_a"], [out + "_b"], name=name + "_b"))
+            graph_nodes.append(helper.make_node("Max", [current, out + "_b"], [out], name=name))
+        else:
+            # After the planted node only exact ops, so its last-bit difference reaches the output.
+            exact = len(graph_nodes) > planted_at
+            op = ("Mul", "Abs", "Neg", "Mul2", "Abs", "Mul")[i % 6] if exact else ("Mul", "Add", "Abs", "Neg", "Add", "Mul")[i % 6]
+            if op == "Mul2":
+                graph_nodes.append(helper.make_node("Mul", [current, "two"], [out], name=name))
+            elif op == "Mul":
+                graph_nodes.append(helper.make_node("Mul", [current, "half"], [out], name=name))
+            elif op == "Add":
+                graph_nodes.append(helper.make_node("Add", [current, "y" if i % 2 else "quarter"], [out], name=name))
+            else:
+                graph_nodes.append(helper.make_node(op, [current], [out], name=name))
+        current = out
+        i += 1
+    graph_nodes.append(helper.make_node("Concat", [current, "x"], ["out"], name="last", axis=1))
+    output = helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 2 * width])
+    return _model(graph_nodes, inputs, [output], inits)
+
+
+def branches_model(branches=200, depth=3, planted_branch=117, width=8):
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, width])]
+    inits = [numpy_helper.from_array(np.full([width], 0.5, np.float32), "half")]
+    graph_nodes, ends = [], []
+    for b in range(branches):
+        current = "x"
+        for d in range(depth):
+            out = f"b{b}_{d}"
+            if b == planted_branch and d == depth - 1:
+                graph_nodes.append(helper.make_node("Tanh", [current], [out], name=PLANTED))
+            else:
+                op = "Mul" if d % 2 == 0 else "Add"
+                graph_nodes.append(helper.make_node(op, [current, "half"], [out], name=f"b{b}_n{d}"))
+            current = out
+        ends.append(current)
+    graph_nodes.append(helper.make_node("Concat", ends, ["out"], name="concat_all", axis=1))
+    output = helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, width * branches])
+    return _model(graph_nodes, inputs, [output], inits)
+

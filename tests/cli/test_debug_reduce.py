@@ -1,0 +1,176 @@
+"""`parity debug reduce`: a planted bad node in a 1000-node model is found with a --check script and
+in-process (ref against ONNX Runtime, whose Tanh differs from ref's in the last bits), in bisect
+and linear modes, with two inputs and several samples; a model whose branches meet only at the end
+reduces to the planted node where Polygraphy keeps every node; a saved replay resumes to the same
+result; Polygraphy's check flags and artifact sorting; bad input is one clear error."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+from graph_tools_util import assert_one_error
+from reduce_models import PLANTED, branches_model, chain_model
+
+SHAPES = ["--input-shapes", "x:[2,16]", "y:[2,16]"]
+IN_PROCESS = ["--ref", "--onnxrt", "--atol", "0", "--rtol", "0"]
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    path = tmp_path_factory.mktemp("chain") / "chain.onnx"
+    onnx.save(chain_model(), path)
+    return path
+
+
+def check_script(folder: Path, exit_code=1, message="found the planted node") -> Path:
+    """A check that fails (exit_code) on models containing the planted node's name."""
+    script = folder / "check.sh"
+    script.write_text(f'#!/bin/sh\nif grep -qa {PLANTED} "$1"; then echo "{message}"; exit {exit_code}; fi\nexit 0\n')
+    script.chmod(0o755)
+    return script
+
+
+def reduce(run_parity, model, out, *flags, cwd, timeout=300):
+    result = run_parity("debug", "reduce", model, "-o", out, *flags, cwd=cwd, timeout=timeout)
+    assert result.returncode == 0, result.describe()
+    assert not result.crash_markers(), result.describe()
+    reduced = onnx.load(str(out))
+    onnx.checker.check_model(reduced)
+    return result, reduced
+
+
+def node_names(model):
+    return [node.name for node in model.graph.node]
+
+
+@pytest.mark.parametrize("mode", ["bisect", "linear"])
+def test_check_script_finds_planted_node(run_parity, chain, tmp_path, mode):
+    script = check_script(tmp_path)
+    result, reduced = reduce(run_parity, chain, tmp_path / "r.onnx", "--mode", mode, *SHAPES, "--iterations", "3",
+                             "--check", script, "parity_debug.onnx", cwd=tmp_path)
+    assert PLANTED in node_names(reduced) and len(reduced.graph.node) <= 3, node_names(reduced)
+    # It still fails the check; the candidate file is removed at the end.
+    assert subprocess.run([script, tmp_path / "r.onnx"]).returncode == 1
+    assert not (tmp_path / "parity_debug.onnx").exists()
+    steps = [line for line in result.stdout.splitlines() if "| Step " in line or line.startswith("[I] Step ")]
+    assert len(steps) > 5 and all("node(s)" in line for line in steps), result.stdout
+    assert f"Failing node: node '{PLANTED}' (Tanh)" in result.stdout
+    assert "Kept 1 of 1001 node(s)" in result.stdout
+
+
+@pytest.mark.parametrize("mode", ["bisect", "linear"])
+def test_in_process_comparison_finds_planted_node(run_parity, chain, tmp_path, mode):
+    result, reduced = reduce(run_parity, chain, tmp_path / "r.onnx", "--mode", mode, *SHAPES, "--iterations", "3",
+                             *IN_PROCESS, "--min-good", tmp_path / "good.onnx", cwd=tmp_path)
+    assert PLANTED in node_names(reduced) and len(reduced.graph.node) <= 3, node_names(reduced)
+    # Its input is an intermediate tensor of the whole model, with the shape of every sample.
+    frozen = [i for i in reduced.graph.input if i.name not in ("x", "y")]
+    assert frozen and [d.dim_value for d in frozen[0].type.tensor_type.shape.dim] == [2, 16]
+    # Still fails between the runners; the minimal good model passes.
+    failing = run_parity("run", tmp_path / "r.onnx", *IN_PROCESS, "--iterations", "3")
+    assert failing.returncode == 1, failing.describe()
+    good = onnx.load(str(tmp_path / "good.onnx"))
+    assert PLANTED not in node_names(good)
+    passing = run_parity("run", tmp_path / "good.onnx", *IN_PROCESS, *SHAPES)
+    assert passing.returncode == 0, passing.describe()
+
+
+def test_branches_meeting_late_reduce_to_the_planted_node(run_parity, tmp_path):
+    model = tmp_path / "branches.onnx"
+    onnx.save(branches_model(), model)
+    script = check_script(tmp_path)
+    _, reduced = reduce(run_parity, model, tmp_path / "r.onnx", "--check", script, "parity_debug.onnx",
+                        cwd=tmp_path)
+    assert node_names(reduced) == [PLANTED]
+    _, reduced = reduce(run_parity, model, tmp_path / "r2.onnx", *IN_PROCESS, cwd=tmp_path)
+    assert PLANTED in node_names(reduced) and len(reduced.graph.node) <= 2
+    # Polygraphy's bisection over the topological order keeps hundreds of nodes here.
+    polygraphy = Path(sys.executable).parent / "polygraphy"
+    completed = subprocess.run([polygraphy, "debug", "reduce", model, "-o", tmp_path / "p.onnx", "--check", script,
+                                "polygraphy_debug.onnx"], cwd=tmp_path, capture_output=True, timeout=300)
+    assert completed.returncode == 0, completed.stdout.decode() + completed.stderr.decode()
+    assert len(onnx.load(str(tmp_path / "p.onnx")).graph.node) > 100
+
+
+def test_replay_resumes_to_the_same_result(run_parity, chain, tmp_path):
+    script = check_script(tmp_path)
+    check = ["--check", script, "parity_debug.onnx"]
+    first, _ = reduce(run_parity, chain, tmp_path / "full.onnx", *SHAPES, "--save-debug-replay",
+                      tmp_path / "replay.json", *check, cwd=tmp_path)
+    replay = json.loads((tmp_path / "replay.json").read_text())
+    assert replay["model_nodes"] == 1001 and len(replay["steps"]) > 10
+    # An interrupted reduction: only the first 8 outcomes were saved.
+    replay["steps"] = replay["steps"][:8]
+    (tmp_path / "partial.json").write_text(json.dumps(replay))
+    resumed, _ = reduce(run_parity, chain, tmp_path / "resumed.onnx", *SHAPES, "--load-debug-replay",
+                        tmp_path / "partial.json", *check, cwd=tmp_path)
+    assert (tmp_path / "full.onnx").read_bytes() == (tmp_path / "resumed.onnx").read_bytes()
+    assert resumed.stdout.count("(from the replay)") == 8, resumed.stdout
+    assert "8 from the replay" in resumed.stdout
+    # A replay of another model is refused.
+    other = tmp_path / "branches.onnx"
+    onnx.save(branches_model(), other)
+    bad = run_parity("debug", "reduce", other, "-o", tmp_path / "x.onnx", "--load-debug-replay",
+                     tmp_path / "replay.json", *check, cwd=tmp_path)
+    assert_one_error(bad, "replay.json", "1001 nodes")
+
+
+def test_fail_code_regex_and_ignore(run_parity, chain, tmp_path):
+    script = check_script(tmp_path, exit_code=3, message="PLANTED FOUND")
+    check = ["--check", script, "parity_debug.onnx"]
+    _, reduced = reduce(run_parity, chain, tmp_path / "a.onnx", *SHAPES, "--fail-code", "3", *check, cwd=tmp_path)
+    assert PLANTED in node_names(reduced)
+    # An ignored code passes, whatever the output says.
+    result = run_parity("debug", "reduce", chain, "-o", tmp_path / "c.onnx", *SHAPES, "--ignore-fail-code", "3",
+                        "--fail-regex", "PLANTED", *check, cwd=tmp_path)
+    assert_one_error(result, "the check passes on the whole model")
+    # A regex alone decides, whatever the exit code.
+    script_zero = check_script(tmp_path, exit_code=0, message="PLANTED FOUND")
+    _, reduced = reduce(run_parity, chain, tmp_path / "d.onnx", *SHAPES, "--fail-regex", "PLANTED F.UND",
+                        "--check", script_zero, "parity_debug.onnx", cwd=tmp_path)
+    assert PLANTED in node_names(reduced)
+
+
+def test_artifacts_sorted_and_intermediate_kept(run_parity, chain, tmp_path):
+    script = check_script(tmp_path)
+    result, _ = reduce(run_parity, chain, tmp_path / "r.onnx", *SHAPES, "--no-reduce-inputs", "--artifacts",
+                       "parity_debug.onnx", "--artifacts-dir", "sorted", "--check", script, "parity_debug.onnx",
+                       cwd=tmp_path)
+    good = sorted(p.name for p in (tmp_path / "sorted" / "good").iterdir())
+    bad = sorted(p.name for p in (tmp_path / "sorted" / "bad").iterdir())
+    assert "parity_debug_step1.onnx" in bad and good and all(n.startswith("parity_debug_step") for n in good + bad)
+    assert "inputs (" not in result.stdout
+    reduce(run_parity, chain, tmp_path / "r2.onnx", *SHAPES, "--no-remove-intermediate", "--iter-artifact",
+           "cand.onnx", "--check", script, "cand.onnx", cwd=tmp_path)
+    assert (tmp_path / "cand.onnx").exists()
+
+
+def test_no_reduce_outputs_keeps_the_outputs(run_parity, chain, tmp_path):
+    script = check_script(tmp_path)
+    result, reduced = reduce(run_parity, chain, tmp_path / "r.onnx", *SHAPES, "--no-reduce-outputs", "--check",
+                             script, "parity_debug.onnx", cwd=tmp_path)
+    assert [o.name for o in reduced.graph.output] == ["out"]
+    assert "outputs (" not in result.stdout and PLANTED in node_names(reduced)
+
+
+def test_bad_input(run_parity, chain, tmp_path):
+    passing = tmp_path / "pass.sh"
+    passing.write_text("#!/bin/sh\nexit 0\n")
+    passing.chmod(0o755)
+    run = lambda *flags: run_parity("debug", "reduce", chain, *flags, cwd=tmp_path)
+    assert_one_error(run("-o", "r.onnx", *SHAPES, "--check", passing, "parity_debug.onnx"),
+                     "the check passes on the whole model (1001 nodes): there is no failure to reduce")
+    assert_one_error(run("-o", "r.onnx", "--check", "no-such-check-command", "x"),
+                     "'no-such-check-command' was not found")
+    assert_one_error(run("-o", "r.onnx", "--check", "./missing.sh"), "'./missing.sh' was not found")
+    assert_one_error(run("-o", "r.onnx"), "no check")
+    assert_one_error(run("--ref", "--onnxrt"), "--output", "--min-good")
+    assert_one_error(run("-o", "r.onnx", "--ref", "--check", passing), "either --check or runner flags")
+    assert_one_error(run("-o", "r.onnx", "--ref", "--onnxrt", "--typo"), "unexpected argument '--typo'")
+    assert_one_error(run("-o", "r.onnx", "--check"), "no command given")
+    assert not (tmp_path / "r.onnx").exists()
