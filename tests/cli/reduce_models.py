@@ -3,7 +3,8 @@
 chain_model: about `nodes` nodes over two inputs, mostly a chain of float ops (Add, Mul,
 Abs, Neg, Max; after the planted node only exact ones) with short side branches that merge back, and one planted node named
 `planted_bad` (a Tanh, which the reference runner and ONNX Runtime compute with different
-approximations) about `position` of the way through.
+approximations; with planted_nan, a Sqrt of a negative tensor, NaN everywhere) about `position` of
+the way through.
 branches_model: `branches` independent branches meeting only at the end (one Concat), the planted
 node ending one of them.
 """
@@ -23,7 +24,7 @@ def _model(nodes, inputs, outputs, initializers, opset=17):
     return model
 
 
-def chain_model(nodes=1000, position=0.6, width=16):
+def chain_model(nodes=1000, position=0.6, width=16, planted_nan=False):
     inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", width]) for n in ("x", "y")]
     inits = [
         numpy_helper.from_array(np.full([width], 0.5, np.float32), "half"),
@@ -37,7 +38,12 @@ def chain_model(nodes=1000, position=0.6, width=16):
     while len(graph_nodes) < nodes - 1:
         name = f"n{i}"
         out = f"t{i}"
-        if len(graph_nodes) == planted_at:
+        if len(graph_nodes) == planted_at and planted_nan:  # Sqrt(-|t| - 1): NaN everywhere
+            graph_nodes.append(helper.make_node("Abs", [current], [out + "_abs"], name=name + "_abs"))
+            graph_nodes.append(helper.make_node("Neg", [out + "_abs"], [out + "_neg"], name=name + "_neg"))
+            graph_nodes.append(helper.make_node("Sub", [out + "_neg", "quarter"], [out + "_sub"], name=name + "_sub"))
+            graph_nodes.append(helper.make_node("Sqrt", [out + "_sub"], [out], name=PLANTED))
+        elif len(graph_nodes) == planted_at:
             graph_nodes.append(helper.make_node("Tanh", [current], [out], name=PLANTED))
         elif i % 7 == 0:  # a side branch of two nodes merging back
             graph_nodes.append(helper.make_node("Neg", [current], [out + "_a"], name=name + "_a"))
