@@ -174,3 +174,28 @@ def test_bad_input(run_parity, chain, tmp_path):
     assert_one_error(run("-o", "r.onnx", "--ref", "--onnxrt", "--typo"), "unexpected argument '--typo'")
     assert_one_error(run("-o", "r.onnx", "--check"), "no command given")
     assert not (tmp_path / "r.onnx").exists()
+
+
+def test_frozen_inputs_take_the_whole_models_values(run_parity, tmp_path):
+    """Sqrt(-|t| - 0.25) is NaN on the whole model's values: in-process, the Sqrt alone still fails
+    (its input fed from the real run); a subprocess check sees random inputs, so needs the Sub."""
+    model = tmp_path / "nan.onnx"
+    onnx.save(chain_model(planted_nan=True), model)
+    _, reduced = reduce(run_parity, model, tmp_path / "r.onnx", *SHAPES, "--iterations", "2", "--onnxrt",
+                        "--validate", cwd=tmp_path)
+    assert node_names(reduced) == [PLANTED]
+
+
+def test_samples_of_different_shapes_leave_the_dim_dynamic(run_parity, chain, tmp_path):
+    import numpy as np
+    from polygraphy.json import save_json
+
+    rng = np.random.default_rng(0)
+    samples = [{name: rng.standard_normal([n, 16]).astype(np.float32) for name in ("x", "y")} for n in (2, 3)]
+    save_json(samples, str(tmp_path / "inputs.json"))
+    _, reduced = reduce(run_parity, chain, tmp_path / "r.onnx", "--load-inputs", tmp_path / "inputs.json",
+                        *IN_PROCESS, cwd=tmp_path)
+    assert PLANTED in node_names(reduced)
+    frozen = [i for i in reduced.graph.input if i.name not in ("x", "y")]
+    dims = frozen[0].type.tensor_type.shape.dim
+    assert not dims[0].HasField("dim_value") and dims[1].dim_value == 16
