@@ -1,0 +1,152 @@
+// debug::reduce on small graphs with checks written in the test (a planted node's presence), the
+// replay, candidate feeds; debug::CheckCommand's pass/fail rules on /bin/sh commands.
+#include <filesystem>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "graph_test_helpers.h"
+#include "parity/debug/check_command.h"
+#include "parity/debug/reduce.h"
+
+namespace parity {
+namespace {
+
+using graph_test::Builder;
+
+// `branches` chains of two nodes from x, meeting in one Concat; the second node of branch
+// `planted` is named "bad".
+onnx::Model branches(int count, int planted) {
+  Builder b;
+  b.input("x", 1, {2, 3});
+  std::vector<std::string> ends;
+  for (int i = 0; i < count; ++i) {
+    std::string first = "a" + std::to_string(i), second = "b" + std::to_string(i);
+    b.node("Relu", {"x"}, {first}, "relu" + std::to_string(i));
+    b.node(i == planted ? "Abs" : "Neg", {first}, {second}, i == planted ? "bad" : "neg" + std::to_string(i));
+    ends.push_back(second);
+  }
+  b.node("Concat", ends, {"out"}, "concat")->add_attribute()->CopyFrom([] {
+    ::onnx::AttributeProto axis;
+    axis.set_name("axis");
+    axis.set_type(::onnx::AttributeProto::INT);
+    axis.set_i(1);
+    return axis;
+  }());
+  b.output("out");
+  return b.model;
+}
+
+bool contains_bad(const onnx::Model& model) {
+  for (const auto& node : model->graph().node())
+    if (node.name() == "bad") return true;
+  return false;
+}
+
+debug::TensorValues values_of(const onnx::Model& model, int samples = 2) {
+  std::vector<NamedTensors> feeds;
+  for (int s = 0; s < samples; ++s) {
+    Tensor x = Tensor::zeros(DType::kFloat32, {2, 3});
+    for (int i = 0; i < 6; ++i) x.mutable_data<float>()[i] = static_cast<float>(i - 2 + s);
+    feeds.push_back({{"x", x}});
+  }
+  return debug::run_full_model(model, feeds);
+}
+
+std::vector<std::string> names(const onnx::Model& model) {
+  std::vector<std::string> out;
+  for (const auto& node : model->graph().node()) out.push_back(node.name());
+  return out;
+}
+
+TEST(DebugReduce, BranchesMeetingLateReduceToThePlantedNode) {
+  for (auto mode : {debug::ReduceMode::kBisect, debug::ReduceMode::kLinear}) {
+    auto model = branches(40, 23);
+    auto values = values_of(model);
+    debug::ReduceOptions options;
+    options.mode = mode;
+    auto result = debug::reduce(model, values, [](const onnx::Model& m, int) { return contains_bad(m); }, options);
+    EXPECT_EQ(names(result.reduced), std::vector<std::string>{"bad"});
+    EXPECT_EQ(result.failing_node, "node 'bad' (Abs)");
+    EXPECT_EQ(result.frozen_inputs, std::vector<std::string>{"a23"});
+    EXPECT_EQ(result.original_nodes, 81);
+    ASSERT_TRUE(result.min_good);
+    EXPECT_FALSE(contains_bad(*result.min_good));
+    // The frozen input's feeds are the whole model's values, per sample.
+    auto feeds = debug::candidate_feeds(result.reduced, values);
+    ASSERT_EQ(feeds.size(), 2u);
+    for (std::size_t s = 0; s < 2; ++s) {
+      ASSERT_EQ(feeds[s].size(), 1u);
+      EXPECT_EQ(feeds[s][0].first, "a23");
+      EXPECT_EQ(feeds[s][0].second.data<float>()[5], values[s].at("a23").data<float>()[5]);
+    }
+  }
+}
+
+TEST(DebugReduce, NoReductionPhasesKeepsTheModelsOutputs) {
+  auto model = branches(8, 3);
+  auto values = values_of(model);
+  debug::ReduceOptions options;
+  options.reduce_outputs = false;
+  options.reduce_inputs = false;
+  auto result = debug::reduce(model, values, [](const onnx::Model& m, int) { return contains_bad(m); }, options);
+  EXPECT_EQ(result.reduced->graph().node_size(), 17);
+  EXPECT_EQ(result.checks_run, 1);
+}
+
+TEST(DebugReduce, PassingWholeModelIsAnError) {
+  auto model = branches(4, 1);
+  auto values = values_of(model);
+  EXPECT_THROW(debug::reduce(model, values, [](const onnx::Model&, int) { return false; }), InvalidInputError);
+}
+
+TEST(DebugReduce, ReplayAnswersEveryCheckAndBelongsToItsModel) {
+  auto model = branches(30, 7);
+  auto values = values_of(model);
+  auto replay = std::filesystem::temp_directory_path() / "parity_test_debug_replay.json";
+  debug::ReduceOptions save;
+  save.save_replay = replay;
+  auto first = debug::reduce(model, values, [](const onnx::Model& m, int) { return contains_bad(m); }, save);
+  debug::ReduceOptions load;
+  load.load_replay = replay;
+  auto again = debug::reduce(
+      model, values, [](const onnx::Model&, int) -> bool { throw std::logic_error("no check expected"); }, load);
+  EXPECT_EQ(again.checks_run, 0);
+  EXPECT_EQ(again.checks_replayed, first.checks_run);
+  EXPECT_EQ(onnx::serialize_model(*again.reduced), onnx::serialize_model(*first.reduced));
+  auto other = branches(5, 1);
+  EXPECT_THROW(debug::reduce(other, values_of(other), [](const onnx::Model& m, int) { return contains_bad(m); },
+                             load),
+               FileError);
+  std::filesystem::remove(replay);
+}
+
+debug::CheckOutcome run_sh(const std::string& script, std::vector<int> fail_codes = {},
+                           std::vector<int> ignore = {}, std::vector<std::string> regexes = {}) {
+  return debug::CheckCommand({{"/bin/sh", "-c", script}, fail_codes, ignore, regexes}).run();
+}
+
+TEST(CheckCommand, PolygraphysPassFailRules) {
+  EXPECT_FALSE(run_sh("exit 0").failed);
+  auto failed = run_sh("echo out; echo err >&2; exit 3");
+  EXPECT_TRUE(failed.failed);
+  EXPECT_EQ(failed.exit_code, 3);
+  EXPECT_EQ(failed.output, "out\nerr\n");
+  EXPECT_FALSE(run_sh("exit 3", {2}).failed);              // not a --fail-code
+  EXPECT_TRUE(run_sh("exit 2", {2}).failed);
+  EXPECT_FALSE(run_sh("exit 3", {}, {3}).failed);          // ignored
+  EXPECT_TRUE(run_sh("echo BAD; exit 0", {}, {}, {"B.D"}).failed);   // a regex alone decides
+  EXPECT_FALSE(run_sh("echo ok; exit 1", {}, {}, {"B.D"}).failed);
+  EXPECT_FALSE(run_sh("echo ok; exit 2", {2}, {}, {"B.D"}).failed);  // code and regex both needed
+  EXPECT_TRUE(run_sh("echo BAD; exit 2", {2}, {}, {"B.D"}).failed);
+}
+
+TEST(CheckCommand, MissingProgramAndBadRegexAreErrors) {
+  EXPECT_THROW(debug::CheckCommand({{"parity-no-such-program"}, {}, {}, {}}), InvalidInputError);
+  EXPECT_THROW(debug::CheckCommand({{"/nonexistent/check"}, {}, {}, {}}), InvalidInputError);
+  EXPECT_THROW(debug::CheckCommand({{}, {}, {}, {}}), InvalidInputError);
+  EXPECT_THROW(debug::CheckCommand({{"/bin/sh"}, {}, {}, {"("}}), InvalidInputError);
+}
+
+}  // namespace
+}  // namespace parity
