@@ -7,6 +7,8 @@ approximations; with planted_nan, a Sqrt of a negative tensor, NaN everywhere) a
 the way through.
 branches_model: `branches` independent branches meeting only at the end (one Concat), the planted
 node ending one of them.
+peak_model, peak_image: a peak detector, Equal(heat, MaxPool(heat)) after a Conv stack, and an image
+on which ref and ONNX Runtime disagree about its peaks.
 """
 
 import numpy as np
@@ -87,3 +89,43 @@ def branches_model(branches=200, depth=3, planted_branch=117, width=8):
     output = helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, width * branches])
     return _model(graph_nodes, inputs, [output], inits)
 
+
+
+def peak_model(convs=4, channels=8, size=32, seed=0):
+    """Equal(heat, MaxPool(heat)) after a stack of Conv+Relu (a peak detector). The image and every
+    kernel are mirror-symmetric left to right, and the image is the same on every row, so the two
+    middle columns of `heat` are equal in exact arithmetic: which of them is the peak depends on
+    the last bits of each runner's accumulation order."""
+    rng = np.random.default_rng(seed)
+    inputs = [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, channels, size, size])]
+    graph_nodes, inits = [], []
+
+    def symmetric_kernel(name):
+        weight = rng.standard_normal([channels, channels, 3, 3]) / np.sqrt(9 * channels)
+        weight[..., 2] = weight[..., 0]
+        inits.append(numpy_helper.from_array(weight.astype(np.float32), name))
+
+    current = "image"
+    for c in range(convs):
+        symmetric_kernel(f"w{c}")
+        graph_nodes.append(helper.make_node("Conv", [current, f"w{c}"], [f"conv{c}"], name=f"conv{c}",
+                                            pads=[1, 1, 1, 1]))
+        graph_nodes.append(helper.make_node("Relu", [f"conv{c}"], [f"relu{c}"], name=f"relu{c}"))
+        current = f"relu{c}"
+    symmetric_kernel("w_heat")
+    graph_nodes.append(helper.make_node("Conv", [current, "w_heat"], ["heat"], name="heat_conv", pads=[1, 1, 1, 1]))
+    graph_nodes.append(helper.make_node("MaxPool", ["heat"], ["pooled"], name="pool", kernel_shape=[3, 3],
+                                        pads=[1, 1, 1, 1], strides=[1, 1]))
+    graph_nodes.append(helper.make_node("Equal", ["heat", "pooled"], ["peaks"], name="peak_equal"))
+    graph_nodes.append(helper.make_node("Cast", ["peaks"], ["out"], name="to_float", to=TensorProto.FLOAT))
+    output = helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, channels, size, size])
+    return _model(graph_nodes, inputs, [output], inits)
+
+
+def peak_image(channels=8, size=32, seed=1):
+    """A left-right mirror-symmetric image, the same on every row, peaking between the middle columns."""
+    rng = np.random.default_rng(seed)
+    half = rng.uniform(0, 1, [channels, size // 2]).astype(np.float32)
+    half = np.sort(half, axis=1)  # rising towards the middle
+    row = np.concatenate([half, half[:, ::-1]], axis=1)
+    return np.broadcast_to(row[:, None, :], [channels, size, size])[None].copy()
