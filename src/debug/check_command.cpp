@@ -61,7 +61,8 @@ std::string CheckCommand::to_string() const {
 
 CheckOutcome CheckCommand::run() const {
   int pipe_ends[2];
-  if (::pipe2(pipe_ends, O_CLOEXEC) != 0) raise<ResourceLimitError>("--check: cannot create a pipe: {}", std::strerror(errno));
+  if (::pipe2(pipe_ends, O_CLOEXEC) != 0)
+    raise<ResourceLimitError>("--check: cannot create a pipe: {}", std::strerror(errno));
   std::vector<char*> argv;
   for (const auto& word : options_.command) argv.push_back(const_cast<char*>(word.c_str()));
   argv.push_back(nullptr);
