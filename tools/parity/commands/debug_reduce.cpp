@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "args/check_args.h"
 #include "args/comparison_args.h"
 #include "args/data_loader_args.h"
 #include "args/model_args.h"
@@ -17,7 +18,6 @@
 #include "parity/compare/comparator.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
-#include "parity/debug/check_command.h"
 #include "parity/debug/reduce.h"
 #include "parity/onnx/passes.h"
 #include "parity/runtime/interpreter.h"
@@ -48,7 +48,6 @@ class DebugReduceCommand : public Command {
   }
 
   void add_options(CLI::App& app) override {
-    app_ = &app;
     model_.add_to(app, /*shape_inference_by_default=*/true, /*checker_flag=*/false);
     const char* group = "Reduction";
     app.add_option("-o,--output", output_, "Path to save the reduced model (still failing)")->group(group);
@@ -69,33 +68,16 @@ class DebugReduceCommand : public Command {
                    "Shapes to set on the model's inputs before reducing: name:[dims]")
         ->group(group);
 
-    const char* check = "Pass/Fail Reporting";
-    app.add_flag("--check", check_given_,
-                 "A command to check each candidate, given last: every argument after it is the command's "
-                 "(it reads the candidate from --iter-artifact). Without it, runner flags (--ref, --onnxrt, "
-                 "--openvino) compare the candidate's outputs in-process")
-        ->group(check);
-    app.add_option("--fail-code,--fail-returncode", fail_codes_,
-                   "Exit code(s) of the --check command that count as failures (default: any non-zero)")
-        ->group(check);
-    app.add_option("--ignore-fail-code,--ignore-fail-returncode", ignore_fail_codes_,
-                   "Exit code(s) of the --check command never counted as failures")
-        ->group(check);
-    app.add_option("--fail-regex", fail_regexes_,
-                   "Regular expression(s) marking a failure in the --check command's output (stdout and stderr)")
-        ->group(check);
-
+    checks_.add_to(app,
+                   "A command to check each candidate, given last: every argument after it is the command's "
+                   "(it reads the candidate from --iter-artifact). Without it, runner flags (--ref, --onnxrt, "
+                   "--openvino) compare the candidate's outputs in-process");
     const char* artifacts = "Artifact Sorting";
     app.add_option("--iter-artifact,--intermediate-artifact", iter_artifact_,
                    "Where each candidate is written for the --check command (default parity_debug.onnx)")
         ->group(artifacts);
     app.add_flag("--no-remove-intermediate", no_remove_intermediate_,
                  "Keep the last candidate written to --iter-artifact at the end")
-        ->group(artifacts);
-    app.add_option("--artifacts", artifacts_,
-                   "Files to sort after each check into --artifacts-dir/good or /bad (e.g. --iter-artifact's file)")
-        ->group(artifacts);
-    app.add_option("--artifacts-dir", artifacts_dir_, "Where --artifacts go (default parity_artifacts)")
         ->group(artifacts);
     app.add_option("--save-debug-replay", save_replay_,
                    "Where to write the outcome of every check so far, for --load-debug-replay (default "
@@ -109,7 +91,6 @@ class DebugReduceCommand : public Command {
     runners_.add_to(app);
     data_loader_.add_to(app);
     comparison_.add_to(app);
-    app.prefix_command();  // what follows --check's first word is the command's
   }
 
   int run() override {
@@ -140,7 +121,7 @@ class DebugReduceCommand : public Command {
     options.reduce_outputs = !no_reduce_outputs_;
     options.load_replay = load_replay_;
     options.save_replay = save_replay_;
-    debug::FailureCheck check = check_command_ ? debug::FailureCheck([this](const onnx::Model& candidate, int step) {
+    debug::FailureCheck check = checks_.given() ? debug::FailureCheck([this](const onnx::Model& candidate, int step) {
       return run_check_command(candidate, step);
     })
                                                : debug::FailureCheck([this](const onnx::Model& candidate, int) {
@@ -176,10 +157,7 @@ class DebugReduceCommand : public Command {
 
  private:
   void parse_arguments() {
-    std::vector<std::string> rest = app_->remaining();
-    if (!check_given_ && !rest.empty())
-      raise<InvalidInputError>("unexpected argument '{}' (a --check command goes last, after --check)", rest[0]);
-    if (check_given_ && rest.empty()) raise<InvalidInputError>("--check: no command given after it");
+    checks_.parse(/*required=*/false);
     if (output_.empty() && min_good_.empty())
       raise<InvalidInputError>("--output (where to write the reduced model) and/or --min-good (where to write a "
                                "reduced model that passes) must be given");
@@ -187,26 +165,25 @@ class DebugReduceCommand : public Command {
     comparison_.parse();
     runners_.parse();
     auto runners = runners_.make_runners([] { return onnx::Model{}; });
-    if (check_given_) {
+    if (checks_.given()) {
       if (!runners.empty())
         raise<InvalidInputError>("give either --check or runner flags ({}) for an in-process comparison, not both",
                                  RunnerArgs::runner_flags());
-      check_command_.emplace(debug::CheckCommandOptions{rest, fail_codes_, ignore_fail_codes_, fail_regexes_});
     } else {
       if (runners.empty())
         raise<InvalidInputError>("no check: give --check <command ...> or runner flags ({}) to compare in-process",
                                  RunnerArgs::runner_flags());
-      if (!fail_codes_.empty() || !ignore_fail_codes_.empty() || !fail_regexes_.empty())
+      if (checks_.fail_options_given())
         raise<InvalidInputError>("--fail-code, --ignore-fail-code and --fail-regex apply to a --check command");
     }
   }
 
   bool run_check_command(const onnx::Model& candidate, int step) {
     onnx::save_model(candidate, iter_artifact_);
-    auto outcome = check_command_->run();
-    log::verbose("Check command `{}` exited with {}; its output:\n{}", check_command_->to_string(), outcome.exit_code,
-                 outcome.output);
-    sort_artifacts(!outcome.failed, step);
+    auto outcome = checks_.command().run();
+    log::verbose("Check command `{}` exited with {}; its output:\n{}", checks_.command().to_string(),
+                 outcome.exit_code, outcome.output);
+    checks_.artifact_sorter().sort(!outcome.failed, fmt::format("step{}", step));
     return outcome.failed;
   }
 
@@ -236,31 +213,8 @@ class DebugReduceCommand : public Command {
     return failed;
   }
 
-  void sort_artifacts(bool passed, int step) {
-    for (const auto& artifact : artifacts_) {
-      fs::path source(artifact);
-      fs::path destination = fs::path(artifacts_dir_) / (passed ? "good" : "bad") /
-                             fmt::format("{}_step{}{}", source.stem().string(), step, source.extension().string());
-      std::error_code error;
-      if (!fs::exists(source, error)) {
-        log::error("Artifact {} does not exist after step {}, skipping", artifact, step);
-        continue;
-      }
-      if (fs::exists(destination, error)) {
-        log::error("Artifact destination {} already exists; not overwriting it", destination.string());
-        continue;
-      }
-      fs::create_directories(destination.parent_path(), error);
-      fs::rename(source, destination, error);
-      if (error) fs::copy_file(source, destination, error);  // another file system
-      if (error) raise<FileError>("cannot move artifact {} to {}: {}", artifact, destination.string(), error.message());
-      fs::remove(source, error);
-      log::info("Moved {} to {}", artifact, destination.string());
-    }
-  }
-
   void remove_iter_artifact() const {
-    if (!check_command_ || no_remove_intermediate_) return;
+    if (!checks_.given() || no_remove_intermediate_) return;
     std::error_code error;
     fs::remove(iter_artifact_, error);
   }
@@ -282,7 +236,6 @@ class DebugReduceCommand : public Command {
     log::info("Graph outputs: {}", fmt::join(outputs, ", "));
   }
 
-  CLI::App* app_ = nullptr;
   ModelArgs model_;
   RunnerArgs runners_;
   DataLoaderArgs data_loader_;
@@ -290,16 +243,11 @@ class DebugReduceCommand : public Command {
   std::string output_, min_good_, mode_ = "bisect";
   bool no_reduce_inputs_ = false, no_reduce_outputs_ = false;
   std::vector<std::string> model_input_shapes_;
-  bool check_given_ = false;
-  std::vector<int> fail_codes_, ignore_fail_codes_;
-  std::vector<std::string> fail_regexes_;
+  CheckArgs checks_;
   std::string iter_artifact_ = "parity_debug.onnx";
   bool no_remove_intermediate_ = false;
-  std::vector<std::string> artifacts_;
-  std::string artifacts_dir_ = "parity_artifacts";
   std::string save_replay_ = "parity_debug_replay.json", load_replay_;
 
-  std::optional<debug::CheckCommand> check_command_;
   debug::TensorValues values_;
 };
 
