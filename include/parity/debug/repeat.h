@@ -1,0 +1,35 @@
+// `debug repeat`'s loop (Polygraphy's debug repeat): run a check again and again until it passes,
+// fails, or a number of times, counting the outcomes.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+
+namespace parity::debug {
+
+struct Until {
+  enum class Kind { kGood, kBad, kCount } kind = Kind::kCount;
+  int count = 1;
+  // "good", "bad" or a positive count; throws InvalidInputError otherwise.
+  static Until parse(const std::string& text);
+};
+
+// The outcome of one iteration: passed, and a label to count (e.g. "exit code 1").
+struct IterationOutcome {
+  bool passed = true;
+  std::string label;
+};
+
+struct RepeatSummary {
+  int iterations = 0;
+  int passed = 0;
+  std::map<std::string, int> labels;  // how often each label occurred
+  bool stopped_at_limit = false;      // good/bad not reached within the iteration limit
+};
+
+// Runs `iteration(index)` (index from 1) until `until` is met, at most `limit` times for good/bad.
+RepeatSummary repeat(const Until& until, const std::function<IterationOutcome(int index)>& iteration,
+                     int limit = 100000);
+
+}  // namespace parity::debug

@@ -1,0 +1,35 @@
+#include "parity/debug/repeat.h"
+
+#include <charconv>
+
+#include "parity/core/error.h"
+
+namespace parity::debug {
+
+Until Until::parse(const std::string& text) {
+  if (text == "good") return {Kind::kGood, 0};
+  if (text == "bad") return {Kind::kBad, 0};
+  int count = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+  if (error != std::errc() || end != text.data() + text.size() || count < 1)
+    raise<InvalidInputError>("--until: expected 'good', 'bad' or a number of iterations of at least 1, got '{}'",
+                             text);
+  return {Kind::kCount, count};
+}
+
+RepeatSummary repeat(const Until& until, const std::function<IterationOutcome(int index)>& iteration, int limit) {
+  RepeatSummary summary;
+  const int last = until.kind == Until::Kind::kCount ? until.count : limit;
+  for (int index = 1; index <= last; ++index) {
+    IterationOutcome outcome = iteration(index);
+    ++summary.iterations;
+    summary.passed += outcome.passed ? 1 : 0;
+    ++summary.labels[outcome.label];
+    if (until.kind == Until::Kind::kGood && outcome.passed) return summary;
+    if (until.kind == Until::Kind::kBad && !outcome.passed) return summary;
+  }
+  summary.stopped_at_limit = until.kind != Until::Kind::kCount;
+  return summary;
+}
+
+}  // namespace parity::debug
