@@ -27,6 +27,10 @@ RepeatSummary repeat(const Until& until, const std::function<IterationOutcome(in
     ++summary.labels[outcome.label];
     if (until.kind == Until::Kind::kGood && outcome.passed) return summary;
     if (until.kind == Until::Kind::kBad && !outcome.passed) return summary;
+    if (outcome.stop && index < last) {
+      summary.stopped_early = true;
+      return summary;
+    }
   }
   summary.stopped_at_limit = until.kind != Until::Kind::kCount;
   return summary;

@@ -19,6 +19,7 @@ struct Until {
 struct IterationOutcome {
   bool passed = true;
   std::string label;
+  bool stop = false;  // no further iteration can differ (e.g. a deterministic build): stop here
 };
 
 struct RepeatSummary {
@@ -26,9 +27,11 @@ struct RepeatSummary {
   int passed = 0;
   std::map<std::string, int> labels;  // how often each label occurred
   bool stopped_at_limit = false;      // good/bad not reached within the iteration limit
+  bool stopped_early = false;         // an iteration asked to stop
 };
 
-// Runs `iteration(index)` (index from 1) until `until` is met, at most `limit` times for good/bad.
+// Runs `iteration(index)` (index from 1) until `until` is met or an iteration says stop, at most
+// `limit` times for good/bad.
 RepeatSummary repeat(const Until& until, const std::function<IterationOutcome(int index)>& iteration,
                      int limit = 100000);
 
