@@ -66,8 +66,8 @@ class DebugBuildCommand : public Command {
     auto summary = debug::repeat(until, [&](int index) {
       log::start("RUNNING | Build {} | Command: {}", index, command.to_string());
       const auto start = std::chrono::steady_clock::now();
-      // Each build in a fresh process, as separate builds are: within one process OpenVINO names the
-      // nodes of each model it builds from process-wide counters, and its exports differ by those names.
+      // Each build in a fresh process, as separate builds are: two builds within one process export
+      // bytes that differ slightly (most likely names from OpenVINO's process-wide node counters).
       debug::run_in_child_process([this] {
         runtime::OpenvinoRunner runner([this] { return model_.load({.lazy_weights = true}); },
                                        openvino_args_.options());
