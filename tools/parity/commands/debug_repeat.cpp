@@ -39,7 +39,8 @@ class DebugRepeatCommand : public Command {
       auto outcome = command.run();
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       log::verbose("Exit code {}; output:\n{}", outcome.exit_code, outcome.output);
-      if (outcome.failed) log::error("FAILED | Iteration {} | exit code {} | {:.3f}s", index, outcome.exit_code, seconds);
+      if (outcome.failed)
+        log::error("FAILED | Iteration {} | exit code {} | {:.3f}s", index, outcome.exit_code, seconds);
       else log::finish("PASSED | Iteration {} | exit code {} | {:.3f}s", index, outcome.exit_code, seconds);
       sorter.sort(!outcome.failed, fmt::format("iter{}", index));
       return debug::IterationOutcome{!outcome.failed, fmt::format("{} with exit code {}",
