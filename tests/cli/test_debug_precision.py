@@ -210,16 +210,16 @@ def test_check_command(run_parity, parity_bin, tmp_path):
     artifact, keep = tmp_path / "candidate.onnx", tmp_path / "keep.txt"
     # The user's own check: the candidate's outputs must be finite (run --validate fails on Inf).
     check = f"{shlex.quote(str(parity_bin))} run {shlex.quote(str(artifact))} --ref --validate"
-    result = debug_precision(run_parity, model, "--check", check, "--iter-artifact", artifact,
-                             "--save-keep-list", keep)
+    result = debug_precision(run_parity, model, "--iter-artifact", artifact, "--save-keep-list", keep,
+                             "--check", "sh", "-c", check)
     assert result.returncode == 0, result.describe()
     assert kept_names(keep) == planted
     assert "the check exited with status" in result.output
     # --fail-regex: a command that always exits 0 but prints the word FAILED fails.
-    result = debug_precision(run_parity, model, "--check", "echo FAILED", "--fail-regex", "FAIL",
-                             "--iter-artifact", artifact)
+    result = debug_precision(run_parity, model, "--fail-regex", "FAIL", "--iter-artifact", artifact,
+                             "--check", "echo", "FAILED")
     assert result.returncode == 1, result.describe()
-    assert "fails even with all" in result.output and "--fail-regex 'FAIL'" in result.output
+    assert "fails even with all" in result.output and "--fail-regex" in result.output
     assert len(result.lines("[I] Iteration ")) == 2  # said after the first two checks
 
 
@@ -227,10 +227,10 @@ def test_check_that_always_passes_or_fails(run_parity, tmp_path):
     model = tmp_path / "planted.onnx"
     planted_model(model)
     artifact = tmp_path / "candidate.onnx"
-    result = debug_precision(run_parity, model, "--check", "true", "--iter-artifact", artifact)
+    result = debug_precision(run_parity, model, "--iter-artifact", artifact, "--check", "true")
     assert result.returncode == 0, result.describe()
     assert "nothing to keep" in result.output and len(result.lines("[I] Iteration ")) == 1
-    result = debug_precision(run_parity, model, "--check", "exit 3", "--iter-artifact", artifact)
+    result = debug_precision(run_parity, model, "--iter-artifact", artifact, "--check", "sh", "-c", "exit 3")
     assert result.returncode == 1, result.describe()
     assert "fails even with all" in result.output and "status 3" in result.output
 
@@ -266,7 +266,7 @@ def test_bad_input(run_parity, tmp_path):
     assert_one_error(debug_precision(run_parity, model, "--ref", "--onnxrt"), "exactly one of", "got 2")
     assert_one_error(debug_precision(run_parity, model, "--ref", "--check", "true"), "not both")
     assert_one_error(debug_precision(run_parity, model, "--openvino", "--ov-precision", "f32"), "OpenVINO", "global")
-    assert_one_error(debug_precision(run_parity, model, "--check", "true", "--fail-regex", "("), "--fail-regex")
+    assert_one_error(debug_precision(run_parity, model, "--fail-regex", "(", "--check", "true"), "--fail-regex")
     assert_one_error(debug_precision(run_parity, model, "--ref", "--keep-fp32", "no_such_node"), "no_such_node")
     result = debug_precision(run_parity, model, "--ref", "--mode", "sideways")
     assert result.returncode == 1 and "--mode" in result.lines("[E] ")[0], result.describe()

@@ -12,11 +12,11 @@
 #include <chrono>
 #include <map>
 #include <optional>
-#include <regex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "args/check_args.h"
 #include "args/comparison_args.h"
 #include "args/compute_args.h"
 #include "args/data_loader_args.h"
@@ -79,13 +79,10 @@ class DebugPrecisionCommand : public Command {
     app.add_flag("--no-default-keep", no_default_keep_,
                  "Do not keep convert's default op types in float32: the search may choose them too")
         ->group(group);
-    app.add_option("--check", check_command_,
-                   "A shell command (one argument, run with /bin/sh -c) judging each candidate instead of a runner: "
-                   "the candidate model is written to --iter-artifact first; exit status 0 passes")
-        ->group(group);
-    app.add_option("--fail-regex", fail_regex_, "With --check: the candidate fails when the command's output "
-                                                "(stdout and stderr) matches this regular expression")
-        ->group(group);
+    checks_.add_to(app,
+                   "Judge each candidate with a command instead of a runner (every argument after --check is the "
+                   "command's, so --check goes last): the candidate model is written to --iter-artifact first; "
+                   "exit status 0 passes, as --fail-code, --ignore-fail-code and --fail-regex refine");
     app.add_option("--iter-artifact", iter_artifact_,
                    "With --check: where each candidate model is written (default: polygraphy_debug.onnx)")
         ->group(group);
@@ -120,7 +117,8 @@ class DebugPrecisionCommand : public Command {
     runners_.parse();
     if (max_iterations_ < 0) raise<InvalidInputError>("--max-iterations must be >= 0");
     auto runners = runners_.make_runners([]() -> onnx::Model { raise<Error>("not activated"); });
-    if (!check_command_.empty()) {
+    checks_.parse(/*required=*/false);
+    if (checks_.given()) {
       if (!runners.empty())
         raise<InvalidInputError>("--check judges the candidates itself: give it or a runner ({}), not both",
                                  RunnerArgs::runner_flags());
@@ -131,21 +129,15 @@ class DebugPrecisionCommand : public Command {
         raise<InvalidInputError>("debug precision runs each candidate on one runner: give exactly one of {} (got {}), "
                                  "or --check COMMAND",
                                  RunnerArgs::runner_flags(), runners.size());
-      if (!fail_regex_.empty() || !iter_artifact_.empty())
-        raise<InvalidInputError>("--fail-regex and --iter-artifact apply to --check only");
+      if (checks_.fail_options_given() || !iter_artifact_.empty())
+        raise<InvalidInputError>("--fail-code, --ignore-fail-code, --fail-regex and --iter-artifact apply to a --check "
+                                 "command only");
       if (dynamic_cast<const runtime::OpenvinoRunner*>(runners[0].get()))
         raise<InvalidInputError>(
             "debug precision cannot search per node on OpenVINO: its CPU precision hint (--ov-precision) is global "
             "(per-node pinning is not honoured), and under f32 it computes a float16/bfloat16 ONNX graph in f32 (it "
             "folds the graph's Converts), so no keep list changes what it computes. Check OpenVINO globally (parity "
             "run MODEL --ref --openvino --ov-precision bf16), or search the ONNX graph on --ref");
-    }
-    if (!fail_regex_.empty()) {
-      try {
-        fail_regex_compiled_ = std::regex(fail_regex_);
-      } catch (const std::regex_error& error) {
-        raise<InvalidInputError>("--fail-regex '{}' is not a valid regular expression: {}", fail_regex_, error.what());
-      }
     }
     if (iter_artifact_.empty()) iter_artifact_ = "polygraphy_debug.onnx";
     options_.precision = bf16_ ? onnx::ReducedPrecision::kBFloat16 : onnx::ReducedPrecision::kFloat16;
@@ -185,11 +177,14 @@ class DebugPrecisionCommand : public Command {
       for (std::size_t index : kept) names.push_back(nodes[index].name);
       return names;
     };
-    if (!check_command_.empty()) {
-      debug::CheckCommandOptions check{check_command_, fail_regex_compiled_, fail_regex_};
-      return [this, &model, names_of, check](const std::vector<std::size_t>& kept) {
+    if (checks_.given()) {
+      return [this, &model, names_of](const std::vector<std::size_t>& kept) {
         onnx::save_model(debug::convert_keeping(model, options_, names_of(kept)), iter_artifact_);
-        return debug::run_check_command(check);
+        const debug::CheckOutcome outcome = checks_.command().run();
+        log::verbose("Check command `{}` exited with {}; its output:\n{}", checks_.command().to_string(),
+                     outcome.exit_code, outcome.output);
+        checks_.artifact_sorter().sort(!outcome.failed, fmt::format("iter{}", ++check_count_));
+        return debug::CandidateVerdict{!outcome.failed, check_detail(outcome), false};
       };
     }
     golden_.emplace(make_golden(model));
@@ -370,11 +365,17 @@ class DebugPrecisionCommand : public Command {
   std::string mode_ = "bisect", direction_ = "forward";
   int max_iterations_ = 0;
   std::vector<std::string> keep_fp32_;
-  std::string check_command_, fail_regex_, iter_artifact_;
+  std::string check_detail(const debug::CheckOutcome& outcome) const {
+    return fmt::format("the check exited with status {}{}", outcome.exit_code,
+                       checks_.fail_options_given() ? " (judged with --fail-code/--ignore-fail-code/--fail-regex)" : "");
+  }
+
+  std::string iter_artifact_;
+  CheckArgs checks_;
+  int check_count_ = 0;
   std::string save_keep_list_, output_;
 
   // Parsed.
-  std::optional<std::regex> fail_regex_compiled_;
   onnx::ReducedPrecisionOptions options_;
   std::optional<debug::GoldenCheck> golden_;
 };
