@@ -1,11 +1,13 @@
 #include "args/value_parsing.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <exception>
 
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
+#include "parity/core/logger.h"
 
 namespace parity::cli {
 
@@ -19,6 +21,17 @@ std::string command_line() {
   while (!text.empty() && text.back() == '\0') text.pop_back();
   std::replace(text.begin(), text.end(), '\0', ' ');
   return text;
+}
+
+int run_with_verdict(const std::function<bool()>& body) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string command = command_line();
+  log::start("RUNNING | Command: {}", command);
+  const bool passed = body();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (passed) log::finish("PASSED | Runtime: {:.3f}s | Command: {}", seconds, command);
+  else log::error("FAILED | Runtime: {:.3f}s | Command: {}", seconds, command);
+  return passed ? 0 : 1;
 }
 
 double parse_double(const std::string& text, const std::string& flag) {

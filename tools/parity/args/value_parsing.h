@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +15,10 @@ namespace parity::cli {
 
 // The process's command line, as Polygraphy prints it in "RUNNING | Command: ...".
 std::string command_line();
+
+// Polygraphy's frame around a command that passes or fails (run, debug precision): "RUNNING |
+// Command: ...", then `body`, then "PASSED | Runtime: Xs | Command: ..." and 0, or "FAILED | ..." and 1.
+int run_with_verdict(const std::function<bool()>& body);
 
 // A number ("inf" and "-inf" accepted); InvalidInputError naming `flag` otherwise.
 double parse_double(const std::string& text, const std::string& flag);

@@ -9,7 +9,6 @@
 // OpenVINO is refused: its CPU plugin's precision hint is global (per-node pinning is not honoured)
 // and under f32 it computes a float16/bfloat16 ONNX graph in f32, so no keep list changes what it
 // computes (docs/debug-precision.md).
-#include <chrono>
 #include <map>
 #include <optional>
 
@@ -99,14 +98,7 @@ class DebugPrecisionCommand : public Command {
   }
 
   int run() override {
-    const auto start = std::chrono::steady_clock::now();
-    const std::string command = command_line();
-    log::start("RUNNING | Command: {}", command);
-    bool passed = execute();
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (passed) log::finish("PASSED | Runtime: {:.3f}s | Command: {}", seconds, command);
-    else log::error("FAILED | Runtime: {:.3f}s | Command: {}", seconds, command);
-    return passed ? 0 : 1;
+    return run_with_verdict([this] { return execute(); });
   }
 
  private:

@@ -12,7 +12,6 @@
 // Comparator (parity/compare/comparator.h); what it prints besides is the verdict and the report.
 #include <malloc.h>
 
-#include <chrono>
 #include <optional>
 #include <set>
 
@@ -68,14 +67,7 @@ class RunCommand : public Command {
   }
 
   int run() override {
-    const auto start = std::chrono::steady_clock::now();
-    const std::string command = command_line();
-    log::start("RUNNING | Command: {}", command);
-    bool passed = execute();
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (passed) log::finish("PASSED | Runtime: {:.3f}s | Command: {}", seconds, command);
-    else log::error("FAILED | Runtime: {:.3f}s | Command: {}", seconds, command);
-    return passed ? 0 : 1;
+    return run_with_verdict([this] { return execute(); });
   }
 
  private:
