@@ -33,6 +33,7 @@ class Floats {
   }
   void commit(int64_t added) { size_ += added; }
   void append(const float* v, int64_t count) {
+    if (count == 0) return;  // `v` may be an empty buffer's null
     std::memcpy(tail(count), v, static_cast<std::size_t>(count) * sizeof(float));
     size_ += count;
   }
