@@ -6,11 +6,9 @@
 #include <set>
 #include <unordered_map>
 
-#include <nlohmann/json.hpp>
-
 #include "parity/core/error.h"
-#include "parity/core/file_io.h"
 #include "parity/core/logger.h"
+#include "parity/debug/replay.h"
 #include "parity/onnx/graph_order.h"
 #include "parity/onnx/passes.h"
 #include "parity/runtime/interpreter.h"
@@ -168,50 +166,23 @@ class PreparedGraph {
   std::map<std::string, const ::onnx::ValueInfoProto*> graph_inputs_;
 };
 
-// Check outcomes by key, read from and written to the replay file.
-class Replay {
- public:
-  Replay(const ReduceOptions& options, int64_t model_nodes) : options_(options), model_nodes_(model_nodes) {
-    if (options.load_replay.empty()) return;
-    nlohmann::json json;
-    try {
-      json = nlohmann::json::parse(read_file(options.load_replay));
-    } catch (const nlohmann::json::exception& e) {
-      raise<FileError>("{}: not a debug replay (invalid JSON: {})", options.load_replay.string(), e.what());
-    }
-    if (!json.is_object() || !json.contains("steps") || !json.contains("model_nodes"))
-      raise<FileError>("{}: not a debug replay (no 'steps' or 'model_nodes')", options.load_replay.string());
-    if (json["model_nodes"].get<int64_t>() != model_nodes)
-      raise<FileError>("{}: the replay is of a model with {} nodes, this one has {}", options.load_replay.string(),
-                       json["model_nodes"].get<int64_t>(), model_nodes);
-    for (const auto& step : json["steps"]) loaded_[step.at("key").get<std::string>()] = step.at("failed").get<bool>();
-  }
-
-  std::optional<bool> find(const std::string& key) const {
-    auto it = loaded_.find(key);
-    if (it == loaded_.end()) return std::nullopt;
-    return it->second;
-  }
-
-  void record(const std::string& key, int64_t nodes, bool failed) {
-    steps_.push_back({{"key", key}, {"nodes", nodes}, {"failed", failed}});
-    if (options_.save_replay.empty()) return;
-    nlohmann::json json = {{"model_nodes", model_nodes_}, {"mode", mode_name(options_.mode)}, {"steps", steps_}};
-    write_file_atomic(options_.save_replay, json.dump(2) + "\n");
-  }
-
- private:
-  const ReduceOptions& options_;
-  int64_t model_nodes_;
-  std::map<std::string, bool> loaded_;
-  nlohmann::json steps_ = nlohmann::json::array();
-};
+// The reduction's replay: the shared format (parity/debug/replay.h) with the model's node count,
+// which a loaded replay must match.
+DebugReplay open_replay(const ReduceOptions& options, int64_t model_nodes) {
+  nlohmann::json header = {{"tool", "debug reduce"}, {"model_nodes", model_nodes}, {"mode", mode_name(options.mode)}};
+  DebugReplay replay(options.load_replay, options.save_replay, std::move(header), {"model_nodes"});
+  const auto& loaded = replay.loaded_field("model_nodes");
+  if (!loaded.is_null() && (!loaded.is_number_integer() || loaded.get<int64_t>() != model_nodes))
+    raise<FileError>("{}: the replay is of a model with {} nodes, this one has {}", options.load_replay.string(),
+                     loaded.dump(), model_nodes);
+  return replay;
+}
 
 class Reducer {
  public:
   Reducer(const onnx::Model& model, const TensorValues& values, const FailureCheck& check,
           const ReduceOptions& options)
-      : graph_(model, values), check_(check), options_(options), replay_(options, graph_.size()) {}
+      : graph_(model, values), check_(check), options_(options), replay_(open_replay(options, graph_.size())) {}
 
   ReduceResult run() {
     ReduceResult result;
@@ -329,7 +300,7 @@ class Reducer {
     const char* source = "";
     std::optional<onnx::Model> candidate;
     if (auto replayed = replay_.find(key)) {
-      failed = *replayed;
+      failed = replayed->at("failed").get<bool>();
       ++checks_replayed_;
       source = " (from the replay)";
     } else {
@@ -339,7 +310,7 @@ class Reducer {
     }
     // The passing candidate seen last is the closest to the result (each phase narrows its window).
     if (!failed) last_passing_ = candidate ? std::move(*candidate) : graph_.build(nodes, outputs);
-    replay_.record(key, static_cast<int64_t>(nodes.size()), failed);
+    replay_.record({{"key", key}, {"nodes", nodes.size()}, {"failed", failed}});
     log::info("Step {} | {} | {} node(s), {} output(s) | {}{}", step_, what, nodes.size(), outputs.size(),
               failed ? "FAIL" : "pass", source);
     return failed;
@@ -348,7 +319,7 @@ class Reducer {
   PreparedGraph graph_;
   const FailureCheck& check_;
   const ReduceOptions& options_;
-  Replay replay_;
+  DebugReplay replay_;
   int step_ = 0, checks_run_ = 0, checks_replayed_ = 0;
   std::optional<onnx::Model> last_passing_;
 };

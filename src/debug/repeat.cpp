@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include <fmt/format.h>
+
 #include "parity/core/error.h"
 
 namespace parity::debug {
@@ -34,6 +36,21 @@ RepeatSummary repeat(const Until& until, const std::function<IterationOutcome(in
   }
   summary.stopped_at_limit = until.kind != Until::Kind::kCount;
   return summary;
+}
+
+std::string outcome_label(bool failed, int exit_code) {
+  return fmt::format("{} with exit code {}", failed ? "failed" : "passed", exit_code);
+}
+
+nlohmann::json RecordedIteration::to_step(const std::string& key) const {
+  return {{"key", key}, {"failed", failed}, {"exit_code", exit_code}};
+}
+
+RecordedIteration RecordedIteration::from_step(const nlohmann::json& step, const std::filesystem::path& replay) {
+  if (!step.contains("exit_code") || !step["exit_code"].is_number_integer())
+    raise<FileError>("{}: the replay's step '{}' has no integer 'exit_code'", replay.string(),
+                     step.value("key", std::string()));
+  return {step.at("failed").get<bool>(), step["exit_code"].get<int>()};
 }
 
 }  // namespace parity::debug

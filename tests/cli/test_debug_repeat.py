@@ -1,5 +1,7 @@
 """`parity debug repeat`: --until good/bad/N over a check that fails twice then passes, artifacts
-sorted into good/bad, the summary of outcomes, bad input."""
+sorted into good/bad, the summary of outcomes, a run resumed from its replay, bad input."""
+
+import json
 
 from graph_tools_util import assert_one_error
 
@@ -39,6 +41,39 @@ def test_until_bad_and_count(run_parity, tmp_path):
     assert "Finished 4 iteration(s) | Passed: 4/4" in result.stdout, result.describe()
 
 
+def summary(stdout):
+    """The summary's counts: the Finished line without the replay note, and the outcome lines."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Finished" in line)
+    return [lines[start].replace(" (2 from the replay)", "")] + lines[start + 1:]
+
+
+def test_replay_resumes_to_the_same_summary(run_parity, tmp_path):
+    full_dir, resumed_dir = tmp_path / "full", tmp_path / "resumed"
+    full_dir.mkdir()
+    resumed_dir.mkdir()
+    full = run_parity("debug", "repeat", "--until", "4", "--check", flaky(full_dir), cwd=full_dir)
+    assert "Finished 4 iteration(s) | Passed: 2/4" in full.stdout, full.describe()
+    assert json.loads((full_dir / "parity_debug_replay.json").read_text())["tool"] == "debug repeat"
+    # A run limited to 2 iterations (or interrupted after them), then resumed from its replay: the
+    # two recorded iterations are not run again (the script runs twice more, 3 and 4 pass).
+    script = flaky(resumed_dir)
+    limited = run_parity("debug", "repeat", "--until", "2", "--save-debug-replay", "first.json", "--check", script,
+                         cwd=resumed_dir)
+    assert "Finished 2 iteration(s) | Passed: 0/2" in limited.stdout, limited.describe()
+    resumed = run_parity("debug", "repeat", "--until", "4", "--load-debug-replay", "first.json", "--check", script,
+                         cwd=resumed_dir)
+    assert resumed.returncode == 0, resumed.describe()
+    assert resumed.stdout.count("from the replay") == 3, resumed.stdout  # two iterations and the summary
+    assert (resumed_dir / "count").read_text() == "4\n"
+    assert summary(resumed.stdout) == summary(full.stdout), resumed.stdout
+    # The replay of the resumed run holds all four iterations; replaying it runs nothing.
+    again = run_parity("debug", "repeat", "--until", "good", "--load-debug-replay", "parity_debug_replay.json",
+                       "--check", script, cwd=resumed_dir)
+    assert "Finished 3 iteration(s) (3 from the replay) | Passed: 1/3" in again.stdout, again.describe()
+    assert (resumed_dir / "count").read_text() == "4\n"
+
+
 def test_bad_input(run_parity, tmp_path):
     script = flaky(tmp_path)
     assert_one_error(run_parity("debug", "repeat", "--until", "x", "--check", script, cwd=tmp_path), "--until")
@@ -46,3 +81,9 @@ def test_bad_input(run_parity, tmp_path):
     assert_one_error(run_parity("debug", "repeat", "--until", "2", cwd=tmp_path), "--check")
     assert_one_error(run_parity("debug", "repeat", "--until", "2", "--check", "no-such-program", cwd=tmp_path),
                      "'no-such-program' was not found")
+    (tmp_path / "other.json").write_text(json.dumps({"tool": "debug build", "steps": []}))
+    assert_one_error(run_parity("debug", "repeat", "--until", "2", "--load-debug-replay", "other.json", "--check",
+                                script, cwd=tmp_path), "other.json", "a replay of debug build, not of debug repeat")
+    (tmp_path / "broken.json").write_text("{")
+    assert_one_error(run_parity("debug", "repeat", "--until", "2", "--load-debug-replay", "broken.json", "--check",
+                                script, cwd=tmp_path), "broken.json", "not a debug replay")

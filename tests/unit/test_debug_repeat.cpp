@@ -1,9 +1,14 @@
-// debug::repeat's stopping rules and counts, debug::Until parsing, debug::run_in_child_process.
+// debug::repeat's stopping rules and counts, debug::Until parsing, the debug replay of repeated
+// iterations (debug::DebugReplay, debug::RecordedIteration), debug::run_in_child_process.
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "parity/core/error.h"
+#include "parity/core/file_io.h"
 #include "parity/debug/child_process.h"
 #include "parity/debug/repeat.h"
+#include "parity/debug/replay.h"
 
 namespace parity {
 namespace {
@@ -33,6 +38,30 @@ TEST(DebugRepeat, UntilGoodBadCountAndStop) {
 TEST(DebugRepeat, UntilRejectsOtherText) {
   for (const char* text : {"", "0", "-1", "goodish", "3x"})
     EXPECT_THROW(debug::Until::parse(text), InvalidInputError) << text;
+}
+
+TEST(DebugReplay, RecordedIterationsComeBackByKey) {
+  auto path = std::filesystem::temp_directory_path() / "parity_test_debug_repeat_replay.json";
+  {
+    debug::DebugReplay replay({}, path, {{"tool", "debug repeat"}}, {"tool"});
+    replay.record(debug::RecordedIteration{true, 2}.to_step("iteration:1"));
+    replay.record(debug::RecordedIteration{false, 0}.to_step("iteration:2"));
+  }
+  debug::DebugReplay loaded(path, {}, {{"tool", "debug repeat"}}, {"tool"});
+  EXPECT_EQ(loaded.loaded_field("tool"), "debug repeat");
+  auto first = debug::RecordedIteration::from_step(*loaded.find("iteration:1"), path);
+  EXPECT_TRUE(first.failed);
+  EXPECT_EQ(first.exit_code, 2);
+  EXPECT_FALSE(debug::RecordedIteration::from_step(*loaded.find("iteration:2"), path).failed);
+  EXPECT_FALSE(loaded.find("iteration:3").has_value());
+  EXPECT_EQ(debug::outcome_label(true, 2), "failed with exit code 2");
+  // A step without its exit code, a step without its outcome, a replay without the required field.
+  EXPECT_THROW(debug::RecordedIteration::from_step({{"key", "iteration:1"}, {"failed", true}}, path), FileError);
+  write_file_atomic(path, R"({"tool": "debug repeat", "steps": [{"key": "iteration:1"}]})");
+  EXPECT_THROW(debug::DebugReplay(path, {}, {}, {"tool"}), FileError);
+  write_file_atomic(path, R"({"steps": []})");
+  EXPECT_THROW(debug::DebugReplay(path, {}, {}, {"tool"}), FileError);
+  std::filesystem::remove(path);
 }
 
 TEST(DebugChildProcess, StateStaysInTheChildAndErrorsComeBack) {

@@ -2,9 +2,12 @@
 // fails, or a number of times, counting the outcomes.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace parity::debug {
 
@@ -34,5 +37,19 @@ struct RepeatSummary {
 // `limit` times for good/bad.
 RepeatSummary repeat(const Until& until, const std::function<IterationOutcome(int index)>& iteration,
                      int limit = 100000);
+
+// What is counted for an iteration of a check command: "passed with exit code 0", "failed with
+// exit code 2".
+std::string outcome_label(bool failed, int exit_code);
+
+// An iteration of a check command as `debug repeat` and `debug build` record it in the debug replay
+// (parity/debug/replay.h): {"key", "failed", "exit_code"}.
+struct RecordedIteration {
+  bool failed = false;
+  int exit_code = 0;
+  nlohmann::json to_step(const std::string& key) const;
+  // FileError naming `replay` when the step has no integer "exit_code".
+  static RecordedIteration from_step(const nlohmann::json& step, const std::filesystem::path& replay);
+};
 
 }  // namespace parity::debug

@@ -4,6 +4,8 @@
 // good/bad. Each build runs in a child process. OpenVINO's CPU compilation is deterministic across
 // processes (byte-identical exports of the same model and options): when a build's compiled bytes
 // equal an earlier build's, the command says so and stops, as further builds would only repeat it.
+// Each build's outcome and hash go to --save-debug-replay; --load-debug-replay takes recorded builds
+// instead of building and checking them again.
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -13,6 +15,7 @@
 #include "args/check_args.h"
 #include "args/model_args.h"
 #include "args/openvino_args.h"
+#include "args/replay_args.h"
 #include "command.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
@@ -48,6 +51,7 @@ class DebugBuildCommand : public Command {
                  "Keep the last compiled model at --iter-artifact at the end")
         ->group("Artifact Sorting");
     checks_.add_to(app, "The command checking each compiled model, given last (it reads --iter-artifact)");
+    replay_.add_to(app, "build");
   }
 
   int run() override {
@@ -59,34 +63,33 @@ class DebugBuildCommand : public Command {
       raise<InvalidInputError>("debug build: a compiled model file marks no tensors (--ov-outputs, "
                                "--ov-exclude-outputs)");
     const auto until = debug::Until::parse(until_);
-    const auto& command = checks_.command();
-    const auto sorter = checks_.artifact_sorter();
     std::map<std::string, int> first_build_of_hash;
-    std::optional<bool> identical_outcome;
+    auto replay = replay_.open("debug build");
+    int replayed = 0;
     auto summary = debug::repeat(until, [&](int index) {
-      log::start("RUNNING | Build {} | Command: {}", index, command.to_string());
-      const auto start = std::chrono::steady_clock::now();
-      // Each build in a fresh process, as separate builds are: two builds within one process export
-      // bytes that differ slightly (most likely names from OpenVINO's process-wide node counters).
-      debug::run_in_child_process([this] {
-        runtime::OpenvinoRunner runner([this] { return model_.load({.lazy_weights = true}); },
-                                       openvino_args_.options());
-        runner.activate();
-        runtime::write_openvino_compiled_file(iter_artifact_, runner.compiled_file());
-      });
-      const std::string hash = runtime::fnv1a64_hash(runtime::read_openvino_compiled_file(iter_artifact_).compiled);
-      auto outcome = command.run();
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      log::verbose("Exit code {}; output:\n{}", outcome.exit_code, outcome.output);
-      if (outcome.failed)
-        log::error("FAILED | Build {} | compiled {} | exit code {} | {:.3f}s", index, hash, outcome.exit_code, seconds);
-      else
-        log::finish("PASSED | Build {} | compiled {} | exit code {} | {:.3f}s", index, hash, outcome.exit_code,
-                    seconds);
-      sorter.sort(!outcome.failed, fmt::format("build{}", index));
-      debug::IterationOutcome result{!outcome.failed,
-                                     fmt::format("{} with exit code {}", outcome.failed ? "failed" : "passed",
-                                                 outcome.exit_code)};
+      const std::string key = fmt::format("build:{}", index);
+      debug::RecordedIteration recorded;
+      std::string hash;
+      if (auto step = replay.find(key)) {
+        recorded = debug::RecordedIteration::from_step(*step, replay.load_path());
+        if (!step->contains("hash") || !(*step)["hash"].is_string())
+          raise<FileError>("{}: the replay's step '{}' has no 'hash' of the compiled model",
+                           replay.load_path().string(), key);
+        hash = (*step)["hash"].get<std::string>();
+        ++replayed;
+        if (recorded.failed)
+          log::error("FAILED | Build {} | compiled {} | exit code {} | from the replay", index, hash,
+                     recorded.exit_code);
+        else
+          log::finish("PASSED | Build {} | compiled {} | exit code {} | from the replay", index, hash,
+                      recorded.exit_code);
+      } else {
+        recorded = build_and_check(index, hash);
+      }
+      auto step = recorded.to_step(key);
+      step["hash"] = hash;
+      replay.record(std::move(step));
+      debug::IterationOutcome result{!recorded.failed, debug::outcome_label(recorded.failed, recorded.exit_code)};
       auto [seen, inserted] = first_build_of_hash.emplace(hash, index);
       if (!inserted) {
         log::info("Build {} is byte-identical to build {} ({}): OpenVINO's compilation is deterministic for this "
@@ -104,13 +107,47 @@ class DebugBuildCommand : public Command {
       log::warning("Stopped after {} builds without reaching --until {}", summary.iterations, until_);
     std::string counts;
     for (const auto& [label, count] : summary.labels) counts += fmt::format("\n    {}: {}", label, count);
-    log::finish("Finished {} build(s), {} distinct compiled model(s) | Passed: {}/{} | Pass Rate: {:.1f}%{}",
-                summary.iterations, first_build_of_hash.size(), summary.passed, summary.iterations,
+    log::finish("Finished {} build(s){}, {} distinct compiled model(s) | Passed: {}/{} | Pass Rate: {:.1f}%{}",
+                summary.iterations, replayed ? fmt::format(" ({} from the replay)", replayed) : "",
+                first_build_of_hash.size(), summary.passed, summary.iterations,
                 100.0 * summary.passed / summary.iterations, counts);
     return 0;
   }
 
  private:
+  // Build `index` in a child process, written to --iter-artifact, its hash in `hash`, then checked
+  // and its artifacts sorted.
+  debug::RecordedIteration build_and_check(int index, std::string& hash) {
+    const auto& command = checks_.command();
+    log::start("RUNNING | Build {} | Command: {}", index, command.to_string());
+    const auto start = std::chrono::steady_clock::now();
+    // Each build in a fresh process, as separate builds are: two builds within one process export
+    // bytes that differ slightly (most likely names from OpenVINO's process-wide node counters).
+    debug::run_in_child_process([this] {
+      runtime::OpenvinoRunner runner(
+          [this] {
+            onnx::LoadOptions options;
+            options.lazy_weights = true;
+            return model_.load(options);
+          },
+          openvino_args_.options());
+      runner.activate();
+      runtime::write_openvino_compiled_file(iter_artifact_, runner.compiled_file());
+    });
+    hash = runtime::fnv1a64_hash(runtime::read_openvino_compiled_file(iter_artifact_).compiled);
+    auto outcome = command.run();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    log::verbose("Exit code {}; output:\n{}", outcome.exit_code, outcome.output);
+    if (outcome.failed)
+      log::error("FAILED | Build {} | compiled {} | exit code {} | {:.3f}s", index, hash, outcome.exit_code,
+                 seconds);
+    else
+      log::finish("PASSED | Build {} | compiled {} | exit code {} | {:.3f}s", index, hash, outcome.exit_code,
+                  seconds);
+    checks_.artifact_sorter().sort(!outcome.failed, fmt::format("build{}", index));
+    return {outcome.failed, outcome.exit_code};
+  }
+
   ModelArgs model_;
   OpenvinoArgs openvino_args_;
   bool openvino_ = false;
@@ -118,6 +155,7 @@ class DebugBuildCommand : public Command {
   std::string iter_artifact_ = "parity_debug.ovc";
   bool no_remove_intermediate_ = false;
   CheckArgs checks_;
+  ReplayArgs replay_;
 };
 
 PARITY_REGISTER_COMMAND(DebugBuildCommand);

@@ -12,6 +12,7 @@
 #include "args/comparison_args.h"
 #include "args/data_loader_args.h"
 #include "args/model_args.h"
+#include "args/replay_args.h"
 #include "args/runner_args.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
@@ -79,14 +80,7 @@ class DebugReduceCommand : public Command {
     app.add_flag("--no-remove-intermediate", no_remove_intermediate_,
                  "Keep the last candidate written to --iter-artifact at the end")
         ->group(artifacts);
-    app.add_option("--save-debug-replay", save_replay_,
-                   "Where to write the outcome of every check so far, for --load-debug-replay (default "
-                   "parity_debug_replay.json)")
-        ->group(artifacts);
-    app.add_option("--load-debug-replay", load_replay_,
-                   "A replay written by --save-debug-replay: its outcomes are used instead of running the checks "
-                   "again (resumes an interrupted reduction)")
-        ->group(artifacts);
+    replay_.add_to(app, "check");
 
     runners_.add_to(app);
     data_loader_.add_to(app);
@@ -119,8 +113,8 @@ class DebugReduceCommand : public Command {
     options.mode = mode_ == "linear" ? debug::ReduceMode::kLinear : debug::ReduceMode::kBisect;
     options.reduce_inputs = !no_reduce_inputs_;
     options.reduce_outputs = !no_reduce_outputs_;
-    options.load_replay = load_replay_;
-    options.save_replay = save_replay_;
+    options.load_replay = replay_.load_path();
+    options.save_replay = replay_.save_path();
     debug::FailureCheck check = checks_.given() ? debug::FailureCheck([this](const onnx::Model& candidate, int step) {
       return run_check_command(candidate, step);
     })
@@ -246,7 +240,7 @@ class DebugReduceCommand : public Command {
   CheckArgs checks_;
   std::string iter_artifact_ = "parity_debug.onnx";
   bool no_remove_intermediate_ = false;
-  std::string save_replay_ = "parity_debug_replay.json", load_replay_;
+  ReplayArgs replay_;
 
   debug::TensorValues values_;
 };
