@@ -176,6 +176,31 @@ def test_bad_input(run_parity, chain, tmp_path):
     assert not (tmp_path / "r.onnx").exists()
 
 
+def test_min_good_never_overwrites_a_model_that_is_not_a_subgraph(run_parity, chain, tmp_path):
+    """--min-good is an output path (as in Polygraphy): an existing file there that is not a subgraph
+    of the input model is refused before any check runs; an earlier run's result is overwritten."""
+    script = check_script(tmp_path)
+    check = ["--check", script, "parity_debug.onnx"]
+    good = tmp_path / "good.onnx"
+    onnx.save(branches_model(branches=3), good)
+    unrelated = good.read_bytes()
+    result = run_parity("debug", "reduce", chain, "-o", "r.onnx", "--min-good", good, *SHAPES, *check, cwd=tmp_path)
+    assert_one_error(result, str(good), str(chain), "not a subgraph", "b0_n0")
+    assert "Step 1" not in result.stdout, result.stdout
+    assert good.read_bytes() == unrelated and not (tmp_path / "r.onnx").exists()
+    good.write_text("not a model")
+    assert_one_error(run_parity("debug", "reduce", chain, "-o", "r.onnx", "--min-good", good, *SHAPES, *check,
+                                cwd=tmp_path), str(good), "not an ONNX model")
+    # A subgraph of the input (here an earlier run's --min-good) is overwritten.
+    good.unlink()
+    reduce(run_parity, chain, tmp_path / "r.onnx", "--min-good", good, *SHAPES, *check, cwd=tmp_path)
+    first = onnx.load(str(good))
+    assert first.graph.node and PLANTED not in node_names(first)
+    os.utime(good, (0, 0))
+    reduce(run_parity, chain, tmp_path / "r.onnx", "--min-good", good, *SHAPES, *check, cwd=tmp_path)
+    assert good.stat().st_mtime > 0 and node_names(onnx.load(str(good))) == node_names(first)
+
+
 def test_frozen_inputs_take_the_whole_models_values(run_parity, tmp_path):
     """Sqrt(-|t| - 0.25) is NaN on the whole model's values: in-process, the Sqrt alone still fails
     (its input fed from the real run); a subprocess check sees random inputs, so needs the Sub."""

@@ -5,6 +5,8 @@
 // the library's (parity/debug/reduce.h); this file parses flags and turns them into the check.
 #include <chrono>
 #include <filesystem>
+#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -20,6 +22,7 @@
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/debug/reduce.h"
+#include "parity/onnx/model.h"
 #include "parity/onnx/passes.h"
 #include "parity/runtime/interpreter.h"
 
@@ -91,6 +94,7 @@ class DebugReduceCommand : public Command {
     const auto start = std::chrono::steady_clock::now();
     parse_arguments();
     onnx::Model model = model_.load();
+    refuse_unrelated_min_good(model);
     if (!model_input_shapes_.empty()) {
       onnx::override_input_shapes(*model->mutable_graph(),
                                   parse_input_shapes(model_input_shapes_, "--model-input-shapes"));
@@ -170,6 +174,31 @@ class DebugReduceCommand : public Command {
       if (checks_.fail_options_given())
         raise<InvalidInputError>("--fail-code, --ignore-fail-code and --fail-regex apply to a --check command");
     }
+  }
+
+  // --min-good is where a passing model is written: a file already there must be a subgraph of the
+  // input (an earlier reduction's, say), never a model of the user's that is not, which is refused
+  // before any work rather than overwritten.
+  void refuse_unrelated_min_good(const onnx::Model& model) const {
+    std::error_code error;
+    if (min_good_.empty() || !fs::exists(min_good_, error)) return;
+    std::set<std::pair<std::string, std::string>> nodes;
+    for (const auto& node : model->graph().node()) nodes.emplace(node.name(), node.op_type());
+    onnx::Model existing;
+    onnx::LoadOptions load_options;
+    load_options.lazy_weights = true;  // only the nodes are compared
+    try {
+      existing = onnx::load_model(min_good_, load_options);
+    } catch (const Error& e) {
+      raise<InvalidInputError>("--min-good {} exists and is not an ONNX model ({}); refusing to overwrite it with a "
+                               "subgraph of {} (give another --min-good path or remove the file)",
+                               min_good_, e.what(), model_.path());
+    }
+    for (const auto& node : existing->graph().node())
+      if (!nodes.count({node.name(), node.op_type()}))
+        raise<InvalidInputError>("--min-good {} exists and is not a subgraph of {} (its {} is not a node of it); "
+                                 "refusing to overwrite it (give another --min-good path or remove the file)",
+                                 min_good_, model_.path(), onnx::describe_node(node));
   }
 
   bool run_check_command(const onnx::Model& candidate, int step) {
