@@ -7,8 +7,9 @@ approximations; with planted_nan, a Sqrt of a negative tensor, NaN everywhere) a
 the way through.
 branches_model: `branches` independent branches meeting only at the end (one Concat), the planted
 node ending one of them.
-peak_model, peak_image: a peak detector, Equal(heat, MaxPool(heat)) after a Conv stack, and an image
-on which ref and ONNX Runtime disagree about its peaks.
+peak_model, peak_image: a peak detector, Equal(heat, MaxPool(heat)) after a Conv stack (with
+symmetrize, the last convolution's input made exactly mirror-symmetric first), and an image on
+which ref and ONNX Runtime disagree about its peaks.
 """
 
 import numpy as np
@@ -91,11 +92,13 @@ def branches_model(branches=200, depth=3, planted_branch=117, width=8):
 
 
 
-def peak_model(convs=4, channels=8, size=32, seed=0):
+def peak_model(convs=4, channels=8, size=32, seed=0, symmetrize=False):
     """Equal(heat, MaxPool(heat)) after a stack of Conv+Relu (a peak detector). The image and every
     kernel are mirror-symmetric left to right, and the image is the same on every row, so the two
     middle columns of `heat` are equal in exact arithmetic: which of them is the peak depends on
-    the last bits of each runner's accumulation order."""
+    the last bits of each runner's accumulation order. With symmetrize, the input of the last
+    convolution (heat_conv) is Add(t, mirror(t)), mirror-symmetric to the last bit on every runner
+    (float addition commutes), so the ties are broken by heat_conv's own accumulation alone."""
     rng = np.random.default_rng(seed)
     inputs = [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, channels, size, size])]
     graph_nodes, inits = [], []
@@ -112,6 +115,14 @@ def peak_model(convs=4, channels=8, size=32, seed=0):
                                             pads=[1, 1, 1, 1]))
         graph_nodes.append(helper.make_node("Relu", [f"conv{c}"], [f"relu{c}"], name=f"relu{c}"))
         current = f"relu{c}"
+    if symmetrize:
+        mirror = {"mirror_starts": -1, "mirror_ends": -(2**62), "mirror_axes": 3, "mirror_steps": -1}
+        for name, value in mirror.items():
+            inits.append(numpy_helper.from_array(np.array([value], np.int64), name))
+        graph_nodes.append(helper.make_node("Slice", [current, "mirror_starts", "mirror_ends", "mirror_axes",
+                                                      "mirror_steps"], ["mirrored"], name="mirror"))
+        graph_nodes.append(helper.make_node("Add", [current, "mirrored"], ["symmetric"], name="symmetrize"))
+        current = "symmetric"
     symmetric_kernel("w_heat")
     graph_nodes.append(helper.make_node("Conv", [current, "w_heat"], ["heat"], name="heat_conv", pads=[1, 1, 1, 1]))
     graph_nodes.append(helper.make_node("MaxPool", ["heat"], ["pooled"], name="pool", kernel_shape=[3, 3],
