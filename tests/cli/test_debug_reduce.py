@@ -226,6 +226,16 @@ def test_samples_of_different_shapes_leave_the_dim_dynamic(run_parity, chain, tm
     assert not dims[0].HasField("dim_value") and dims[1].dim_value == 16
 
 
+def test_model_input_shapes_fix_the_inputs_before_reducing(run_parity, chain, tmp_path):
+    """--model-input-shapes sets the model's dynamic batch dim: the data loader makes [3, 16] inputs
+    from it, and the frozen input of the reduced model has that shape."""
+    _, reduced = reduce(run_parity, chain, tmp_path / "r.onnx", "--model-input-shapes", "x:[3,16]", "y:[3,16]",
+                        *IN_PROCESS, cwd=tmp_path)
+    assert PLANTED in node_names(reduced)
+    frozen = [i for i in reduced.graph.input if i.name not in ("x", "y")]
+    assert [d.dim_value for d in frozen[0].type.tensor_type.shape.dim] == [3, 16]
+
+
 def peak_reduction(run_parity, tmp_path, symmetrize):
     from polygraphy.json import save_json
 
