@@ -1,0 +1,1 @@
+"""Loaders and runners (Polygraphy's polygraphy.backend)."""

@@ -1,0 +1,92 @@
+"""Parity's logger (Polygraphy's G_LOGGER): one logger shared with the C++ library, whose lines are
+written to whatever ``sys.stdout`` is when they are logged (pytest's capture, Jupyter), in order."""
+import atexit
+import contextlib
+
+from parity import _parity
+
+
+class Logger:
+    ULTRA_VERBOSE = -20
+    SUPER_VERBOSE = -10
+    EXTRA_VERBOSE = 0
+    VERBOSE = 10
+    INFO = 20
+    START = 22
+    FINISH = 28
+    WARNING = 30
+    ERROR = 40
+    CRITICAL = 50
+
+    @property
+    def module_severity(self):
+        return _parity.log_severity()
+
+    @module_severity.setter
+    def module_severity(self, value):
+        _parity.set_log_severity(int(value))
+
+    # Polygraphy's older name for the same setting.
+    severity = module_severity
+
+    @contextlib.contextmanager
+    def verbosity(self, severity=CRITICAL):
+        """Temporarily sets the severity (default: only critical messages)."""
+        old = self.module_severity
+        self.module_severity = severity
+        try:
+            yield
+        finally:
+            self.module_severity = old
+
+    def log(self, message, severity, mode=None):
+        if severity < _parity.log_severity():
+            return
+        if callable(message):
+            message = message()
+        _parity.log(int(severity), str(message))
+
+    def ultra_verbose(self, message, mode=None):
+        self.log(message, self.ULTRA_VERBOSE)
+
+    def super_verbose(self, message, mode=None):
+        self.log(message, self.SUPER_VERBOSE)
+
+    def extra_verbose(self, message, mode=None):
+        self.log(message, self.EXTRA_VERBOSE)
+
+    def verbose(self, message, mode=None):
+        self.log(message, self.VERBOSE)
+
+    def info(self, message, mode=None):
+        self.log(message, self.INFO)
+
+    def start(self, message, mode=None):
+        self.log(message, self.START)
+
+    def finish(self, message, mode=None):
+        self.log(message, self.FINISH)
+
+    def warning(self, message, mode=None):
+        self.log(message, self.WARNING)
+
+    def error(self, message, mode=None):
+        self.log(message, self.ERROR)
+
+    def critical(self, message):
+        """Logs the message and raises ParityException with it (as Polygraphy's critical does)."""
+        if callable(message):
+            message = message()
+        _parity.log(self.CRITICAL, str(message))
+        raise _parity.ParityError(str(message))
+
+    def log_file(self, path):
+        """Also writes every message to `path`."""
+        _parity.set_log_file(str(path))
+
+
+G_LOGGER = Logger()
+
+_parity.route_log_to_python()
+# Lines logged while the interpreter shuts down (after sys.stdout may be gone) go to C's stdout.
+atexit.register(_parity.route_log_to_c_stdout)

@@ -1,0 +1,137 @@
+// Model loading and graph passes over serialized ONNX models (bytes in, bytes out): the Python
+// package's ONNX loaders hand models around as onnx.ModelProto like Polygraphy's, and these run
+// Parity's C++ passes on them.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+#include "parity/onnx/model.h"
+#include "parity/onnx/passes.h"
+#include "parity/onnx/reduced_precision.h"
+#include "parity/runtime/passes/fold_constants.h"
+
+namespace parity::python {
+
+using namespace nb::literals;
+
+namespace {
+
+nb::bytes to_bytes(const std::string& text) { return nb::bytes(text.data(), text.size()); }
+
+onnx::Model from_bytes(const std::string& bytes) { return onnx::load_model_from_bytes(bytes, {}, {}, "<model>"); }
+
+}  // namespace
+
+void bind_onnx(nb::module_& m) {
+  m.def("load_model_bytes",
+        [](const std::string& path) {
+          std::string bytes;
+          {
+            nb::gil_scoped_release release;
+            onnx::Model model = onnx::load_model(path);
+            onnx::load_external_data(model);
+            bytes = onnx::serialize_model(*model);
+          }
+          return to_bytes(bytes);
+        },
+        "path"_a);
+  m.def("save_model_bytes",
+        [](const std::string& bytes, const std::string& path, std::optional<bool> external_data,
+           std::size_t size_threshold, std::string location) {
+          nb::gil_scoped_release release;
+          onnx::Model model = from_bytes(bytes);
+          onnx::SaveOptions options;
+          options.external_data = !external_data ? onnx::ExternalData::kAuto
+                                  : *external_data ? onnx::ExternalData::kAlways
+                                                   : onnx::ExternalData::kNever;
+          options.size_threshold = size_threshold;
+          options.location = std::move(location);
+          onnx::save_model(model, path, options);
+        },
+        "model"_a, "path"_a, "external_data"_a = nb::none(), "size_threshold"_a = 1024, "location"_a = "");
+  m.def("infer_shapes",
+        [](const std::string& bytes) {
+          std::string result;
+          {
+            nb::gil_scoped_release release;
+            onnx::Model model = from_bytes(bytes);
+            onnx::ShapeInferenceResult inference = onnx::infer_shapes(*model);
+            if (!inference.ok) log::warning("ONNX shape inference failed: {}", inference.error);
+            result = onnx::serialize_model(*model);
+          }
+          return to_bytes(result);
+        },
+        "model"_a);
+  m.def("fold_constants",
+        [](const std::string& bytes, int num_passes, std::optional<int64_t> size_threshold, bool fold_shapes) {
+          std::string result;
+          {
+            nb::gil_scoped_release release;
+            onnx::Model model = from_bytes(bytes);
+            runtime::FoldOptions options;
+            options.num_passes = num_passes;
+            options.size_threshold = size_threshold;
+            options.fold_shapes = fold_shapes;
+            runtime::fold_constants(model, options);
+            result = onnx::serialize_model(*model);
+          }
+          return to_bytes(result);
+        },
+        "model"_a, "num_passes"_a = 0, "size_threshold"_a = nb::none(), "fold_shapes"_a = true);
+  m.def("extract_subgraph",
+        [](const std::string& bytes, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+          std::string result;
+          {
+            nb::gil_scoped_release release;
+            onnx::Model model = from_bytes(bytes);
+            onnx::infer_shapes(*model);
+            auto known = onnx::known_value_infos(model->graph());
+            auto resolve = [&](const std::vector<std::string>& names) {
+              std::vector<onnx::ExtractTensor> tensors;
+              for (const auto& name : names) {
+                onnx::ExtractTensor tensor{name, std::nullopt, std::nullopt};
+                if (auto it = known.find(name); it != known.end()) {
+                  tensor.dtype = it->second.dtype;
+                  tensor.shape = it->second.shape;
+                }
+                if (!tensor.dtype || !tensor.shape)
+                  raise<InvalidInputError>("tensor '{}': dtype and shape unknown after shape inference", name);
+                tensors.push_back(std::move(tensor));
+              }
+              return tensors;
+            };
+            onnx::extract_subgraph(*model, resolve(inputs), resolve(outputs));
+            result = onnx::serialize_model(*model);
+          }
+          return to_bytes(result);
+        },
+        "model"_a, "inputs"_a, "outputs"_a);
+  m.def("convert_to_reduced_precision",
+        [](const std::string& bytes, const std::string& precision, bool keep_io_types,
+           std::vector<std::string> keep_fp32, bool default_keep) {
+          std::string result;
+          {
+            nb::gil_scoped_release release;
+            onnx::Model model = from_bytes(bytes);
+            onnx::infer_shapes(*model);
+            onnx::ReducedPrecisionOptions options;
+            if (precision == "float16") options.precision = onnx::ReducedPrecision::kFloat16;
+            else if (precision == "bfloat16") options.precision = onnx::ReducedPrecision::kBFloat16;
+            else raise<InvalidInputError>("precision '{}': expected float16 or bfloat16", precision);
+            options.keep_io_types = keep_io_types;
+            options.keep_fp32 = std::move(keep_fp32);
+            options.default_keep = default_keep;
+            onnx::convert_float_to_reduced_precision(model, options);
+            result = onnx::serialize_model(*model);
+          }
+          return to_bytes(result);
+        },
+        "model"_a, "precision"_a = "float16", "keep_io_types"_a = true, "keep_fp32"_a = std::vector<std::string>{},
+        "default_keep"_a = true);
+}
+
+}  // namespace parity::python

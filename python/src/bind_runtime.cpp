@@ -1,0 +1,235 @@
+// Runners, model loaders and the data loader for Python (parity._parity): the C++ runners, and an
+// adapter that lets a runner written in Python take part in Comparator::run.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "conversion.h"
+#include "parity/core/error.h"
+#include "parity/runtime/data_loader.h"
+#include "parity/runtime/loader.h"
+#include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/ref_runner.h"
+
+namespace parity::python {
+
+using namespace nb::literals;
+
+namespace {
+
+// A model given from Python: a path, the serialized bytes, or a callable returning either (called
+// with the GIL at every load). ONNX ModelProtos and Parity's loaders are reduced to these forms by
+// parity/_models.py before they get here.
+runtime::ModelLoader model_loader_from(nb::object source) {
+  if (nb::isinstance<nb::str>(source)) return runtime::ModelFromPath(nb::cast<std::string>(source));
+  if (nb::isinstance<nb::bytes>(source)) {
+    auto bytes = std::make_shared<std::string>(nb::cast<std::string>(source));
+    return [bytes] { return onnx::load_model_from_bytes(*bytes, {}, {}, "<bytes>"); };
+  }
+  if (!PyCallable_Check(source.ptr())) raise<InvalidInputError>("a model must be a path, bytes or a callable");
+  PythonObject callable(std::move(source));
+  return [callable]() -> onnx::Model {
+    std::string path, bytes;
+    {
+      nb::gil_scoped_acquire gil;
+      nb::object result = nb::borrow(callable.get())();
+      if (nb::isinstance<nb::str>(result)) path = nb::cast<std::string>(result);
+      else if (nb::isinstance<nb::bytes>(result)) bytes = nb::cast<std::string>(result);
+      else raise<InvalidInputError>("the model loader returned neither a path nor serialized model bytes");
+    }
+    if (!path.empty()) return onnx::load_model(path);
+    return onnx::load_model_from_bytes(bytes, {}, {}, "<bytes>");
+  };
+}
+
+// A Python runner (parity.backend.base.BaseRunner subclass) as a C++ runner, for Comparator::run.
+// Its C++ name is "<python name>-N<k>-<time>"; Comparator.run gives the results the Python name.
+class PythonRunner final : public runtime::Runner {
+ public:
+  PythonRunner(nb::object runner, const std::string& name) : Runner(name), runner_(std::move(runner)) {}
+
+ protected:
+  void activate_impl() override {
+    nb::gil_scoped_acquire gil;
+    call("activate");
+  }
+  void deactivate_impl() override {
+    nb::gil_scoped_acquire gil;
+    call("deactivate");
+  }
+  TensorMetadata input_metadata_impl() override {
+    nb::gil_scoped_acquire gil;
+    nb::object metadata = call("get_input_metadata");
+    return metadata_from_python(nb::module_::import_("parity.common").attr("_metadata_entries")(metadata));
+  }
+  NamedTensors infer_impl(const NamedTensors& feed) override {
+    nb::gil_scoped_acquire gil;
+    nb::object outputs = nb::borrow(runner_.get()).attr("infer")(dict_from_tensors(feed), "check_inputs"_a = false);
+    return feed_from_python(nb::module_::import_("parity._feeds").attr("native_items")(outputs, "output"));
+  }
+
+ private:
+  nb::object call(const char* method) {
+    try {
+      return nb::borrow(runner_.get()).attr(method)();
+    } catch (nb::python_error& error) {
+      // The Python exception's text, as a Parity error (the Comparator adds the runner's name).
+      throw Error(error.what());
+    }
+  }
+  PythonObject runner_;
+};
+
+}  // namespace
+
+runtime::Runner* python_runner_adapter(nb::object runner, const std::string& name) {
+  return new PythonRunner(std::move(runner), name);
+}
+
+void bind_runtime(nb::module_& m) {
+  nb::class_<runtime::Runner>(m, "Runner")
+      .def_prop_ro("name", &runtime::Runner::name)
+      .def("activate", &runtime::Runner::activate, nb::call_guard<nb::gil_scoped_release>())
+      .def("deactivate", &runtime::Runner::deactivate, nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("is_active", &runtime::Runner::is_active)
+      .def("input_metadata",
+           [](runtime::Runner& runner) {
+             TensorMetadata metadata;
+             {
+               nb::gil_scoped_release release;
+               metadata = runner.input_metadata();
+             }
+             return metadata_to_python(metadata);
+           })
+      .def("infer",
+           [](runtime::Runner& runner, nb::handle items) {
+             NamedTensors feed = feed_from_python(items);
+             NamedTensors outputs;
+             {
+               nb::gil_scoped_release release;
+               outputs = runner.infer(feed);
+               feed.clear();  // the feed's arrays are released under the GIL by their storages
+             }
+             return dict_from_tensors(outputs);
+           },
+           "feed"_a)
+      .def_prop_ro("last_inference_time", &runtime::Runner::last_inference_time)
+      .def("set_intermediate_outputs",
+           [](runtime::Runner& runner, std::optional<std::vector<std::string>> names, bool all) {
+             runner.set_intermediate_outputs(all ? runtime::IntermediateOutputs::all()
+                                                 : names ? runtime::IntermediateOutputs::list(*names)
+                                                         : runtime::IntermediateOutputs::none());
+           },
+           "names"_a = nb::none(), "all"_a = false);
+
+  nb::class_<runtime::RefRunner, runtime::Runner>(m, "RefRunner")
+      .def("__init__",
+           [](runtime::RefRunner* self, nb::object model, bool fp64) {
+             runtime::RefOptions options;
+             options.fp64 = fp64;
+             new (self) runtime::RefRunner(model_loader_from(std::move(model)), options);
+           },
+           "model"_a, "fp64"_a = false);
+
+  nb::class_<runtime::OnnxrtSession>(m, "OnnxrtSession")
+      .def_prop_ro("input_metadata", [](runtime::OnnxrtSession& s) { return metadata_to_python(s.input_metadata()); })
+      .def_prop_ro("output_metadata", [](runtime::OnnxrtSession& s) { return metadata_to_python(s.output_metadata()); })
+      .def_prop_ro("providers", &runtime::OnnxrtSession::providers);
+
+  nb::class_<runtime::OnnxrtOptions>(m, "OnnxrtOptions")
+      .def("__init__",
+           [](runtime::OnnxrtOptions* self, std::optional<std::vector<std::string>> providers, int intra, int inter,
+              std::optional<std::string> level, std::string profile_prefix, std::string library) {
+             new (self) runtime::OnnxrtOptions();
+             if (providers) self->providers = *providers;
+             self->intra_op_threads = intra;
+             self->inter_op_threads = inter;
+             if (level) self->optimization_level = runtime::ort_optimization_level_from_name(*level);
+             self->profile_prefix = std::move(profile_prefix);
+             self->library_path = std::move(library);
+           },
+           "providers"_a = nb::none(), "intra_op_threads"_a = 0, "inter_op_threads"_a = 0,
+           "optimization_level"_a = nb::none(), "profile_prefix"_a = "", "library_path"_a = "");
+
+  m.def("session_from_model",
+        [](nb::object model, const runtime::OnnxrtOptions& options) {
+          runtime::ModelLoader loader = model_loader_from(std::move(model));
+          nb::gil_scoped_release release;
+          return runtime::session_from_model(loader, options);
+        },
+        "model"_a, "options"_a);
+
+  nb::class_<runtime::OnnxrtRunner, runtime::Runner>(m, "OnnxrtRunner")
+      .def("__init__",
+           [](runtime::OnnxrtRunner* self, nb::object model, const runtime::OnnxrtOptions& options) {
+             new (self) runtime::OnnxrtRunner(model_loader_from(std::move(model)), options);
+           },
+           "model"_a, "options"_a)
+      .def_static("from_session",
+                  [](nb::object session_loader) {
+                    runtime::SessionLoader loader;
+                    if (nb::isinstance<runtime::OnnxrtSession>(session_loader)) {
+                      auto session = nb::cast<std::shared_ptr<runtime::OnnxrtSession>>(session_loader);
+                      loader = [session] { return session; };
+                    } else {
+                      PythonObject callable(std::move(session_loader));
+                      loader = [callable] {
+                        nb::gil_scoped_acquire gil;
+                        nb::object result = nb::borrow(callable.get())();
+                        if (!nb::isinstance<runtime::OnnxrtSession>(result))
+                          raise<InvalidInputError>("the session loader returned no parity ONNX Runtime session");
+                        return nb::cast<std::shared_ptr<runtime::OnnxrtSession>>(result);
+                      };
+                    }
+                    return new runtime::OnnxrtRunner(std::move(loader));
+                  },
+                  nb::rv_policy::take_ownership);
+
+  nb::class_<runtime::OpenvinoRunner, runtime::Runner>(m, "OpenvinoRunner")
+      .def("__init__",
+           [](runtime::OpenvinoRunner* self, nb::object model, std::optional<std::string> precision,
+              std::optional<int> threads, std::optional<std::string> hint, std::optional<std::string> cache_dir) {
+             runtime::OpenvinoOptions options;
+             if (precision) runtime::check_openvino_precision(*precision);
+             options.precision = precision;
+             options.threads = threads;
+             if (hint) options.performance_hint = runtime::openvino_performance_hint(*hint);
+             options.cache_dir = cache_dir;
+             new (self) runtime::OpenvinoRunner(model_loader_from(std::move(model)), std::move(options));
+           },
+           "model"_a, "precision"_a = nb::none(), "threads"_a = nb::none(), "performance_hint"_a = nb::none(),
+           "cache_dir"_a = nb::none())
+      .def_prop_ro("inference_precision", &runtime::OpenvinoRunner::inference_precision);
+
+  nb::class_<runtime::DataLoader>(m, "DataLoader")
+      .def("__init__",
+           [](runtime::DataLoader* self, uint32_t seed, int iterations,
+              std::vector<std::pair<std::string, std::pair<double, double>>> val_ranges,
+              std::vector<std::pair<std::string, std::vector<int64_t>>> input_shapes) {
+             runtime::DataLoaderOptions options;
+             options.seed = seed;
+             options.iterations = iterations;
+             options.val_ranges = std::move(val_ranges);
+             options.input_shapes = std::move(input_shapes);
+             new (self) runtime::DataLoader(std::move(options));
+           },
+           "seed"_a, "iterations"_a, "val_ranges"_a, "input_shapes"_a)
+      .def("generate",
+           [](const runtime::DataLoader& loader, nb::handle metadata_entries, int iteration) {
+             TensorMetadata metadata = metadata_from_python(metadata_entries);
+             NamedTensors feed;
+             {
+               nb::gil_scoped_release release;
+               feed = loader.generate(metadata, iteration);
+             }
+             return dict_from_tensors(feed);
+           },
+           "metadata"_a, "iteration"_a);
+}
+
+}  // namespace parity::python

@@ -1,0 +1,12 @@
+// parity._parity: the extension module under the `parity` Python package (python/parity). The
+// package's pure-Python modules give it Polygraphy's names; this module is its C++ half.
+#include "bindings.h"
+
+NB_MODULE(_parity, m) {
+  m.doc() = "Parity's C++ library for the parity Python package (use the parity.* modules)";
+  parity::python::bind_errors(m);
+  parity::python::bind_logger(m);
+  parity::python::bind_onnx(m);
+  parity::python::bind_runtime(m);
+  parity::python::bind_compare(m);
+}
