@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 PARITY := build/$(PRESET)/tools/parity/parity
 DEMO_MODEL := examples/models/small_cnn.onnx
 
-.PHONY: all setup build build-asan demo test test-unit test-cli test-peers test-asan conformance-report bench clean
+.PHONY: all setup build build-asan demo test test-unit test-cli test-peers test-python test-asan conformance-report bench clean
 
 all: build
 
@@ -45,7 +45,11 @@ test-peers: build
 	PARITY_COMPARE_TOOL=$(CURDIR)/build/$(PRESET)/tests/peers/parity_compare_tool \
 	  python -m pytest -q tests/peers
 
-test: test-unit test-asan test-cli test-peers
+# The Python package (import parity) from this build, against polygraphy where both have the API.
+test-python: build
+	PYTHONPATH=$(CURDIR)/build/$(PRESET)/python python -m pytest -q tests/python
+
+test: test-unit test-asan test-cli test-peers test-python
 
 # Regenerates docs/conformance.md from a run of every ONNX backend test case.
 conformance-report: build

@@ -13,6 +13,9 @@
 #   5. Records .venv's interpreter in ${XDG_CACHE_HOME:-$HOME/.cache}/parity/setup-python, where a
 #      built `parity` looks for ONNX Runtime (the venv's onnxruntime package) when the Python on
 #      PATH has none, so it runs from a plain shell without a path baked in at build time.
+#   6. Points .venv at the Python package the release build assembles (build/release/python/parity,
+#      the extension module parity._parity beside python/parity's modules) with a .pth file, so
+#      `import parity` works in .venv once `make build` ran, and nothing is compiled a second time.
 #
 # Each step writes a stamp holding the hash of its inputs; a step whose stamp matches is skipped.
 set -euo pipefail
@@ -174,9 +177,27 @@ record_setup_python() {
   say "ONNX Runtime library search: recorded .venv's Python in $record"
 }
 
+# --- 6. The Python package (`import parity`) from the release build --------------------------
+# A .pth line in .venv's site-packages naming build/release/python: the release build (make build,
+# make test) puts the extension module and the package's modules there. `pip install .` builds a
+# wheel instead (pyproject.toml), for environments other than this checkout's .venv.
+link_python_package() {
+  local site pth want
+  site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+    || die "cannot ask .venv's Python for its site-packages"
+  pth="$site/parity-build.pth"
+  want="$root/build/release/python"
+  if [ -f "$pth" ] && [ "$(cat "$pth")" = "$want" ]; then
+    say "Python package: .venv imports parity from build/release/python"; return
+  fi
+  printf '%s\n' "$want" > "$pth"
+  say "Python package: .venv now imports parity from build/release/python ($pth)"
+}
+
 install_debian_packages
 install_python_packages
 build_onnx_cpp
 fetch_onnxruntime_headers
 record_setup_python
+link_python_package
 say "done in $(( $(date +%s) - start ))s"

@@ -333,7 +333,7 @@ void bind_compare(nb::module_& m) {
         },
         "array"_a, "dtype"_a);
   m.def("decode_npy",
-        [](const std::string& bytes, const std::string& what) { return array_from_tensor(decode_npy(bytes, what)); },
+        [](nb::bytes data, const std::string& what) { return array_from_tensor(decode_npy(bytes_of(data), what)); },
         "data"_a, "what"_a = "array");
 }
 

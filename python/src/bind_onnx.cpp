@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "conversion.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/model.h"
@@ -40,8 +41,9 @@ void bind_onnx(nb::module_& m) {
         },
         "path"_a);
   m.def("save_model_bytes",
-        [](const std::string& bytes, const std::string& path, std::optional<bool> external_data,
+        [](nb::bytes model_bytes, const std::string& path, std::optional<bool> external_data,
            std::size_t size_threshold, std::string location) {
+          std::string bytes = bytes_of(model_bytes);
           nb::gil_scoped_release release;
           onnx::Model model = from_bytes(bytes);
           onnx::SaveOptions options;
@@ -54,10 +56,11 @@ void bind_onnx(nb::module_& m) {
         },
         "model"_a, "path"_a, "external_data"_a = nb::none(), "size_threshold"_a = 1024, "location"_a = "");
   m.def("infer_shapes",
-        [](const std::string& bytes) {
+        [](nb::bytes model_bytes) {
           std::string result;
           {
-            nb::gil_scoped_release release;
+            std::string bytes = bytes_of(model_bytes);
+          nb::gil_scoped_release release;
             onnx::Model model = from_bytes(bytes);
             onnx::ShapeInferenceResult inference = onnx::infer_shapes(*model);
             if (!inference.ok) log::warning("ONNX shape inference failed: {}", inference.error);
@@ -67,10 +70,11 @@ void bind_onnx(nb::module_& m) {
         },
         "model"_a);
   m.def("fold_constants",
-        [](const std::string& bytes, int num_passes, std::optional<int64_t> size_threshold, bool fold_shapes) {
+        [](nb::bytes model_bytes, int num_passes, std::optional<int64_t> size_threshold, bool fold_shapes) {
           std::string result;
           {
-            nb::gil_scoped_release release;
+            std::string bytes = bytes_of(model_bytes);
+          nb::gil_scoped_release release;
             onnx::Model model = from_bytes(bytes);
             runtime::FoldOptions options;
             options.num_passes = num_passes;
@@ -83,10 +87,11 @@ void bind_onnx(nb::module_& m) {
         },
         "model"_a, "num_passes"_a = 0, "size_threshold"_a = nb::none(), "fold_shapes"_a = true);
   m.def("extract_subgraph",
-        [](const std::string& bytes, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+        [](nb::bytes model_bytes, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
           std::string result;
           {
-            nb::gil_scoped_release release;
+            std::string bytes = bytes_of(model_bytes);
+          nb::gil_scoped_release release;
             onnx::Model model = from_bytes(bytes);
             onnx::infer_shapes(*model);
             auto known = onnx::known_value_infos(model->graph());
@@ -111,11 +116,12 @@ void bind_onnx(nb::module_& m) {
         },
         "model"_a, "inputs"_a, "outputs"_a);
   m.def("convert_to_reduced_precision",
-        [](const std::string& bytes, const std::string& precision, bool keep_io_types,
+        [](nb::bytes model_bytes, const std::string& precision, bool keep_io_types,
            std::vector<std::string> keep_fp32, bool default_keep) {
           std::string result;
           {
-            nb::gil_scoped_release release;
+            std::string bytes = bytes_of(model_bytes);
+          nb::gil_scoped_release release;
             onnx::Model model = from_bytes(bytes);
             onnx::infer_shapes(*model);
             onnx::ReducedPrecisionOptions options;

@@ -5,6 +5,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
@@ -28,7 +29,7 @@ namespace {
 runtime::ModelLoader model_loader_from(nb::object source) {
   if (nb::isinstance<nb::str>(source)) return runtime::ModelFromPath(nb::cast<std::string>(source));
   if (nb::isinstance<nb::bytes>(source)) {
-    auto bytes = std::make_shared<std::string>(nb::cast<std::string>(source));
+    auto bytes = std::make_shared<std::string>(bytes_of(source));
     return [bytes] { return onnx::load_model_from_bytes(*bytes, {}, {}, "<bytes>"); };
   }
   if (!PyCallable_Check(source.ptr())) raise<InvalidInputError>("a model must be a path, bytes or a callable");
@@ -39,7 +40,7 @@ runtime::ModelLoader model_loader_from(nb::object source) {
       nb::gil_scoped_acquire gil;
       nb::object result = nb::borrow(callable.get())();
       if (nb::isinstance<nb::str>(result)) path = nb::cast<std::string>(result);
-      else if (nb::isinstance<nb::bytes>(result)) bytes = nb::cast<std::string>(result);
+      else if (nb::isinstance<nb::bytes>(result)) bytes = bytes_of(result);
       else raise<InvalidInputError>("the model loader returned neither a path nor serialized model bytes");
     }
     if (!path.empty()) return onnx::load_model(path);
@@ -85,6 +86,38 @@ class PythonRunner final : public runtime::Runner {
   PythonObject runner_;
 };
 
+// An output that points into a feed's memory (an Identity, a reshape the backend did in place) is
+// copied, so that an array Parity returned never changes when the caller later writes its inputs.
+void copy_outputs_aliasing_feed(NamedTensors& outputs, const NamedTensors& feed) {
+  for (auto& [name, output] : outputs) {
+    auto* begin = static_cast<const std::byte*>(output.raw());
+    if (begin == nullptr || output.dtype() == DType::kString) continue;
+    const std::byte* end = begin + output.byte_size();
+    for (const auto& [input_name, input] : feed) {
+      auto* input_begin = static_cast<const std::byte*>(input.raw());
+      if (input_begin == nullptr) continue;
+      if (begin < input_begin + input.byte_size() && input_begin < end) {
+        output = Tensor::copy_of(output.view());
+        break;
+      }
+    }
+  }
+}
+
+// (name, address, bytes) of the buffers the last Runner.infer returned (parity's tests check with
+// them that the arrays are those buffers, not copies).
+std::vector<std::tuple<std::string, uintptr_t, std::size_t>>& last_output_buffers() {
+  static std::vector<std::tuple<std::string, uintptr_t, std::size_t>> buffers;
+  return buffers;
+}
+
+void record_output_buffers(const NamedTensors& outputs) {
+  auto& buffers = last_output_buffers();
+  buffers.clear();
+  for (const auto& [name, tensor] : outputs)
+    buffers.emplace_back(name, reinterpret_cast<uintptr_t>(tensor.raw()), tensor.byte_size());
+}
+
 }  // namespace
 
 runtime::Runner* python_runner_adapter(nb::object runner, const std::string& name) {
@@ -92,6 +125,7 @@ runtime::Runner* python_runner_adapter(nb::object runner, const std::string& nam
 }
 
 void bind_runtime(nb::module_& m) {
+  m.def("last_output_buffers", [] { return last_output_buffers(); });
   nb::class_<runtime::Runner>(m, "Runner")
       .def_prop_ro("name", &runtime::Runner::name)
       .def("activate", &runtime::Runner::activate, nb::call_guard<nb::gil_scoped_release>())
@@ -113,8 +147,10 @@ void bind_runtime(nb::module_& m) {
              {
                nb::gil_scoped_release release;
                outputs = runner.infer(feed);
+               copy_outputs_aliasing_feed(outputs, feed);
                feed.clear();  // the feed's arrays are released under the GIL by their storages
              }
+             record_output_buffers(outputs);
              return dict_from_tensors(outputs);
            },
            "feed"_a)

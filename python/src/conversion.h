@@ -47,6 +47,12 @@ NamedTensors feed_from_python(nb::handle items);
 // NamedTensors -> {name: array} (a dict, insertion-ordered).
 nb::dict dict_from_tensors(const NamedTensors& tensors);
 
+// The contents of a Python bytes object.
+inline std::string bytes_of(nb::handle bytes) {
+  nb::bytes b = nb::borrow<nb::bytes>(bytes);
+  return std::string(b.c_str(), b.size());
+}
+
 // TensorMetadata <-> [(name, dtype_name or None, shape or None, min_shape or None, max_shape or None)]
 // where a shape is a list of int (fixed), str (named dim) or None (unknown).
 nb::list metadata_to_python(const TensorMetadata& metadata);
