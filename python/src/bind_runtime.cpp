@@ -75,14 +75,8 @@ class PythonRunner final : public runtime::Runner {
   }
 
  private:
-  nb::object call(const char* method) {
-    try {
-      return nb::borrow(runner_.get()).attr(method)();
-    } catch (nb::python_error& error) {
-      // The Python exception's text, as a Parity error (the Comparator adds the runner's name).
-      throw Error(error.what());
-    }
-  }
+  // A Python exception raised by the runner reaches the caller of Comparator.run unchanged.
+  nb::object call(const char* method) { return nb::borrow(runner_.get()).attr(method)(); }
   PythonObject runner_;
 };
 

@@ -1,0 +1,139 @@
+"""Parity's Python API against the `polygraphy` package on the same models and data."""
+import numpy as np
+import pytest
+from polygraphy import comparator as pg_comparator
+from polygraphy.backend.onnxrt import OnnxrtRunner as PgOnnxrtRunner
+from polygraphy.backend.onnxrt import SessionFromOnnx as PgSessionFromOnnx
+from polygraphy.common import TensorMetadata as PgTensorMetadata
+
+from parity.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
+from parity.common import TensorMetadata
+from parity.comparator import Comparator, CompareFunc, DataLoader, IterationResult, PostprocessFunc, RunResults
+
+
+def _both_metadata(entries):
+    ours, theirs = TensorMetadata(), PgTensorMetadata()
+    for name, dtype, shape in entries:
+        ours.add(name, dtype, shape)
+        theirs.add(name, dtype, shape)
+    return ours, theirs
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"seed": 7, "iterations": 3},
+        {"val_range": (-5.0, 5.0)},
+        {"val_range": {"a": (-1.0, 2.0), "": (10, 20)}},
+    ],
+)
+def test_data_loader_gives_polygraphys_bytes(options):
+    entries = [("a", np.float32, (2, 3, 4)), ("b", np.int64, (5,)), ("c", np.float16, (3, 3)),
+               ("d", np.bool_, (4,)), ("e", np.int32, (2, 2)), ("f", np.float64, (7,))]
+    ours_meta, theirs_meta = _both_metadata(entries)
+    ours, theirs = DataLoader(**options), pg_comparator.DataLoader(**options)
+    ours.input_metadata, theirs.input_metadata = ours_meta, theirs_meta
+    assert len(list(ours)) == len(list(theirs))
+    for mine, peer in zip(ours, theirs):
+        assert list(mine.keys()) == list(peer.keys())
+        for name in peer:
+            assert mine[name].dtype == peer[name].dtype, name
+            assert mine[name].shape == peer[name].shape, name
+            assert mine[name].tobytes() == peer[name].tobytes(), name
+
+
+def _results(module, runner_arrays):
+    results = module.RunResults()
+    for runner_name, iterations in runner_arrays:
+        results.append((runner_name, [module.IterationResult(outputs, 0.5, runner_name) for outputs in iterations]))
+    return results
+
+
+def _sample_runs(rng):
+    base = rng.standard_normal((3, 4)).astype(np.float32)
+    other = base + rng.uniform(-1e-3, 1e-3, base.shape).astype(np.float32)
+    scores = rng.standard_normal((2, 5)).astype(np.float32)
+    return [
+        ("runner-a", [{"out": base, "scores": scores}]),
+        ("runner-b", [{"out": other, "scores": scores + np.float32(2e-4)}]),
+    ]
+
+
+def test_run_results_files_load_both_ways(tmp_path, rng):
+    runs = _sample_runs(rng)
+    ours = _results(pg_comparator, runs)  # the same layout in both packages
+    _results(__import__("parity.comparator", fromlist=["x"]), runs).save(str(tmp_path / "parity.json"))
+    ours.save(str(tmp_path / "polygraphy.json"))
+
+    from_parity = pg_comparator.RunResults.load(str(tmp_path / "parity.json"))
+    from_polygraphy = RunResults.load(str(tmp_path / "polygraphy.json"))
+    for loaded in (from_parity, from_polygraphy):
+        assert list(loaded.keys()) == ["runner-a", "runner-b"]
+        for (name, iterations), (_, expected) in zip(loaded.items(), runs):
+            assert len(iterations) == 1 and iterations[0].runner_name == name
+            for output, array in expected[0].items():
+                assert np.array_equal(np.asarray(iterations[0][output]), array)
+    # Byte-identical files: both write json.dumps(indent=4) with the same .npy encoding.
+    assert (tmp_path / "parity.json").read_text() == (tmp_path / "polygraphy.json").read_text()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"atol": 1e-5, "rtol": 1e-5},
+        {"atol": {"out": 2e-3, "": 1e-6}, "rtol": 0.0},
+        {"atol": 1e-6, "rtol": {"scores": 1e-2, "": 0.0}},
+        {"atol": 1e-4, "rtol": 1e-4, "check_error_stat": "mean"},
+        {"atol": {"out": 5e-4, "scores": 1e-4}, "check_error_stat": {"out": "median", "": "max"}},
+    ],
+)
+def test_compare_simple_verdicts_and_statistics(rng, options):
+    runs = _sample_runs(rng)
+    ours = Comparator.compare_accuracy(_results(__import__("parity.comparator", fromlist=["x"]), runs),
+                                       compare_func=CompareFunc.simple(**options))
+    theirs = pg_comparator.Comparator.compare_accuracy(_results(pg_comparator, runs),
+                                                       compare_func=pg_comparator.CompareFunc.simple(**options))
+    assert bool(ours) == bool(theirs)
+    [(pair, [iteration])] = ours.items()
+    [(peer_pair, [peer_iteration])] = theirs.items()
+    assert pair == peer_pair
+    for name, result in iteration.items():
+        peer = peer_iteration[name]
+        assert bool(result) == bool(peer), name
+        for stat in ("max_absdiff", "max_reldiff", "mean_absdiff", "mean_reldiff", "median_absdiff", "median_reldiff"):
+            assert getattr(result, stat) == pytest.approx(float(getattr(peer, stat)), rel=1e-6, abs=0), (name, stat)
+
+
+def test_validate_matches_polygraphy(rng):
+    clean = [("r", [{"out": rng.standard_normal((4, 4)).astype(np.float32)}])]
+    with_nan = [("r", [{"out": np.array([1.0, np.nan], np.float32)}])]
+    with_inf = [("r", [{"out": np.array([1.0, np.inf], np.float32)}])]
+    parity_comparator = __import__("parity.comparator", fromlist=["x"])
+    for runs in (clean, with_nan, with_inf):
+        for check_inf in (False, True):
+            ours = Comparator.validate(_results(parity_comparator, runs), check_inf=check_inf)
+            theirs = pg_comparator.Comparator.validate(_results(pg_comparator, runs), check_inf=check_inf)
+            assert ours == bool(theirs)
+
+
+@pytest.mark.parametrize("k", [3, 10, (2, 0), {"scores": 4, "": 1}, {"scores": (1, 0)}])
+def test_postprocess_top_k_matches_polygraphy(rng, k):
+    values = rng.standard_normal((3, 6)).astype(np.float32)
+    values[0, 1] = values[0, 4]  # a tie: numpy's stable order decides
+    outputs = {"scores": values, "other": rng.standard_normal((2, 8)).astype(np.float32)}
+    ours = PostprocessFunc.top_k(k)(IterationResult(dict(outputs)))
+    theirs = pg_comparator.PostprocessFunc.top_k(k)(pg_comparator.IterationResult(dict(outputs)))
+    for name in outputs:
+        assert np.array_equal(np.asarray(ours[name]), np.asarray(theirs[name])), name
+
+
+def test_onnxrt_runner_outputs_equal_polygraphys(models):
+    feed = {"x": np.linspace(-3, 3, 48, dtype=np.float32).reshape(1, 3, 4, 4), "n": np.arange(4, dtype=np.int64)}
+    with OnnxrtRunner(SessionFromOnnx(models["mixed"])) as ours, \
+            PgOnnxrtRunner(PgSessionFromOnnx(models["mixed"])) as theirs:
+        mine, peer = ours.infer(feed), theirs.infer(feed)
+        assert list(ours.get_input_metadata().keys()) == list(theirs.get_input_metadata().keys())
+    assert list(mine.keys()) == list(peer.keys())
+    for name in peer:
+        assert np.array_equal(mine[name], peer[name])
