@@ -109,7 +109,9 @@ def small_model(folder):
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
     path = os.path.join(folder, "identity_1.onnx")
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, path)
     return path
 
 
@@ -127,7 +129,8 @@ def main():
             times = {side: run(INFER_SCRIPT, side, model, args.calls, args.rounds)
                      for side in ("onnxruntime", "polygraphy", "parity")}
             bare = times["onnxruntime"]
-            print(f"{label}: per infer() onnxruntime {bare * 1e6:.1f} us, polygraphy {times['polygraphy'] * 1e6:.1f} us, "
+            print(f"{label}: per infer() onnxruntime {bare * 1e6:.1f} us, "
+                  f"polygraphy {times['polygraphy'] * 1e6:.1f} us, "
                   f"parity {times['parity'] * 1e6:.1f} us | parity/onnxruntime {times['parity'] / bare:.2f}x, "
                   f"parity/polygraphy {times['parity'] / times['polygraphy']:.2f}x")
 

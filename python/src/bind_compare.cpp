@@ -34,7 +34,8 @@ compare::PerOutput<T> per_output(nb::handle value, T fallback) {
   if (value.is_none()) return compare::PerOutput<T>(fallback);
   if (nb::isinstance<nb::dict>(value)) {
     std::vector<std::pair<std::string, T>> entries;
-    for (auto [key, item] : nb::cast<nb::dict>(value)) entries.emplace_back(nb::cast<std::string>(key), nb::cast<T>(item));
+    for (auto [key, item] : nb::cast<nb::dict>(value))
+      entries.emplace_back(nb::cast<std::string>(key), nb::cast<T>(item));
     return compare::PerOutput<T>::per_name(std::move(entries));
   }
   return compare::PerOutput<T>(nb::cast<T>(value));
@@ -175,7 +176,8 @@ void bind_compare(nb::module_& m) {
           options.style = style_from(style);
           return CompareFunction{compare::simple(std::move(options)), "simple"};
         },
-        "check_shapes"_a, "rtol"_a.none(), "atol"_a.none(), "fail_fast"_a, "check_error_stat"_a.none(), "infinities_compare_equal"_a,
+        "check_shapes"_a, "rtol"_a.none(), "atol"_a.none(), "fail_fast"_a, "check_error_stat"_a.none(),
+        "infinities_compare_equal"_a,
         "error_quantile"_a.none(), "style"_a);
   m.def("compare_indices",
         [](nb::object index_tolerance, bool fail_fast, const std::string& style) {
@@ -209,7 +211,8 @@ void bind_compare(nb::module_& m) {
           options.style = style_from(style);
           return CompareFunction{compare::quality(std::move(options)), "quality"};
         },
-        "psnr_tolerance"_a.none(), "snr_tolerance"_a.none(), "check_psnr"_a, "check_snr"_a, "check_shapes"_a, "fail_fast"_a,
+        "psnr_tolerance"_a.none(), "snr_tolerance"_a.none(), "check_psnr"_a, "check_snr"_a, "check_shapes"_a,
+        "fail_fast"_a,
         "style"_a);
 
   // runners: [(native Runner or Python runner object, display name or None)]

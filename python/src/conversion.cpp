@@ -186,7 +186,8 @@ nb::object dims_to_python(const std::vector<Dim>& dims, int which) {
 nb::list metadata_to_python(const TensorMetadata& metadata) {
   nb::list result;
   for (const auto& [name, info] : metadata) {
-    nb::object dtype = info.dtype == DType::kUndefined ? nb::none() : nb::object(nb::str(std::string(dtype_name(info.dtype)).c_str()));
+    nb::object dtype = nb::none();
+    if (info.dtype != DType::kUndefined) dtype = nb::str(std::string(dtype_name(info.dtype)).c_str());
     nb::object shape = nb::none(), min_shape = nb::none(), max_shape = nb::none();
     if (info.shape) {
       shape = dims_to_python(*info.shape, 0);
@@ -216,8 +217,10 @@ TensorMetadata metadata_from_python(nb::handle entries) {
         Dim dim;
         if (nb::isinstance<nb::int_>(d) && nb::cast<int64_t>(d) >= 0) dim = Dim::fixed(nb::cast<int64_t>(d));
         else if (nb::isinstance<nb::str>(d)) dim = Dim::named(nb::cast<std::string>(d));
-        if (min_shape && i < min_shape->size() && !(*min_shape)[i].is_none()) dim.min = nb::cast<int64_t>((*min_shape)[i]);
-        if (max_shape && i < max_shape->size() && !(*max_shape)[i].is_none()) dim.max = nb::cast<int64_t>((*max_shape)[i]);
+        if (min_shape && i < min_shape->size() && !(*min_shape)[i].is_none())
+          dim.min = nb::cast<int64_t>((*min_shape)[i]);
+        if (max_shape && i < max_shape->size() && !(*max_shape)[i].is_none())
+          dim.max = nb::cast<int64_t>((*max_shape)[i]);
         dims->push_back(dim);
       }
     }

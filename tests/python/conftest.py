@@ -33,7 +33,8 @@ def models(tmp_path_factory):
         [helper.make_node("Identity", ["x"], ["y"])], "identity",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])])
-    paths["identity"] = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), folder / "identity.onnx")
+    paths["identity"] = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+                          folder / "identity.onnx")
 
     # A float and an integer input (seed 001's bounded inputs): y = tanh(x) * 3 + x, z = n * 2 + 1.
     nodes = [
@@ -64,12 +65,6 @@ def models(tmp_path_factory):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, 1024])])
     paths["big"] = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), folder / "big.onnx")
 
-    # Scores for top-K: y = x * 1 on [2, 10] float32.
-    graph = helper.make_graph(
-        [helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "scores",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 10])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 10])])
-    paths["scores"] = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), folder / "scores.onnx")
     return paths
 
 

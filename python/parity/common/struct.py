@@ -34,7 +34,10 @@ class MetadataTuple:
         return f"MetadataTuple({self.dtype}, {self.shape})"
 
     def __str__(self):
-        shape = "None" if self.shape is None else "(" + ", ".join(repr(d) if isinstance(d, str) else str(d) for d in self.shape) + ("," if len(self.shape) == 1 else "") + ")"
+        shape = "None"
+        if self.shape is not None:
+            dims = ", ".join(repr(d) if isinstance(d, str) else str(d) for d in self.shape)
+            shape = "(" + dims + ("," if len(self.shape) == 1 else "") + ")"
         return f"[dtype={self.dtype}, shape={shape}]"
 
 

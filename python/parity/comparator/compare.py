@@ -26,7 +26,8 @@ class _CompareFunc:
         """{output name: OutputCompareResult} for one iteration of two runners."""
         from parity.comparator.struct import _as_iteration
 
-        results = self._native(_as_iteration(iter_result0, "runner0")._native(), _as_iteration(iter_result1, "runner1")._native())
+        results = self._native(_as_iteration(iter_result0, "runner0")._native(),
+                               _as_iteration(iter_result1, "runner1")._native())
         return {fields["output0"]: OutputCompareResult(fields) for fields in results}
 
 

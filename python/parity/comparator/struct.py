@@ -61,7 +61,9 @@ class RunResults(list):
         for name, iterations in list.__iter__(self):
             if name == key:
                 return iterations
-        raise KeyError(f"{key:35} does not exist in this RunResults instance. Note: Available runners: {list(self.keys())}")
+        raise KeyError(
+            f"{key:35} does not exist in this RunResults instance. Note: Available runners: {list(self.keys())}"
+        )
 
     def __setitem__(self, key, value):
         if isinstance(key, (int, slice)):
@@ -131,7 +133,9 @@ class AccuracyResult(OrderedDict):
     output of every iteration of every pair matched."""
 
     def __bool__(self):
-        return all(bool(result) for iterations in self.values() for iteration in iterations for result in iteration.values())
+        return all(
+            bool(result) for iterations in self.values() for iteration in iterations for result in iteration.values()
+        )
 
     def _get_runner_pair(self, runner_pair):
         return runner_pair if runner_pair is not None else list(self.keys())[0]

@@ -19,7 +19,9 @@ def _encode(obj):
         return {"array": base64.b64encode(_parity.encode_npy(array, dtype)).decode(), "polygraphy_class": "ndarray"}
     if isinstance(obj, IterationResult):
         return {
-            "outputs": {name: {"values": _encode(value), "polygraphy_class": "LazyArray"} for name, value in obj.items()},
+            "outputs": {
+                name: {"values": _encode(value), "polygraphy_class": "LazyArray"} for name, value in obj.items()
+            },
             "runtime": obj.runtime,
             "runner_name": obj.runner_name,
             "polygraphy_class": "IterationResult",

@@ -86,7 +86,8 @@ class _BytesPass(BaseLoader):
 class InferShapes(_BytesPass):
     """ONNX shape inference (warns, does not fail, when it stops early)."""
 
-    def __init__(self, model, error_ok=None, external_data_dir=None, save_to_disk_threshold_bytes=None, allow_onnxruntime=None):
+    def __init__(self, model, error_ok=None, external_data_dir=None, save_to_disk_threshold_bytes=None,
+                 allow_onnxruntime=None):
         super().__init__(model)
 
     def run(self, data):

@@ -11,7 +11,8 @@ class OpenVINORunner(NativeRunner):
     "throughput"."""
 
     def __init__(self, model, name=None, precision=None, threads=None, performance_hint=None, cache_dir=None):
-        super().__init__(_parity.OpenvinoRunner(model_source(model), precision, threads, performance_hint, cache_dir), name)
+        native = _parity.OpenvinoRunner(model_source(model), precision, threads, performance_hint, cache_dir)
+        super().__init__(native, name)
 
     @property
     def inference_precision(self):
