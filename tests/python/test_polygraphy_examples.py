@@ -1,4 +1,4 @@
-"""Polygraphy's API examples 02 and 08 (tests/python/examples/), run with parity and with
+"""Polygraphy's API examples 01, 02 and 08 (tests/python/examples/), run with parity and with
 polygraphy: the same printed results."""
 import os
 import shutil
@@ -20,6 +20,21 @@ def _run(script, folder, package):
 def _printed(stdout):
     """The example's own lines, without either logger's lines ([I] ..., [W] ...)."""
     return [line for line in stdout.splitlines() if not line.startswith("[")]
+
+
+def test_api_01_comparing_frameworks(models, tmp_path):
+    shutil.copy(models["identity"], tmp_path / "identity.onnx")
+    ours = _run("api_01_comparing_frameworks.py", tmp_path, "parity")
+    saved = (tmp_path / "inference_results.json").read_text()
+    theirs = _run("api_01_comparing_frameworks.py", tmp_path, "polygraphy")
+    assert "All outputs matched using quality metrics (PSNR, SNR)" in _printed(ours)
+    assert _printed(ours) == _printed(theirs)
+    # Parity's results file loads in polygraphy, with OpenVINO's and ONNX Runtime's outputs.
+    from polygraphy.comparator import RunResults
+
+    (tmp_path / "parity_results.json").write_text(saved)
+    names = list(RunResults.load(str(tmp_path / "parity_results.json")).keys())
+    assert names[0].startswith("openvino-runner") and names[1].startswith("onnxrt-runner")
 
 
 def test_api_02_validating_on_a_dataset(models, tmp_path):

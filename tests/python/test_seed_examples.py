@@ -91,3 +91,31 @@ def test_custom_python_runner_against_onnxrt(models):
 
     run_results = Comparator.run([Doubling(), OnnxrtRunner(SessionFromOnnx(models["identity"]))])
     assert not bool(Comparator.compare_accuracy(run_results))
+
+
+def test_custom_data_loaders_warm_up_and_saved_inputs(models, tmp_path):
+    """data_loader may be any iterable of feed dicts (seed 002's TIP), e.g. a generator or a list."""
+    from parity.json import load_json
+
+    feeds = [{"x": np.full((1, 1, 2, 2), float(i), np.float32)} for i in range(3)]
+
+    def generator():
+        yield from feeds
+
+    for data_loader in (feeds, generator()):
+        runners = [RefRunner(models["identity"]), OnnxrtRunner(SessionFromOnnx(models["identity"]))]
+        run_results = Comparator.run(runners, data_loader=data_loader, warm_up=2,
+                                     save_inputs_path=str(tmp_path / "inputs.json"))
+        for _, iterations in run_results.items():
+            assert [float(result["y"][0, 0, 0, 0]) for result in iterations] == [0.0, 1.0, 2.0]
+        saved = load_json(tmp_path / "inputs.json")
+        assert all(np.array_equal(s["x"], f["x"]) for s, f in zip(saved, feeds)) and len(saved) == 3
+
+
+def test_unsupported_options_raise():
+    import pytest
+
+    with pytest.raises(NotImplementedError, match="use_subprocess"):
+        Comparator.run([], use_subprocess=True)
+    with pytest.raises(NotImplementedError, match="save_heatmaps"):
+        CompareFunc.simple(save_heatmaps="heatmaps")

@@ -71,3 +71,7 @@ class CompareFunc:
         return _CompareFunc(_parity.compare_quality(
             psnr_tolerance, snr_tolerance, True, True, True if check_shapes is None else check_shapes,
             bool(fail_fast), statistics_style))
+
+    # Polygraphy's names for the same functions.
+    distance_metrics = distance
+    quality_metrics = quality
