@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
+#include "conversion.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 
@@ -22,7 +23,7 @@ namespace {
 class PythonStdoutSink final : public LogSink {
  public:
   void write(Severity, std::string_view text) override {
-    if (!Py_IsInitialized() || _Py_IsFinalizing()) {
+    if (python_is_finalizing()) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
       return;

@@ -15,8 +15,10 @@ namespace parity::python {
 using namespace nb::literals;
 
 void PythonObject::Release::operator()(nb::object* object) const {
-  if (!Py_IsInitialized() || _Py_IsFinalizing()) {
-    object->release();  // the interpreter is going away: leak the reference
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    object->reset();  // this thread holds the GIL (also while the interpreter tears modules down)
+  } else if (python_is_finalizing()) {
+    object->release();  // another thread, and the interpreter is going away: leak the reference
   } else {
     nb::gil_scoped_acquire gil;
     object->reset();

@@ -15,6 +15,15 @@ namespace parity::python {
 
 namespace nb = nanobind;
 
+// True once the interpreter is shutting down (no GIL can be taken then).
+inline bool python_is_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return !Py_IsInitialized() || Py_IsFinalizing();
+#else
+  return !Py_IsInitialized() || _Py_IsFinalizing();
+#endif
+}
+
 // A reference to a Python object that may be copied and destroyed by C++ code holding no GIL
 // (std::function captures, Storage released on a worker thread): the last owner takes the GIL to
 // drop the reference (and leaks it once the interpreter is finalizing).
