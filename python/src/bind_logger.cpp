@@ -61,6 +61,8 @@ void bind_logger(nb::module_& m) {
   m.def("set_log_severity", [](int severity) { Logger::global().set_severity(static_cast<Severity>(severity)); });
   m.def("set_log_file", [](const std::string& path) { Logger::global().set_log_file(path); },
         nb::call_guard<nb::gil_scoped_release>());
+  // While an instance is alive, every message (C++ and Python) is indented by `levels` more steps.
+  nb::class_<Logger::Indent>(m, "LogIndent").def(nb::init<int>(), "levels"_a = 1);
   m.def("route_log_to_python", [] { Logger::global().set_sink(std::make_shared<PythonStdoutSink>()); },
         nb::call_guard<nb::gil_scoped_release>());
   m.def("route_log_to_c_stdout", [] { Logger::global().set_sink(nullptr); },

@@ -87,6 +87,16 @@ def test_log_lines_reach_sys_stdout_in_order(models, capsys):
     assert before < activating < completed < after
 
 
+def test_indent_applies_to_python_and_cpp_lines(models, capsys):
+    with G_LOGGER.indent():
+        G_LOGGER.info("inside")
+        Comparator.run([RefRunner(models["identity"])])
+    G_LOGGER.info("outside")
+    lines = capsys.readouterr().out.splitlines()
+    assert "[I]     inside" in lines and "[I] outside" in lines
+    assert any(line.startswith("[I]     ref-runner") and "Activating" in line for line in lines)
+
+
 def test_critical_raises_parity_exception(capsys):
     with pytest.raises(ParityException, match="something broke"):
         G_LOGGER.critical("something broke")

@@ -39,6 +39,15 @@ class Logger:
         finally:
             self.module_severity = old
 
+    @contextlib.contextmanager
+    def indent(self, level=1):
+        """Indents every message logged inside the block (Parity's C++ lines too) by `level` steps."""
+        indent = _parity.LogIndent(level)
+        try:
+            yield
+        finally:
+            del indent
+
     def log(self, message, severity, mode=None):
         if severity < _parity.log_severity():
             return
