@@ -72,6 +72,9 @@ class Runner:
 
     def set_intermediate_outputs(self, names: Sequence[str] | None = None, all: bool = False) -> None: ...
 
+class PythonRunnerAdapter(Runner):
+    def __init__(self, runner: object, prefix: str) -> None: ...
+
 class RefRunner(Runner):
     def __init__(self, model: object, fp64: bool = False) -> None: ...
 

@@ -49,10 +49,16 @@ runtime::ModelLoader model_loader_from(nb::object source) {
 }
 
 // A Python runner (parity.backend.base.BaseRunner subclass) as a C++ runner, for Comparator::run.
-// Its C++ name is "<python name>-N<k>-<time>"; Comparator.run gives the results the Python name.
+// BaseRunner makes one when it names itself (prefix "Runner" -> "Runner-N0-<time>", the C++
+// runners' naming), owned by the Python runner and holding it without a reference (no cycle).
+// Comparator.run makes a temporary one, holding a reference, for a runner that has none (a
+// user-given name, or a subclass that skipped BaseRunner.__init__): its C++ name is then
+// "<python name>-N<k>-<time>" in the log lines, and the results get the Python name.
 class PythonRunner final : public runtime::Runner {
  public:
-  PythonRunner(nb::object runner, const std::string& name) : Runner(name), runner_(std::move(runner)) {}
+  PythonRunner(nb::object runner, const std::string& prefix)
+      : Runner(prefix), runner_(runner), owner_(std::move(runner)) {}
+  PythonRunner(nb::handle runner, const std::string& prefix, bool /*borrowed*/) : Runner(prefix), runner_(runner) {}
 
  protected:
   void activate_impl() override {
@@ -70,14 +76,15 @@ class PythonRunner final : public runtime::Runner {
   }
   NamedTensors infer_impl(const NamedTensors& feed) override {
     nb::gil_scoped_acquire gil;
-    nb::object outputs = nb::borrow(runner_.get()).attr("infer")(dict_from_tensors(feed), "check_inputs"_a = false);
+    nb::object outputs = nb::borrow(runner_).attr("infer")(dict_from_tensors(feed), "check_inputs"_a = false);
     return feed_from_python(nb::module_::import_("parity._feeds").attr("native_items")(outputs, "output"));
   }
 
  private:
   // A Python exception raised by the runner reaches the caller of Comparator.run unchanged.
-  nb::object call(const char* method) { return nb::borrow(runner_.get()).attr(method)(); }
-  PythonObject runner_;
+  nb::object call(const char* method) { return nb::borrow(runner_).attr(method)(); }
+  nb::handle runner_;
+  PythonObject owner_;  // empty when the Python runner owns this adapter
 };
 
 // An output that points into a feed's memory (an Identity, a reshape the backend did in place) is
@@ -156,6 +163,13 @@ void bind_runtime(nb::module_& m) {
                                                          : runtime::IntermediateOutputs::none());
            },
            "names"_a = nb::none(), "all"_a = false);
+
+  nb::class_<PythonRunner, runtime::Runner>(m, "PythonRunnerAdapter")
+      .def("__init__",
+           [](PythonRunner* self, nb::handle runner, const std::string& prefix) {
+             new (self) PythonRunner(runner, prefix, true);
+           },
+           "runner"_a, "prefix"_a);
 
   nb::class_<runtime::RefRunner, runtime::Runner>(m, "RefRunner")
       .def("__init__",

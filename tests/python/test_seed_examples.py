@@ -73,10 +73,12 @@ class IdentityInPython(BaseRunner):
         pass
 
 
-def test_custom_python_runner_against_onnxrt(models):
+def test_custom_python_runner_against_onnxrt(models, capsys):
     custom = IdentityInPython()
+    assert custom.name.startswith("python-identity-N")
     run_results = Comparator.run([custom, OnnxrtRunner(SessionFromOnnx(models["identity"]))],
                                  data_loader=DataLoader(iterations=3))
+    assert f"[I] {custom.name:35} | Activating and starting inference" in capsys.readouterr().out
     assert custom.activations == 1 and not custom.is_active
     assert list(run_results.keys())[0] == custom.name
     assert len(run_results[custom.name]) == 3

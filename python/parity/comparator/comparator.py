@@ -44,6 +44,8 @@ class Comparator:
         for runner in runners:
             if isinstance(runner, NativeRunner):
                 entries.append((runner._native, runner._user_name))
+            elif getattr(runner, "_parity_adapter", None) is not None and runner._parity_adapter.name == runner.name:
+                entries.append((runner._parity_adapter, None))
             else:
                 entries.append((runner, runner.name))
         return RunResults._from_native(_parity.comparator_run(entries, feeds, int(warm_up or 0)))

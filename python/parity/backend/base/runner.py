@@ -1,8 +1,8 @@
 import time
-from collections import defaultdict
 
 import numpy as np
 
+from parity import _parity
 from parity._parity import InternalError, InvalidInputError
 from parity.common import TensorMetadata
 
@@ -13,14 +13,14 @@ class BaseRunner:
     get_input_metadata_impl, infer_impl(feed_dict) and deactivate_impl, and works with
     Comparator.run beside Parity's runners."""
 
-    RUNNER_COUNTS = defaultdict(int)
-
     def __init__(self, name=None, prefix=None):
-        prefix = prefix if prefix is not None else "Runner"
+        """name: the runner's name; default "<prefix>-N<k>-<date>-<time>" (prefix default "Runner"),
+        counted per prefix together with Parity's own runners."""
         if name is None:
-            count = BaseRunner.RUNNER_COUNTS[prefix]
-            BaseRunner.RUNNER_COUNTS[prefix] += 1
-            name = f"{prefix}-N{count}-{time.strftime('%x')}-{time.strftime('%X')}"
+            # The adapter through which Comparator.run drives this runner names it, so the log
+            # lines and the results carry the same name.
+            self._parity_adapter = _parity.PythonRunnerAdapter(self, prefix if prefix is not None else "Runner")
+            name = self._parity_adapter.name
         self.name = name
         self.inference_time = None
         self._is_active = False
