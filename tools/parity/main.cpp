@@ -28,7 +28,7 @@ struct Registered {
 int run_main(int argc, char** argv) {
   CLI::App app{"Parity: run a model on several backends, compare their outputs, find where they diverge"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "parity 0.1.0");
+  app.set_version_flag("--version", "parity " PARITY_VERSION_STRING);
   // "inspect " -> its App, and the logging options given there (`parity inspect -v model ...`).
   std::map<std::string, CLI::App*> groups;
   std::map<std::string, std::unique_ptr<LoggingArgs>> group_logging;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "args/generated_script.h"
 #include "args/python_scripts.h"
 #include "args/value_parsing.h"
 #include "parity/core/error.h"
@@ -157,6 +158,88 @@ std::vector<std::pair<std::size_t, std::size_t>> ComparisonArgs::comparisons(con
   for (std::size_t i = 0; i < results.size(); ++i)
     if (i != target) pairs.emplace_back(i, target);
   return pairs;
+}
+
+void ComparisonArgs::add_to_script(GeneratedScript& script, bool compared) const {
+  if (!load_outputs_.empty()) {
+    script.add_import("parity.comparator", "RunResults");
+    script.add_section("Load results", {fmt::format("for load_output in {}:", python_string_list(load_outputs_)),
+                                        "    results.extend(RunResults.load(load_output))"});
+  }
+  if (!postprocess_rules_.empty()) {
+    std::vector<std::string> entries;
+    for (const auto& [name, rule] : postprocess_rules_)
+      entries.push_back(python_string(name) + ": " +
+                        (rule.axis == -1 ? fmt::format("{}", rule.k) : fmt::format("({}, {})", rule.k, rule.axis)));
+    script.add_import("parity.comparator", "PostprocessFunc");
+    script.add_section("Postprocessing", {fmt::format("results = Comparator.postprocess(results, "
+                                                      "PostprocessFunc.top_k({{{}}}))",
+                                                      fmt::join(entries, ", "))});
+  }
+  script.add_lines({"success = True"});
+  auto number = [](const std::string& text) { return python_float(parse_double(text, "a tolerance")); };
+  auto integer = [](const std::string& text) { return std::to_string(parse_int(text, "--index-tolerance")); };
+  auto text = [](const std::string& value) { return python_string(value); };
+  if (compared) {
+    std::string function;
+    std::vector<std::string> arguments;
+    if (!compare_func_script_.empty()) {
+      auto spec = parse_script_spec(compare_func_script_, "compare_outputs");
+      script.add_import("parity.backend.common", "invoke_from_script");
+      function = fmt::format("invoke_from_script({}, name={})", python_string(spec.path), python_string(spec.function));
+    } else {
+      script.add_import("parity.comparator", "CompareFunc");
+      if (compare_func_ == "simple") {
+        if (no_shape_check_) arguments.push_back("check_shapes=False");
+        if (!rtol_.empty()) arguments.push_back("rtol=" + python_per_output_dict(rtol_, number));
+        if (!atol_.empty()) arguments.push_back("atol=" + python_per_output_dict(atol_, number));
+        if (fail_fast_) arguments.push_back("fail_fast=True");
+        if (!check_error_stat_.empty())
+          arguments.push_back("check_error_stat=" + python_per_output_dict(check_error_stat_, text));
+        if (infinities_compare_equal_) arguments.push_back("infinities_compare_equal=True");
+        if (!error_quantile_.empty())
+          arguments.push_back("error_quantile=" + python_per_output_dict(error_quantile_, number));
+      } else if (compare_func_ == "indices") {
+        if (!index_tolerance_.empty())
+          arguments.push_back("index_tolerance=" + python_per_output_dict(index_tolerance_, integer));
+        if (fail_fast_) arguments.push_back("fail_fast=True");
+      } else if (compare_func_ == "distance") {
+        if (no_shape_check_) arguments.push_back("check_shapes=False");
+        if (!l2_tolerance_.empty()) arguments.push_back("l2_tolerance=" + python_per_output_dict(l2_tolerance_, number));
+        if (!cosine_threshold_.empty())
+          arguments.push_back("cosine_similarity_threshold=" + python_per_output_dict(cosine_threshold_, number));
+        if (fail_fast_) arguments.push_back("fail_fast=True");
+      } else {
+        if (no_shape_check_) arguments.push_back("check_shapes=False");
+        if (!psnr_tolerance_.empty())
+          arguments.push_back("psnr_tolerance=" + python_per_output_dict(psnr_tolerance_, number));
+        if (!snr_tolerance_.empty()) arguments.push_back("snr_tolerance=" + python_per_output_dict(snr_tolerance_, number));
+        if (fail_fast_) arguments.push_back("fail_fast=True");
+      }
+      function = fmt::format("CompareFunc.{}({})", compare_func_, fmt::join(arguments, ", "));
+    }
+    std::vector<std::string> accuracy{"compare_func=compare_func"};
+    if (fail_fast_) accuracy.push_back("fail_fast=True");
+    if (!compare_to_.empty()) {
+      // Every result against one: Comparator.compare_accuracy's `comparisons` (pairs of indices).
+      std::string target;
+      if (compare_to_ == "first") target = "0";
+      else if (compare_to_ == "last") target = "len(results) - 1";
+      else if (compare_to_.find_first_not_of("-0123456789") == std::string::npos)
+        target = fmt::format("{} % len(results)", parse_int(compare_to_, "--compare-to"));
+      else
+        script.cannot_express("--compare-to " + compare_to_ + " (a runner name; give an index, 'first' or 'last')");
+      if (!target.empty())
+        accuracy.push_back(fmt::format("comparisons=[(i, {0}) for i in range(len(results)) if i != {0}]", target));
+    }
+    script.add_section("Accuracy Comparison",
+                       {"compare_func = " + function,
+                        fmt::format("success &= bool(Comparator.compare_accuracy(results, {}))", fmt::join(accuracy, ", "))});
+  }
+  if (validate_)
+    script.add_section("Validation", {"success &= Comparator.validate(results, check_inf=True, check_nan=True)"});
+  script.add_import("parity.exception", "ParityException");
+  script.add_section("Report Results", {"if not success:", "    raise ParityException('FAILED')"});
 }
 
 }  // namespace parity::cli

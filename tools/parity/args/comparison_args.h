@@ -14,6 +14,8 @@
 
 namespace parity::cli {
 
+class GeneratedScript;
+
 class ComparisonArgs {
  public:
   // Adds the "Comparator Postprocessing", "Comparator Comparisons" and "Comparison Function: *"
@@ -36,6 +38,10 @@ class ComparisonArgs {
   compare::ValidateOptions validate_options() const;
   const std::vector<std::string>& load_outputs() const { return load_outputs_; }
   const std::string& report() const { return report_; }
+
+  // --gen-script: loading results, postprocessing, the comparison and validation sections after
+  // "results = Comparator.run(...)". `compared`: whether the command compares (two or more results).
+  void add_to_script(GeneratedScript& script, bool compared) const;
 
  private:
   std::vector<std::string> postprocess_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "args/generated_script.h"
 #include "args/python_scripts.h"
 #include "args/value_parsing.h"
 #include "parity/core/error.h"
@@ -133,6 +134,49 @@ void DataLoaderArgs::save_inputs(const std::vector<NamedTensors>& feeds) const {
   if (save_inputs_.empty()) return;
   save_inputs_json(save_inputs_, feeds);
   log::info("Saving inference input data to {}", save_inputs_);
+}
+
+std::vector<std::string> DataLoaderArgs::add_to_script(GeneratedScript& script) const {
+  std::vector<std::string> run_arguments;
+  if (warm_up_ > 0) run_arguments.push_back(fmt::format("warm_up={}", warm_up_));
+  if (!load_inputs_.empty()) {
+    for (const auto& path : load_inputs_)
+      if (file_extension(path) != ".json") script.cannot_express("--load-inputs " + path + " (only JSON input files)");
+    script.add_import("parity.json", "load_json");
+    script.add_section("Data Loader", {"data_loader = []",
+                                       fmt::format("for input_data_path in {}:", python_string_list(load_inputs_)),
+                                       "    data_loader.extend(load_json(input_data_path, description='input data'))"});
+    run_arguments.push_back("data_loader=data_loader");
+  } else if (!data_loader_script_.empty()) {
+    auto spec = parse_script_spec(data_loader_script_, "load_data");
+    script.add_import("parity.backend.common", "invoke_from_script");
+    script.add_section("Data Loader", {fmt::format("data_loader = invoke_from_script({}, name={})",
+                                                   python_string(spec.path), python_string(spec.function))});
+    run_arguments.push_back("data_loader=data_loader");
+  } else if (random_flags_given()) {
+    std::vector<std::string> arguments;
+    if (seed_ != 1) arguments.push_back(fmt::format("seed={}", seed_));
+    if (iterations_ != 1) arguments.push_back(fmt::format("iterations={}", iterations_));
+    if (!options_.input_shapes.empty()) {
+      script.add_import("parity.common", "TensorMetadata");
+      std::string metadata = "TensorMetadata()";
+      for (const auto& [name, dims] : options_.input_shapes)
+        metadata += fmt::format(".add({}, None, [{}])", python_string(name), fmt::join(dims, ", "));
+      arguments.push_back("input_metadata=" + metadata);
+    }
+    if (!options_.val_ranges.empty()) {
+      std::vector<std::string> ranges;
+      for (const auto& [name, range] : options_.val_ranges)
+        ranges.push_back(fmt::format("{}: ({}, {})", python_string(name), python_float(range.first),
+                                     python_float(range.second)));
+      arguments.push_back(fmt::format("val_range={{{}}}", fmt::join(ranges, ", ")));
+    }
+    script.add_import("parity.comparator", "DataLoader");
+    script.add_section("Data Loader", {fmt::format("data_loader = DataLoader({})", fmt::join(arguments, ", "))});
+    run_arguments.push_back("data_loader=data_loader");
+  }
+  if (!save_inputs_.empty()) run_arguments.push_back("save_inputs_path=" + python_string(save_inputs_));
+  return run_arguments;
 }
 
 }  // namespace parity::cli

@@ -12,6 +12,8 @@
 
 namespace parity::cli {
 
+class GeneratedScript;
+
 class DataLoaderArgs {
  public:
   // Adds the "Data Loader" group (and --warm-up there, where Parity's users know it).
@@ -27,6 +29,10 @@ class DataLoaderArgs {
   compare::DataLoaderFunc data_loader() const;
   // Saves the feeds when --save-inputs is given.
   void save_inputs(const std::vector<NamedTensors>& feeds) const;
+
+  // --gen-script: the "# Data Loader" section; returns the keyword arguments Comparator.run takes
+  // from this group (warm_up=, data_loader=, save_inputs_path=), in Polygraphy's order.
+  std::vector<std::string> add_to_script(GeneratedScript& script) const;
 
  private:
   std::vector<NamedTensors> load_input_files(const TensorMetadata& metadata) const;

@@ -27,6 +27,7 @@ class ModelArgs {
   // `options` with this command line's --external-data-dir.
   onnx::LoadOptions load_options(onnx::LoadOptions options = {}) const;
   const std::string& path() const { return path_; }
+  const std::string& external_data_dir() const { return external_data_dir_; }
   bool shape_inference() const { return !no_shape_inference_; }
 
  private:

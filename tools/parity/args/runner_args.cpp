@@ -1,5 +1,8 @@
 #include "args/runner_args.h"
 
+#include <fmt/format.h>
+
+#include "args/generated_script.h"
 #include "parity/core/error.h"
 #include "parity/runtime/onnxrt_runner.h"
 #include "parity/runtime/openvino_runner.h"
@@ -79,6 +82,77 @@ std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const run
     }
   }
   return runners;
+}
+
+void RunnerArgs::add_to_script(GeneratedScript& script, const ScriptModel& model) const {
+  std::vector<std::string> loaders, runners, names;
+  const bool edits = model.outputs.mode != runtime::IntermediateOutputs::Mode::kNone || !model.exclude_outputs.empty();
+  // ONNX Runtime alone, on the unchanged model, takes the path (as Polygraphy's scripts do).
+  const bool onnx_loader = edits || ref_count_ > 0 || openvino_count_ > 0 || !model.external_data_dir.empty();
+  std::string onnx_model = python_string(model.path);
+  if (onnx_loader) {
+    script.add_import("parity.backend.onnx", "OnnxFromPath");
+    loaders.push_back(model.external_data_dir.empty()
+                          ? fmt::format("load_onnx = OnnxFromPath({})", onnx_model)
+                          : fmt::format("load_onnx = OnnxFromPath({}, external_data_dir={})", onnx_model,
+                                        python_string(model.external_data_dir)));
+    onnx_model = "load_onnx";
+    if (edits) {
+      script.add_import("parity.backend.onnx", "ModifyOutputs as ModifyOnnxOutputs");
+      std::vector<std::string> arguments{"load_onnx"};
+      if (model.outputs.mode == runtime::IntermediateOutputs::Mode::kAll) {
+        script.add_import("parity", "constants");
+        arguments.push_back("outputs=constants.MARK_ALL");
+      } else if (model.outputs.mode == runtime::IntermediateOutputs::Mode::kList) {
+        arguments.push_back("outputs=" + python_string_list(model.outputs.names));
+      }
+      if (!model.exclude_outputs.empty()) arguments.push_back("exclude_outputs=" + python_string_list(model.exclude_outputs));
+      loaders.push_back(fmt::format("modify_outputs = ModifyOnnxOutputs({})", fmt::join(arguments, ", ")));
+      onnx_model = "modify_outputs";
+    }
+  }
+  if (onnxrt_count_ > 0) {
+    script.add_import("parity.backend.onnxrt", "OnnxrtRunner");
+    script.add_import("parity.backend.onnxrt", "SessionFromOnnx");
+    std::string source = onnx_model;
+    if (onnx_loader) {
+      script.add_import("parity.backend.onnx", "BytesFromOnnx");
+      loaders.push_back(fmt::format("serialize_onnx = BytesFromOnnx({})", onnx_model));
+      source = "serialize_onnx";
+    }
+    loaders.push_back(providers_.empty() ? fmt::format("build_onnxrt_session = SessionFromOnnx({})", source)
+                                         : fmt::format("build_onnxrt_session = SessionFromOnnx({}, providers={})",
+                                                       source, python_string_list(providers_)));
+  }
+  if (ref_precision_ != "fp32") script.cannot_express("--ref-precision " + ref_precision_);
+  for (const char* flag : {"--ort-opt-level", "--ort-intra-op-threads", "--ort-library", "--ort-layerwise-budget",
+                           "--ort-profile"})
+    if (app_->count(flag)) script.cannot_express(flag);
+  if (openvino_count_ > 0) script.cannot_express("--openvino");
+  for (const CLI::Option* option : app_->parse_order()) {
+    if (option == ref_flag_) {
+      script.add_import("parity.backend.ref", "RefRunner");
+      runners.push_back(fmt::format("    RefRunner({}),", onnx_model));
+      names.push_back("the reference interpreter");
+    } else if (option == onnxrt_flag_) {
+      runners.push_back("    OnnxrtRunner(build_onnxrt_session),");
+      names.push_back("ONNX-Runtime");
+    }
+  }
+  if (names.size() == 1) script.add_summary(fmt::format("This script runs {} using {}.", model.path, names[0]));
+  if (names.size() > 1) {
+    std::vector<std::string> first(names.begin(), names.end() - 1);
+    script.add_summary(fmt::format("This script compares {} between {} and {}.", model.path, fmt::join(first, ", "),
+                                   names.back()));
+  }
+  if (!loaders.empty()) script.add_section("Loaders", loaders);
+  if (runners.empty()) {
+    script.add_section("Runners", {"runners = []"});
+  } else {
+    runners.insert(runners.begin(), "runners = [");
+    runners.push_back("]");
+    script.add_section("Runners", runners);
+  }
 }
 
 }  // namespace parity::cli

@@ -14,6 +14,8 @@
 
 namespace parity::cli {
 
+class GeneratedScript;
+
 class RunnerArgs {
  public:
   void add_to(CLI::App& app);
@@ -24,8 +26,19 @@ class RunnerArgs {
   // runners can run (others: InvalidInputError).
   std::vector<std::unique_ptr<runtime::Runner>> make_runners(const runtime::ModelLoader& model,
                                                              const std::string& compiled_file = "") const;
+  // How many runners the command line selects.
+  int runner_count() const { return ref_count_ + onnxrt_count_ + openvino_count_; }
   // The flags that select runners, for messages ("--ref, --onnxrt").
   static const char* runner_flags() { return "--ref, --onnxrt, --openvino"; }
+  // --gen-script: what the loaders start from and change before the runners get the model.
+  struct ScriptModel {
+    std::string path;
+    std::string external_data_dir;
+    runtime::IntermediateOutputs outputs;    // --onnx-outputs
+    std::vector<std::string> exclude_outputs;  // --onnx-exclude-outputs
+  };
+  // The "# Loaders" and "# Runners" sections (runners in command-line order) and the summary line.
+  void add_to_script(GeneratedScript& script, const ScriptModel& model) const;
   // The --ov-* options (--ov-outputs for the layerwise comparison).
   const OpenvinoArgs& openvino() const { return openvino_; }
 

@@ -20,6 +20,7 @@
 #include "args/comparison_args.h"
 #include "args/compute_args.h"
 #include "args/data_loader_args.h"
+#include "args/generated_script.h"
 #include "args/model_args.h"
 #include "args/output_marks.h"
 #include "args/runner_args.h"
@@ -64,9 +65,15 @@ class RunCommand : public Command {
         ->group(inference);
     comparison_.add_to(app);
     compute_.add_to(app);
+    app.add_option("--gen-script,--gen", gen_script_,
+                   "Write a Python script (Parity's Python API) that does what this command would do, to this path "
+                   "('-' for standard output), instead of running it")
+        ->group("Script Generation");
+    app_ = &app;
   }
 
   int run() override {
+    if (!gen_script_.empty()) return write_script();
     return run_with_verdict([this] { return execute(); });
   }
 
@@ -159,6 +166,43 @@ class RunCommand : public Command {
                                                   data_loader, options);
     results[live_slot] = run.results[0];
     return run;
+  }
+
+  // --gen-script: the same job as a Python script over Parity's Python API (Polygraphy's layout).
+  int write_script() {
+    parse_arguments();
+    GeneratedScript script;
+    for (const char* flag : {"--layerwise-worst", "--report", "--stats-style", "--threads", "--shape-inference",
+                             "--check"})
+      if (app_->count(flag)) script.cannot_express(flag);
+    if (runtime::is_openvino_compiled_file(model_.path()) || std::filesystem::path(model_.path()).extension() == ".ovc")
+      script.cannot_express("a compiled OpenVINO model (" + model_.path() + ")");
+    if (!comparison_.load_outputs().empty())
+      script.add_summary(fmt::format("It will check against outputs stored in {}", fmt::join(comparison_.load_outputs(), ", ")));
+    auto run_arguments = data_loader_.add_to_script(script);
+    RunnerArgs::ScriptModel model{model_.path(), model_.external_data_dir(), intermediates_, onnx_exclude_outputs_};
+    runners_.add_to_script(script, model);
+    run_arguments.insert(run_arguments.begin(), "runners");
+    script.add_import("parity.comparator", "Comparator");
+    script.add_section("Runner Execution", {fmt::format("results = Comparator.run({})", fmt::join(run_arguments, ", "))});
+    if (!save_outputs_.empty()) script.add_section("Save results", {fmt::format("results.save({})", python_string(save_outputs_))});
+    const std::size_t results = runners_.runner_count() + comparison_.load_outputs().size();
+    comparison_.add_to_script(script, results > 1 || !comparison_.load_outputs().empty());
+    if (!script.inexpressible().empty())
+      raise<InvalidInputError>("--gen-script: Parity's Python API cannot express {} yet; run the command itself, or "
+                               "generate the script without {} and add {} by hand",
+                               fmt::join(script.inexpressible(), ", "),
+                               script.inexpressible().size() == 1 ? "that flag" : "those flags",
+                               script.inexpressible().size() == 1 ? "it" : "them");
+    std::string text = script.text(command_line());
+    if (gen_script_ == "-") {
+      fmt::print("{}", text);
+      std::fflush(stdout);
+    } else {
+      write_file_atomic(gen_script_, text);
+      log::info("Writing script to: {}", gen_script_);
+    }
+    return 0;
   }
 
   bool execute() {
@@ -283,6 +327,8 @@ class RunCommand : public Command {
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
   std::string save_outputs_;
+  std::string gen_script_;
+  CLI::App* app_ = nullptr;
 
   // Parsed.
   std::set<std::string> excluded_;
