@@ -184,9 +184,7 @@ void ComparisonArgs::add_to_script(GeneratedScript& script, bool compared) const
     std::string function;
     std::vector<std::string> arguments;
     if (!compare_func_script_.empty()) {
-      auto spec = parse_script_spec(compare_func_script_, "compare_outputs");
-      script.add_import("parity.backend.common", "invoke_from_script");
-      function = fmt::format("invoke_from_script({}, name={})", python_string(spec.path), python_string(spec.function));
+      script.cannot_express("--compare-func-script");
     } else {
       script.add_import("parity.comparator", "CompareFunc");
       if (compare_func_ == "simple") {
@@ -216,6 +214,7 @@ void ComparisonArgs::add_to_script(GeneratedScript& script, bool compared) const
         if (!snr_tolerance_.empty()) arguments.push_back("snr_tolerance=" + python_per_output_dict(snr_tolerance_, number));
         if (fail_fast_) arguments.push_back("fail_fast=True");
       }
+      if (style_ == compare::StatisticsStyle::kPolygraphy) arguments.push_back("statistics_style='polygraphy'");
       function = fmt::format("CompareFunc.{}({})", compare_func_, fmt::join(arguments, ", "));
     }
     std::vector<std::string> accuracy{"compare_func=compare_func"};

@@ -1,5 +1,8 @@
 #include "args/openvino_args.h"
 
+#include <fmt/format.h>
+
+#include "args/generated_script.h"
 #include "args/output_marks.h"
 #include "args/tensor_meta_parse.h"
 #include "parity/core/error.h"
@@ -68,6 +71,21 @@ void OpenvinoArgs::parse(int openvino_runners) {
              !exclude_outputs_.empty() || profile_layers_ != 0;
   if (any && openvino_runners == 0)
     raise<InvalidInputError>("the --ov-* options need an OpenVINO runner (--openvino)");
+}
+
+std::string OpenvinoArgs::add_to_script(GeneratedScript& script) const {
+  std::string arguments;
+  if (!precision_.empty()) arguments += ", precision=" + python_string(precision_);
+  if (threads_ >= 0) arguments += fmt::format(", threads={}", threads_);
+  if (!perf_hint_.empty()) arguments += ", performance_hint=" + python_string(perf_hint_);
+  if (!cache_dir_.empty()) arguments += ", cache_dir=" + python_string(cache_dir_);
+  for (auto [flag, given] : {std::pair{"--ov-min-shapes", !min_shapes_.empty()},
+                             std::pair{"--ov-opt-shapes", !opt_shapes_.empty()},
+                             std::pair{"--ov-max-shapes", !max_shapes_.empty()}, std::pair{"--ov-outputs", !outputs_.empty()},
+                             std::pair{"--ov-exclude-outputs", !exclude_outputs_.empty()},
+                             std::pair{"--ov-profile-layers", profile_layers_ != 0}})
+    if (given) script.cannot_express(flag);
+  return arguments;
 }
 
 }  // namespace parity::cli

@@ -12,6 +12,8 @@
 
 namespace parity::cli {
 
+class GeneratedScript;
+
 class OpenvinoArgs {
  public:
   void add_to(CLI::App& app);
@@ -20,6 +22,9 @@ class OpenvinoArgs {
   // Checks the values (before anything runs); `openvino_runners`: how many --openvino were given.
   void parse(int openvino_runners);
   runtime::OpenvinoOptions options() const { return options_; }
+  // --gen-script: the OpenVINORunner keyword arguments (", precision='bf16', ..."); the flags the
+  // Python API cannot express are refused through `script`.
+  std::string add_to_script(GeneratedScript& script) const;
   // --ov-outputs as parsed (none when not given), for the layerwise comparison.
   const runtime::IntermediateOutputs& outputs() const { return options_.outputs; }
   const std::vector<std::string>& exclude_outputs() const { return options_.exclude_outputs; }

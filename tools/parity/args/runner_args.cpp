@@ -120,23 +120,30 @@ void RunnerArgs::add_to_script(GeneratedScript& script, const ScriptModel& model
       loaders.push_back(fmt::format("serialize_onnx = BytesFromOnnx({})", onnx_model));
       source = "serialize_onnx";
     }
-    loaders.push_back(providers_.empty() ? fmt::format("build_onnxrt_session = SessionFromOnnx({})", source)
-                                         : fmt::format("build_onnxrt_session = SessionFromOnnx({}, providers={})",
-                                                       source, python_string_list(providers_)));
+    std::vector<std::string> session{source};
+    if (!providers_.empty()) session.push_back("providers=" + python_string_list(providers_));
+    if (ort_intra_threads_ > 0) session.push_back(fmt::format("intra_op_threads={}", ort_intra_threads_));
+    if (!ort_opt_level_.empty()) session.push_back("optimization_level=" + python_string(ort_opt_level_));
+    if (!ort_profile_.empty()) session.push_back("profile_prefix=" + python_string(ort_profile_));
+    if (!ort_library_.empty()) session.push_back("library_path=" + python_string(ort_library_));
+    loaders.push_back(fmt::format("build_onnxrt_session = SessionFromOnnx({})", fmt::join(session, ", ")));
   }
-  if (ref_precision_ != "fp32") script.cannot_express("--ref-precision " + ref_precision_);
-  for (const char* flag : {"--ort-opt-level", "--ort-intra-op-threads", "--ort-library", "--ort-layerwise-budget",
-                           "--ort-profile"})
-    if (app_->count(flag)) script.cannot_express(flag);
-  if (openvino_count_ > 0) script.cannot_express("--openvino");
+  // Streamed layerwise runs only: the script holds its results, whatever the budget.
+  if (app_->count("--ort-layerwise-budget")) script.cannot_express("--ort-layerwise-budget");
+  std::string openvino_arguments;
+  if (openvino_count_ > 0) openvino_arguments = openvino_.add_to_script(script);
   for (const CLI::Option* option : app_->parse_order()) {
     if (option == ref_flag_) {
       script.add_import("parity.backend.ref", "RefRunner");
-      runners.push_back(fmt::format("    RefRunner({}),", onnx_model));
+      runners.push_back(fmt::format("    RefRunner({}{}),", onnx_model, ref_precision_ == "fp64" ? ", fp64=True" : ""));
       names.push_back("the reference interpreter");
     } else if (option == onnxrt_flag_) {
       runners.push_back("    OnnxrtRunner(build_onnxrt_session),");
       names.push_back("ONNX-Runtime");
+    } else if (option == openvino_flag_) {
+      script.add_import("parity.backend.openvino", "OpenVINORunner");
+      runners.push_back(fmt::format("    OpenVINORunner({}{}),", onnx_model, openvino_arguments));
+      names.push_back("OpenVINO");
     }
   }
   if (names.size() == 1) script.add_summary(fmt::format("This script runs {} using {}.", model.path, names[0]));

@@ -172,8 +172,7 @@ class RunCommand : public Command {
   int write_script() {
     parse_arguments();
     GeneratedScript script;
-    for (const char* flag : {"--layerwise-worst", "--report", "--stats-style", "--threads", "--shape-inference",
-                             "--check"})
+    for (const char* flag : {"--layerwise-worst", "--report", "--threads", "--shape-inference", "--check"})
       if (app_->count(flag)) script.cannot_express(flag);
     if (runtime::is_openvino_compiled_file(model_.path()) || std::filesystem::path(model_.path()).extension() == ".ovc")
       script.cannot_express("a compiled OpenVINO model (" + model_.path() + ")");
