@@ -7,25 +7,10 @@
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/debug/quiet_below_verbose.h"
 
 namespace parity::debug {
 namespace {
-
-// Below --verbose, the Comparator's own lines (activation, metadata, comparison blocks and their
-// FAILED lines) are hidden while a candidate runs: the search logs one line per candidate instead,
-// and a candidate that cannot run becomes a failing verdict naming the error.
-class QuietBelowVerbose {
- public:
-  QuietBelowVerbose() : saved_(Logger::global().severity()) {
-    if (saved_ >= Severity::kInfo) Logger::global().set_severity(Severity::kCritical);
-  }
-  ~QuietBelowVerbose() { Logger::global().set_severity(saved_); }
-  QuietBelowVerbose(const QuietBelowVerbose&) = delete;
-  QuietBelowVerbose& operator=(const QuietBelowVerbose&) = delete;
-
- private:
-  Severity saved_;
-};
 
 // NaN counts as the largest error.
 bool worse(double candidate, double current) {
