@@ -128,6 +128,7 @@ void SplitPrecisionRunner::activate_impl() {
   runners_.clear();
   runners_.resize(segments_.size());
   input_names_.assign(segments_.size(), {});
+  input_shapes_.assign(segments_.size(), {});
 }
 
 // The names the segment's runner knows its inputs by, in the subgraph's input order. OpenVINO may
@@ -160,19 +161,12 @@ TensorMetadata SplitPrecisionRunner::input_metadata_impl() { return onnx::graph_
 std::unique_ptr<runtime::Runner> SplitPrecisionRunner::build_segment(const SplitSegment& segment,
                                                                      const NamedTensors& values) {
   onnx::Model part{std::make_shared<::onnx::ModelProto>(*fp32_.proto), fp32_.path, fp32_.base_dir};
-  const auto infos = onnx::known_value_infos(part->graph());
   std::vector<onnx::ExtractTensor> inputs, outputs;
   for (const auto& name : segment.inputs) {
     auto value = std::find_if(values.begin(), values.end(), [&](const auto& entry) { return entry.first == name; });
-    onnx::ExtractTensor input{name, value->second.dtype(), std::nullopt};
-    if (auto info = infos.find(name); info != infos.end() && info->second.shape) {
-      input.shape = info->second.shape;
-    } else {
-      std::vector<Dim> dims;
-      for (int64_t extent : value->second.shape()) dims.push_back(Dim::fixed(extent));
-      input.shape = std::move(dims);
-    }
-    inputs.push_back(std::move(input));
+    std::vector<Dim> dims;
+    for (int64_t extent : value->second.shape()) dims.push_back(Dim::fixed(extent));
+    inputs.push_back({name, value->second.dtype(), std::move(dims)});
   }
   for (const auto& name : segment.outputs) outputs.push_back({name, std::nullopt, std::nullopt});
   onnx::extract_subgraph(*part, inputs, outputs);
@@ -191,9 +185,14 @@ NamedTensors SplitPrecisionRunner::infer_impl(const NamedTensors& feed) {
   };
   for (std::size_t index = 0; index < segments_.size(); ++index) {
     const auto& segment = segments_[index];
-    if (!runners_[index]) {
+    std::vector<Shape> shapes;
+    for (const auto& name : segment.inputs)
+      if (auto value = find(name); value != values.end()) shapes.push_back(value->second.shape());
+    if (!runners_[index] || shapes != input_shapes_[index]) {
+      if (runners_[index] && runners_[index]->is_active()) runners_[index]->deactivate();
       runners_[index] = build_segment(segment, values);
       input_names_[index] = runner_input_names(*runners_[index], segment);
+      input_shapes_[index] = std::move(shapes);
     }
     NamedTensors segment_feed;
     for (std::size_t input = 0; input < segment.inputs.size(); ++input) {

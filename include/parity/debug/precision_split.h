@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "parity/core/shape.h"
 #include "parity/debug/precision_candidate.h"
 #include "parity/onnx/model.h"
 #include "parity/runtime/loader.h"
@@ -54,9 +55,10 @@ std::vector<SplitSegment> split_segments(const onnx::Model& fp32, const SplitSea
                                          const std::vector<std::size_t>& kept);
 
 // Runs the model as its segments, each on its own runner, handing tensors across. Each segment's
-// subgraph is cut out and its runner activated at the first inference (the dims of a tensor that
-// shape inference left unknown come from the tensor handed across). Returns the graph outputs only
-// (no intermediates, no tensor callback).
+// subgraph is cut out and its runner activated at the first inference, with its inputs' shapes fixed
+// to those of the tensors handed across (OpenVINO compiles static shapes faster, and some of its CPU
+// kernels refuse dynamic ones); a later feed of other shapes builds it again. Returns the graph
+// outputs only (no intermediates, no tensor callback).
 class SplitPrecisionRunner : public runtime::Runner {
  public:
   SplitPrecisionRunner(onnx::Model fp32, std::vector<SplitSegment> segments, PrecisionRunnerFactory make_runner);
@@ -79,6 +81,7 @@ class SplitPrecisionRunner : public runtime::Runner {
   PrecisionRunnerFactory make_runner_;
   std::vector<std::unique_ptr<runtime::Runner>> runners_;  // per segment, built at the first inference
   std::vector<std::vector<std::string>> input_names_;       // per segment: its runner's names of its inputs
+  std::vector<std::vector<Shape>> input_shapes_;            // per segment: the shapes it was built for
 };
 
 // "OpenVINO at f32: nodes 0-11 ('head_0' .. 'head_11') | bf16: 12-40 ...": segments for messages.
