@@ -113,11 +113,12 @@ def test_names_the_planted_node(run_parity, tmp_path, mode, direction):
     assert_passes_on_ref(run_parity, model, fixed, tmp_path)
 
 
-def cancellation_model(path, length=12):
+def cancellation_model(path, length=12, head_length=None):
     """x -> chain -> offset (+1000) -> cancel (-1000) -> chain -> y. In bfloat16 (8 bits of mantissa)
-    1000 + x keeps x only to the nearest multiple of 4: the subtraction cancels to 0 or 4."""
+    1000 + x keeps x only to the nearest multiple of 4: the subtraction cancels to 0 or 4. The tail chain
+    halves an error every third node, so it stays short; `head_length` (default `length`) may be longer."""
     nodes, initializers = [], []
-    current = chain(nodes, initializers, "x", "head", length)
+    current = chain(nodes, initializers, "x", "head", length if head_length is None else head_length)
     initializers.append(helper.make_tensor("thousand", TensorProto.FLOAT, [1], [1000.0]))
     nodes += [helper.make_node("Add", [current, "thousand"], ["offset_out"], name="offset"),
               helper.make_node("Sub", ["offset_out", "thousand"], ["cancel_out"], name="cancel")]
@@ -133,11 +134,12 @@ def cancellation_model(path, length=12):
 @pytest.mark.parametrize("direction", ["forward", "reverse"])
 def test_bfloat16_cancellation(run_parity, tmp_path, direction):
     model = tmp_path / "cancellation.onnx"
-    cancellation_model(model)
+    cancellation_model(model, head_length=84)  # 99 nodes
     keep, fixed = tmp_path / "keep.txt", tmp_path / "fixed.onnx"
     result = debug_precision(run_parity, model, "--ref", "--bf16", "--direction", direction, *TOLERANCES,
                              "--save-keep-list", keep, "-o", fixed)
     assert result.returncode == 0, result.describe()
+    assert "Searching 99 node(s)" in result.output, result.describe()
     # The sum must stay float32 and so must the subtraction reading it (a float32 tensor read by a
     # bfloat16 node would be rounded on the way in).
     assert kept_names(keep) == ["offset", "cancel"], result.describe()
@@ -233,6 +235,7 @@ def test_check_that_always_passes_or_fails(run_parity, tmp_path):
     result = debug_precision(run_parity, model, "--iter-artifact", artifact, "--check", "sh", "-c", "exit 3")
     assert result.returncode == 1, result.describe()
     assert "fails even with all" in result.output and "status 3" in result.output
+    assert len(result.lines("[I] Iteration ")) == 2  # said after keep none and keep all
 
 
 def test_model_that_passes_in_float16(run_parity, tmp_path):
