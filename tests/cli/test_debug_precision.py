@@ -398,3 +398,62 @@ def test_openvino_keep_fp32_and_bad_input(run_parity, tmp_path):
     if "amx_fp16" in flags or "avx512_fp16" in flags:
         pytest.skip("this CPU infers f16 in OpenVINO")
     assert_one_error(debug_precision(run_parity, model, "--openvino", "--fp16"), "cannot run", "in f16 on this CPU")
+
+
+def pow_and_exp_model(path, length=30):
+    """The issue's planted float16 overflows in a 100-node model: a Pow squaring values of 300-600 (above
+    65504) before a Sqrt brings them back, and a log-sum-exp whose Exp (of 12-13) and ReduceSum exceed 65504
+    before the Log brings them back. Returns (pow_block, exp_block): the nodes of each."""
+    nodes, initializers = [], []
+    current = chain(nodes, initializers, "x", "head", length)
+    for name, value in (("one", [1.0]), ("three_hundred", [300.0]), ("two", [2.0]), ("twelve", [12.0])):
+        initializers.append(helper.make_tensor(name, TensorProto.FLOAT, [1], value))
+    initializers.append(helper.make_tensor("last_axis", TensorProto.INT64, [1], [-1]))
+    nodes += [
+        helper.make_node("Add", [current, "one"], ["shifted"], name="shift"),
+        helper.make_node("Mul", ["shifted", "three_hundred"], ["scaled"], name="scale"),
+        helper.make_node("Pow", ["scaled", "two"], ["powered"], name="power"),
+        helper.make_node("Sqrt", ["powered"], ["rooted"], name="root"),
+    ]
+    current = chain(nodes, initializers, "rooted", "middle", length)
+    nodes += [
+        helper.make_node("Add", [current, "twelve"], ["exponent"], name="exponent_shift"),
+        helper.make_node("Exp", ["exponent"], ["exponential"], name="exponential"),
+        helper.make_node("ReduceSum", ["exponential", "last_axis"], ["summed"], name="sum", keepdims=1),
+        helper.make_node("Log", ["summed"], ["log_sum"], name="log"),
+        helper.make_node("Add", [current, "log_sum"], ["combined"], name="combine"),
+    ]
+    current = chain(nodes, initializers, "combined", "tail", length)
+    nodes.append(helper.make_node("Identity", [current], ["y"], name="output"))
+    graph = helper.make_graph(nodes, "pow_exp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(path))
+    return len(nodes)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse"])
+def test_pow_before_sqrt_and_exp_before_reduction(run_parity, tmp_path, direction):
+    """k = 3 planted nodes produce values above 65504 (the Pow, the Exp, the ReduceSum). Without the default
+    list the search must keep them and the nodes reading their results (a float32 result read by a float16
+    node is cast to float16 on the way in): Sqrt and Log, 5 <= 2k nodes. With the default list (which keeps
+    Pow, Exp and ReduceSum) only the readers remain."""
+    model = tmp_path / "pow_exp.onnx"
+    assert pow_and_exp_model(model) == 100
+    keep, fixed = tmp_path / "keep.txt", tmp_path / "fixed.onnx"
+    result = debug_precision(run_parity, model, "--ref", "--no-default-keep", "--direction", direction, *TOLERANCES,
+                             "--save-keep-list", keep, "-o", fixed)
+    assert result.returncode == 0, result.describe()
+    assert kept_names(keep) == ["power", "root", "exponential", "sum", "log"], result.describe()
+    steps = len(result.lines("[I] Iteration "))
+    assert steps <= 2 + 5 * (int(np.ceil(np.log2(100))) + 1), steps  # k = 5 kept: 40 checks here
+    golden = tmp_path / "golden.json"
+    assert run_parity("run", model, "--ref", "--save-outputs", golden).returncode == 0
+    result = run_parity("run", fixed, "--ref", "--load-outputs", golden, *TOLERANCES)
+    assert result.returncode == 0, result.describe()
+    result = debug_precision(run_parity, model, "--ref", "--direction", direction, *TOLERANCES,
+                             "--save-keep-list", keep)
+    assert result.returncode == 0, result.describe()
+    assert kept_names(keep) == ["root", "log"], result.describe()
