@@ -33,6 +33,8 @@ class Search {
         result.final_verdict = result.none_kept;
       } else if (!evaluate(prefix(count_), "keep all").passed) {
         result.outcome = PrecisionSearchResult::Outcome::kFailsWithAllKept;
+      } else if (result.none_kept.error) {
+        result.outcome = PrecisionSearchResult::Outcome::kCannotRunReduced;
       } else {
         std::size_t boundary = find_boundary();
         if (options_.narrow) narrow(boundary);

@@ -158,6 +158,21 @@ def test_onnxrt_computes_float16_ops_in_float32(run_parity, tmp_path):
     assert "nothing to keep" in result.output
 
 
+def test_runner_that_cannot_run_the_reduced_model(run_parity, tmp_path):
+    """ONNX Runtime's CPU build has no bfloat16 arithmetic kernels: the model with nothing kept does not load,
+    the one with every node kept passes. That is the answer after two checks, not a search for the nodes that
+    make it load."""
+    model = tmp_path / "cancellation.onnx"
+    cancellation_model(model)
+    report = tmp_path / "report.json"
+    result = debug_precision(run_parity, model, "--onnxrt", "--bf16", *TOLERANCES, "--report", report)
+    assert result.returncode == 1, result.describe()
+    error = result.lines("[E] ")[0]
+    assert "cannot run the bfloat16 model" in error and "cannot change this model's precision" in error, error
+    assert len(result.lines("[I] Iteration ")) == 2
+    assert json.loads(report.read_text())["outcome"] == "cannot_run_reduced"
+
+
 def test_runner_that_cannot_run_is_an_error(run_parity, tmp_path):
     model = tmp_path / "planted.onnx"
     planted_model(model)

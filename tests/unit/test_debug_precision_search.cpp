@@ -72,6 +72,21 @@ TEST(PrecisionSearch, NothingToKeepStopsAfterOneCheck) {
   EXPECT_EQ(steps[0].phase, "keep none");
 }
 
+TEST(PrecisionSearch, ReducedModelThatCannotRunStopsAfterTwoChecks) {
+  // Only the candidate keeping every node runs (a runner without kernels for the reduced type):
+  // not a search over which nodes make it load.
+  int calls = 0;
+  auto result = search_precision(10, [&](const std::vector<std::size_t>& kept) {
+    ++calls;
+    if (kept.size() == 10) return CandidateVerdict{true, "matched"};
+    return CandidateVerdict{false, "the candidate did not run", true};
+  });
+  EXPECT_EQ(result.outcome, PrecisionSearchResult::Outcome::kCannotRunReduced);
+  EXPECT_EQ(calls, 2);
+  EXPECT_TRUE(result.kept.empty());
+  EXPECT_TRUE(result.none_kept.error);
+}
+
 TEST(PrecisionSearch, AlwaysFailingCheckStopsAfterTwoChecks) {
   int calls = 0;
   auto result = search_precision(10, [&](const std::vector<std::size_t>&) {

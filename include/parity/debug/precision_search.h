@@ -4,7 +4,10 @@
 // passing candidate fail (the monotonicity Polygraphy's `debug precision` assumes too).
 //
 //   1. Keep nothing: a pass means nothing needs to be kept. Keep everything: a failure means no
-//      keep list can help (the check is broken, or the error does not come from precision).
+//      keep list can help (the check is broken, or the error does not come from precision). When
+//      the candidate keeping nothing could not run at all (CandidateVerdict::error) but the one
+//      keeping everything passes, the runner cannot run the reduced-precision model: that is the
+//      answer, not a search over which nodes make it load.
 //   2. The boundary: the shortest prefix (forward) or suffix (reverse) of the order that passes,
 //      by bisection (about log2 N checks) or linearly (one node more each time).
 //   3. Narrowing (unless disabled): the prefix's last node is needed (one node fewer fails).
@@ -55,6 +58,7 @@ struct PrecisionSearchResult {
     kFound,             // `kept` passes
     kFailsWithAllKept,  // keeping every node fails: nothing to find
     kIterationLimit,    // stopped at max_iterations: `kept` passes but may be larger than needed
+    kCannotRunReduced,  // keeping nothing could not run (none_kept.error), keeping everything passes
   };
   Outcome outcome = Outcome::kFound;
   std::vector<std::size_t> kept;  // ascending positions; empty unless kFound/kIterationLimit

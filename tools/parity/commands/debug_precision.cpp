@@ -362,6 +362,16 @@ class DebugPrecisionCommand : public Command {
       write_report(result, kept, steps, precision);
       return false;
     }
+    if (result.outcome == Outcome::kCannotRunReduced) {
+      // A runner that cannot run the reduced model at all (ONNX Runtime's CPU build and bfloat16
+      // arithmetic): which nodes make it load is not a precision question.
+      log::error("The runner cannot run the {} model ({}), while with all {} searched node(s) kept in float32 it "
+                 "passes: it cannot change this model's precision, so there is nothing to search. Search on --ref "
+                 "(every op in {}), or on a runner that runs {}",
+                 precision, result.none_kept.detail, total, precision, precision);
+      write_report(result, kept, steps, precision);
+      return false;
+    }
     if (result.outcome == Outcome::kNothingToKeep) {
       log::info("The {} model passes with no node kept in float32 ({}): nothing to keep", precision,
                 result.none_kept.detail);
@@ -470,7 +480,8 @@ class DebugPrecisionCommand : public Command {
                     const std::vector<debug::PrecisionSearchStep>& steps, std::string_view precision,
                     const onnx::Model* model = nullptr) const {
     if (comparison_.report().empty()) return;
-    static const char* kOutcomes[] = {"nothing_to_keep", "found", "fails_with_all_kept", "iteration_limit"};
+    static const char* kOutcomes[] = {"nothing_to_keep", "found", "fails_with_all_kept", "iteration_limit",
+                                      "cannot_run_reduced"};
     nlohmann::ordered_json report;
     report["model"] = model_.path();
     report["precision"] = precision;
