@@ -188,8 +188,11 @@ def test_two_planted_nodes_iterations_near_k_log2_n(run_parity, tmp_path):
     assert result.returncode == 0, result.describe()
     assert kept_names(keep) == planted
     summary = json.loads(report.read_text())
-    assert summary["outcome"] == "found"
+    assert summary["outcome"] == "found" and summary["mechanism"] == "graph"
     assert [node["name"] for node in summary["kept"]] == planted
+    # The speed cost on the runner under test (ref: float16 is emulated, so only its presence is checked).
+    assert set(summary["latency_ms"]) == {"runs", "none_kept", "kept", "all_kept"}, summary["latency_ms"]
+    assert "with the 2 node(s) found kept" in result.output
     searched = int(re.search(r"Searching (\d+) node\(s\)", result.output).group(1))
     # keep none, keep all, the boundary, then one bisection per further node and a final check.
     assert summary["iterations"] <= 2 + 3 * (int(np.ceil(np.log2(searched))) + 1), summary["iterations"]
@@ -232,6 +235,7 @@ def test_check_command(run_parity, parity_bin, tmp_path):
     assert result.returncode == 0, result.describe()
     assert kept_names(keep) == planted
     assert "the check exited with status" in result.output
+    assert "Latency" not in result.output  # no runner to time
     # --fail-regex: a command that always exits 0 but prints the word FAILED fails.
     result = debug_precision(run_parity, model, "--fail-regex", "FAIL", "--iter-artifact", artifact,
                              "--check", "echo", "FAILED")
