@@ -403,6 +403,20 @@ def test_openvino_bf16_split_names_the_planted_matmuls(run_parity, tmp_path, dir
                      result.output), result.describe()
 
 
+def test_openvino_bf16_split_linear_mode(run_parity, tmp_path):
+    """Linear narrowing drops nodes one at a time, which cuts the model at many places; some subgraphs then
+    start after identity-like nodes OpenVINO removes (x * 0.5 * 2), naming their input after a later tensor:
+    inputs are handed across by position."""
+    model = tmp_path / "planted.onnx"
+    planted = openvino_planted_model(model, planted=("first",))
+    keep = tmp_path / "keep.txt"
+    result = debug_precision(run_parity, model, "--openvino", "--bf16", "--mode", "linear", "--direction", "reverse",
+                             *TOLERANCES, "--save-keep-list", keep, "--latency-runs", "0")
+    assert result.returncode == 0, result.describe()
+    assert kept_names(keep) == planted, result.describe()
+    assert "did not run" not in result.output, result.describe()
+
+
 def test_openvino_keep_fp32_and_bad_input(run_parity, tmp_path):
     model = tmp_path / "planted.onnx"
     openvino_planted_model(model, planted=("first",))
