@@ -23,7 +23,8 @@
 namespace parity::runtime::openvino {
 
 // Bumped whenever anything in this header changes: a module from another build is refused.
-inline constexpr int kBackendInterfaceVersion = 3;
+// 4: Backend::query_model (which parts of a model OpenVINO can run).
+inline constexpr int kBackendInterfaceVersion = 4;
 
 struct BackendFailure : std::runtime_error {
   enum class Kind { kInvalidInput, kUnsupported, kOther };
@@ -127,6 +128,25 @@ struct OutputBuffer {
   std::shared_ptr<const void> owner;  // keeps `data` alive (an OpenVINO tensor)
 };
 
+// A model to ask OpenVINO about (Backend::query_model): converted by the ONNX frontend, then
+// ov::Core::query_model for the device.
+struct QueryRequest {
+  std::string model_bytes;  // a serialized ONNX ModelProto
+  std::string model_path;   // where external data are relative to
+  std::string device = "CPU";
+};
+
+struct QueryResult {
+  // False when OpenVINO's ONNX frontend refused the model; `conversion_error` then says why.
+  bool converted = false;
+  std::string conversion_error;
+  // The converted model's ops the device does not support (ov::Core::query_model leaves them
+  // out), Parameters, Results and Constants excepted: their ONNX tensor names (the names OpenVINO
+  // keeps on their outputs) and "name (Type)" for messages.
+  std::vector<std::string> unsupported_tensors;
+  std::vector<std::string> unsupported_ops;
+};
+
 class CompiledModel {
  public:
   virtual ~CompiledModel() = default;
@@ -159,6 +179,9 @@ class Backend {
   virtual std::unique_ptr<CompiledModel> compile(const CompileRequest& request) = 0;
   // Imports an exported compiled model; BackendFailure when OpenVINO cannot read it.
   virtual std::unique_ptr<CompiledModel> import_model(const ImportRequest& request) = 0;
+  // Converts the model and asks the device which of its ops it supports. A frontend refusal is an
+  // answer (QueryResult::converted false), not a BackendFailure.
+  virtual QueryResult query_model(const QueryRequest& request) = 0;
 };
 
 }  // namespace parity::runtime::openvino

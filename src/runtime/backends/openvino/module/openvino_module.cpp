@@ -8,6 +8,7 @@
 
 #include "openvino_backend.h"
 #include "openvino_compiled_model.h"
+#include "openvino_support_query.h"
 
 namespace parity::runtime::openvino {
 namespace {
@@ -66,6 +67,10 @@ class OpenvinoBackend : public Backend {
     return guarded([&]() -> std::unique_ptr<CompiledModel> {
       return std::make_unique<GuardedCompiledModel>(std::make_unique<OpenvinoCompiledModel>(core_, request, log_));
     });
+  }
+  QueryResult query_model(const QueryRequest& request) override {
+    std::lock_guard lock(mutex_);
+    return guarded([&] { return query_onnx_model(core_, request); });
   }
   std::unique_ptr<CompiledModel> import_model(const ImportRequest& request) override {
     std::lock_guard lock(mutex_);
