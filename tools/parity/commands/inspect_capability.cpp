@@ -1,0 +1,99 @@
+// `parity inspect capability model.onnx --openvino [-o folder]` (Polygraphy's `inspect capability`
+// with --with-partitioning): which nodes OpenVINO can run, the graph split into maximal supported
+// and unsupported subgraphs in topological order, each saved as a model under Polygraphy's names
+// (supported_subgraph-nodes-A-B.onnx, unsupported_subgraph-nodes-C-D.onnx), and a summary of the
+// unsupported ops with OpenVINO's reasons (also saved as results.txt). The work is the library's
+// (parity/runtime/capability.h); the command parses flags and writes files.
+#include <filesystem>
+#include <system_error>
+
+#include "args/model_args.h"
+#include "command.h"
+#include "parity/core/error.h"
+#include "parity/core/file_io.h"
+#include "parity/core/logger.h"
+#include "parity/onnx/node_range.h"
+#include "parity/runtime/capability.h"
+#include "parity/runtime/openvino_support_query.h"
+
+namespace parity::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+class InspectCapabilityCommand : public Command {
+ public:
+  std::vector<std::string> path() const override { return {"inspect", "capability"}; }
+  std::string description() const override {
+    return "Determine which parts of an ONNX model a backend can run: the graph is partitioned into supported and "
+           "unsupported subgraphs, saved as models, with a summary of the unsupported nodes and the backend's "
+           "reasons";
+  }
+  void add_options(CLI::App& app) override {
+    model_.add_to(app, /*shape_inference_by_default=*/true);
+    app.add_flag("--openvino", openvino_, "Ask OpenVINO (its ONNX frontend and the CPU device's query_model)")
+        ->group("Backend");
+    app.add_option("-o,--output", output_,
+                   "Folder for the subgraphs and results.txt (default: parity_capability_dumps); files of the same "
+                   "names there are replaced")
+        ->group("Save");
+  }
+  int run() override {
+    if (!openvino_)
+      raise<InvalidInputError>("inspect capability asks a backend which nodes it supports: give --openvino (ONNX "
+                               "Runtime's API does not say which nodes an execution provider lacks)");
+    onnx::Model prepared = runtime::prepare_for_partitioning(model_.load());
+    runtime::OpenvinoSupportQuery query;
+    runtime::CapabilityReport report = runtime::analyze_capability(prepared, query);
+
+    // Every subgraph is cut and checked before anything is written.
+    std::vector<std::pair<std::string, onnx::Model>> files;
+    for (const auto& partition : report.partitions) {
+      onnx::Model part = onnx::extract_node_range(prepared, partition.begin, partition.end);
+      try {
+        onnx::check_model(part);
+      } catch (const Error& error) {
+        raise<InternalError>("the subgraph {} fails ONNX's checker: {}", partition.file_name(), error.what());
+      }
+      files.emplace_back(partition.file_name(), std::move(part));
+    }
+    std::string summary = report.summary();
+    write_all(files, summary);
+    log::info("{}", summary);
+    for (const auto& node : report.unsupported)
+      log::verbose("{} ({}), OpenVINO's whole message:\n{}", node.name, node.op_type, node.detail);
+    log::info("Saved {} subgraph(s) and results.txt to {}", files.size(), output_);
+    return 0;
+  }
+
+ private:
+  // Writes the models and results.txt; on a failure removes what this run wrote, then throws.
+  void write_all(const std::vector<std::pair<std::string, onnx::Model>>& files, const std::string& summary) const {
+    std::error_code error;
+    fs::create_directories(output_, error);
+    if (error || !fs::is_directory(output_))
+      raise<FileError>("cannot create the output folder {}: {}", output_,
+                       error ? error.message() : "a file of that name is in the way");
+    std::vector<fs::path> written;
+    try {
+      for (const auto& [name, model] : files) {
+        fs::path path = fs::path(output_) / name;
+        onnx::save_model(model, path);
+        written.push_back(path);
+      }
+      write_file_atomic(fs::path(output_) / "results.txt", summary + "\n");
+    } catch (const Error& failure) {
+      for (const auto& path : written) fs::remove(path, error);
+      raise<FileError>("could not write the subgraphs to {} (nothing left there): {}", output_, failure.what());
+    }
+  }
+
+  ModelArgs model_;
+  bool openvino_ = false;
+  std::string output_ = "parity_capability_dumps";
+};
+
+PARITY_REGISTER_COMMAND(InspectCapabilityCommand);
+
+}  // namespace
+}  // namespace parity::cli
