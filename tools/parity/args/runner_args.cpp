@@ -4,8 +4,10 @@
 
 #include "args/generated_script.h"
 #include "parity/core/error.h"
+#include "parity/runtime/hybrid_runner.h"
 #include "parity/runtime/onnxrt_runner.h"
 #include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino_support_query.h"
 #include "parity/runtime/ref_runner.h"
 
 namespace parity::cli {
@@ -18,6 +20,11 @@ void RunnerArgs::add_to(CLI::App& app) {
   openvino_flag_ = app.add_flag("--openvino", openvino_count_,
                                 "Run OpenVINO on the CPU (repeatable; loaded at activation, see --ov-* options)")
                        ->group(runners);
+  app.add_option("--fallback", fallback_,
+                 "Hybrid run: each --openvino runner runs the subgraphs OpenVINO supports and hands the others "
+                 "(as `inspect capability --openvino` partitions the model) to this runner: ref or onnxrt")
+      ->check(CLI::IsMember({"ref", "onnxrt"}))
+      ->group(runners);
   const char* ref = "Reference Runner";
   app.add_option("--ref-precision", ref_precision_, "Reference interpreter precision: fp32 (default) or fp64")
       ->check(CLI::IsMember({"fp32", "fp64"}))
@@ -52,6 +59,11 @@ void RunnerArgs::parse() {
   if (!ort_profile_.empty() && onnxrt_count_ == 0)
     raise<InvalidInputError>("--ort-profile needs an ONNX Runtime runner (--onnxrt)");
   openvino_.parse(openvino_count_);
+  if (!fallback_.empty() && openvino_count_ == 0)
+    raise<InvalidInputError>("--fallback runs what OpenVINO cannot on another runner: give --openvino");
+  if (!fallback_.empty() && openvino_.outputs().mode != runtime::IntermediateOutputs::Mode::kNone)
+    raise<InvalidInputError>("--ov-outputs marks tensors in one OpenVINO model; a hybrid run (--fallback) runs "
+                             "several: give --onnx-outputs instead");
 }
 
 std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const runtime::ModelLoader& model,
@@ -60,21 +72,42 @@ std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const run
     raise<InvalidInputError>("{} is a compiled OpenVINO model, which only --openvino runs; give --ref and --onnxrt "
                              "the ONNX model (or compare with results saved from it: --load-outputs)",
                              compiled_file);
+  if (!compiled_file.empty() && !fallback_.empty())
+    raise<InvalidInputError>("{} is a compiled OpenVINO model; a hybrid run (--fallback) partitions an ONNX model: "
+                             "give the ONNX model",
+                             compiled_file);
+  auto make_ref = [this](const runtime::ModelLoader& loader) -> std::unique_ptr<runtime::Runner> {
+    runtime::RefOptions options;
+    options.fp64 = ref_precision_ == "fp64";
+    return std::make_unique<runtime::RefRunner>(loader, options);
+  };
+  auto make_onnxrt = [this](const runtime::ModelLoader& loader) -> std::unique_ptr<runtime::Runner> {
+    runtime::OnnxrtOptions options;
+    if (!providers_.empty()) options.providers = providers_;
+    if (!ort_opt_level_.empty()) options.optimization_level = runtime::ort_optimization_level_from_name(ort_opt_level_);
+    options.intra_op_threads = ort_intra_threads_;
+    options.library_path = ort_library_;
+    options.profile_prefix = ort_profile_;
+    options.intermediate_memory_budget = static_cast<std::size_t>(ort_layerwise_budget_mib_) << 20;
+    return std::make_unique<runtime::OnnxrtRunner>(loader, options);
+  };
   std::vector<std::unique_ptr<runtime::Runner>> runners;
   for (const CLI::Option* option : app_->parse_order()) {
     if (option == ref_flag_) {
-      runtime::RefOptions options;
-      options.fp64 = ref_precision_ == "fp64";
-      runners.push_back(std::make_unique<runtime::RefRunner>(model, options));
+      runners.push_back(make_ref(model));
     } else if (option == onnxrt_flag_) {
-      runtime::OnnxrtOptions options;
-      if (!providers_.empty()) options.providers = providers_;
-      if (!ort_opt_level_.empty()) options.optimization_level = runtime::ort_optimization_level_from_name(ort_opt_level_);
-      options.intra_op_threads = ort_intra_threads_;
-      options.library_path = ort_library_;
-      options.profile_prefix = ort_profile_;
-      options.intermediate_memory_budget = static_cast<std::size_t>(ort_layerwise_budget_mib_) << 20;
-      runners.push_back(std::make_unique<runtime::OnnxrtRunner>(model, options));
+      runners.push_back(make_onnxrt(model));
+    } else if (option == openvino_flag_ && !fallback_.empty()) {
+      runtime::OpenvinoOptions options = openvino_.options();
+      runtime::HybridBackend primary{"openvino", [options](const runtime::ModelLoader& loader) {
+                                       return std::make_unique<runtime::OpenvinoRunner>(loader, options);
+                                     }};
+      runtime::HybridBackend fallback{fallback_, nullptr};
+      if (fallback_ == "ref") fallback.make_runner = make_ref;
+      else fallback.make_runner = make_onnxrt;
+      runners.push_back(std::make_unique<runtime::HybridRunner>(
+          model, [] { return std::make_unique<runtime::OpenvinoSupportQuery>(); }, std::move(primary),
+          std::move(fallback)));
     } else if (option == openvino_flag_) {
       runtime::OpenvinoOptions options = openvino_.options();
       options.compiled_file = compiled_file;

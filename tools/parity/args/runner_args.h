@@ -49,6 +49,7 @@ class RunnerArgs {
   CLI::Option* openvino_flag_ = nullptr;
   int ref_count_ = 0, onnxrt_count_ = 0, openvino_count_ = 0;
   OpenvinoArgs openvino_;
+  std::string fallback_;  // --fallback: "ref" or "onnxrt" (--openvino runs hybrid)
   std::string ref_precision_ = "fp32";
   std::vector<std::string> providers_;
   std::string ort_opt_level_;
