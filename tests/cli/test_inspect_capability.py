@@ -1,0 +1,259 @@
+"""`parity inspect capability model.onnx --openvino` and the hybrid run `parity run --openvino --fallback`.
+
+- A model built here with two planted Det nodes (OpenVINO's ONNX frontend has no conversion rule for
+  Det): the summary names both nodes and OpenVINO's reason; the partition is supported 0-0,
+  unsupported 1-1, supported 2-4, unsupported 5-5, supported 6-6, saved under the names Polygraphy's
+  `inspect capability` gives the same partition (derived below from its source); every saved model
+  passes ONNX's checker; running the saved subgraphs in sequence, the supported ones on OpenVINO
+  (its Python package) and the unsupported ones on `parity run --ref`, reproduces the whole model's
+  outputs (ONNX Runtime's on the original model).
+- silero_vad_v5.onnx, which OpenVINO 2026.4.1 refuses outright: its If node is unsupported as a
+  whole, and the summary names the Conv and ReduceMean of its bodies with OpenVINO's reasons; the
+  same sequence check; `parity run --ref --openvino --fallback ref --ov-precision f32` passes.
+- Bad input: a fully supported model (one supported subgraph, said so), a complex64 input, an output
+  folder that cannot be written (nothing half-written), --fallback without --openvino.
+"""
+
+import os
+import stat
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from conftest import lines_with_prefix
+from run_util import RUN_TIMEOUT, SHARED_MODELS, load_polygraphy_json, single_error_line
+
+SILERO = SHARED_MODELS / "silero_vad_v5.onnx"
+SILERO_IFLESS = SHARED_MODELS / "silero_vad_op18_ifless.onnx"
+# As the other tests run silero (check lint): one 512-sample chunk at 16 kHz.
+SILERO_INPUTS = ["--input-shapes", "input:[1,512]", "state:[2,1,128]", "--val-range", "sr:[16000,16000]"]
+
+
+def planted_model(path):
+    """x[2,3,3]: Mul(x,2) | Det 'planted_det' | Sigmoid, Add(+1) -> y1, Relu(x) | Det 'planted_det_2' | Mul -> y2."""
+    nodes = [
+        helper.make_node("Mul", ["x", "two"], ["doubled"], name="double"),            # 0
+        helper.make_node("Det", ["doubled"], ["det"], name="planted_det"),             # 1
+        helper.make_node("Sigmoid", ["det"], ["squashed"], name="squash"),             # 2
+        helper.make_node("Add", ["squashed", "one"], ["y1"], name="add_one"),          # 3
+        helper.make_node("Relu", ["x"], ["rectified"], name="rectify"),                # 4
+        helper.make_node("Det", ["rectified"], ["det2"], name="planted_det_2"),        # 5
+        helper.make_node("Mul", ["det2", "y1"], ["y2"], name="combine"),               # 6
+    ]
+    graph = helper.make_graph(
+        nodes, "planted",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 3])],
+        [helper.make_tensor_value_info("y1", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("y2", TensorProto.FLOAT, [2])],
+        [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]),
+         helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def polygraphy_file_names(supported_subgraphs, node_count):
+    """The files Polygraphy's `inspect capability --with-partitioning` writes for these supported node
+    lists (its supports_model_variant: each supported list, and the gaps before, between and after as
+    unsupported; end indices inclusive in the names)."""
+    names = []
+    for index, nodes in enumerate(supported_subgraphs):
+        names.append(f"supported_subgraph-nodes-{nodes[0]}-{nodes[-1]}.onnx")
+        if index == 0 and nodes[0] != 0:
+            names.append(f"unsupported_subgraph-nodes-0-{nodes[0] - 1}.onnx")
+        if index == len(supported_subgraphs) - 1 and nodes[-1] != node_count - 1:
+            names.append(f"unsupported_subgraph-nodes-{nodes[-1] + 1}-{node_count - 1}.onnx")
+        if index < len(supported_subgraphs) - 1:
+            names.append(f"unsupported_subgraph-nodes-{nodes[-1] + 1}-{supported_subgraphs[index + 1][0] - 1}.onnx")
+    return sorted(names)
+
+
+def subgraph_files(folder):
+    return sorted(name for name in os.listdir(folder) if name.endswith(".onnx"))
+
+
+def node_range(name):
+    first, last = name[: -len(".onnx")].split("-nodes-")[1].split("-")
+    return int(first), int(last)
+
+
+def run_in_sequence(run_parity, folder, feed, tmp_path):
+    """Runs the saved subgraphs in node order: supported ones on OpenVINO (f32), unsupported ones on
+    `parity run --ref`, handing tensors across. Returns every tensor produced."""
+    import openvino as ov
+    from polygraphy.json import save_json
+
+    core = ov.Core()
+    values = dict(feed)
+    for name in sorted(subgraph_files(folder), key=lambda name: node_range(name)[0]):
+        model = onnx.load(str(folder / name))
+        inputs = {value.name: values[value.name] for value in model.graph.input}
+        if name.startswith("supported_"):
+            compiled = core.compile_model(str(folder / name), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+            results = compiled(inputs)
+            for output in compiled.outputs:
+                values[output.get_any_name()] = np.array(results[output])
+        else:
+            inputs_path, outputs_path = tmp_path / f"{name}.inputs.json", tmp_path / f"{name}.outputs.json"
+            save_json([inputs], str(inputs_path))
+            run = run_parity("run", folder / name, "--ref", "--load-inputs", inputs_path, "--save-outputs",
+                             outputs_path, timeout=RUN_TIMEOUT)
+            assert run.returncode == 0, run.describe()
+            results = load_polygraphy_json(outputs_path)
+            for output_name, array in results[0][1][0].items():
+                values[output_name] = np.array(array)
+    return values
+
+
+def onnxruntime_outputs(path, feed):
+    import onnxruntime
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [output.name for output in session.get_outputs()]
+    return dict(zip(names, session.run(names, feed)))
+
+
+def test_planted_ops_are_named_with_openvinos_reason_and_saved_as_polygraphy_names_them(run_parity, tmp_path):
+    model = planted_model(tmp_path / "planted.onnx")
+    out = tmp_path / "dumps"
+    run = run_parity("inspect", "capability", model, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    summary_rows = [line.strip() for line in run.output.splitlines() if line.strip().startswith("Det ")]
+    assert len(summary_rows) == 1, run.describe()
+    row = summary_rows[0]
+    assert "|       2 |" in row and "planted_det, planted_det_2" in row, row
+    assert "No conversion rule found for operations: Det-17" in row, row
+    # TensorRT's parser would report nodes 0, 2-4 and 6 as supported; Polygraphy names the files so.
+    expected = polygraphy_file_names([[0], [2, 3, 4], [6]], 7)
+    assert subgraph_files(out) == expected
+    assert "Det" in (out / "results.txt").read_text()
+    for name in expected:
+        onnx.checker.check_model(onnx.load(str(out / name)), full_check=True)
+    feed = {"x": np.random.RandomState(1).uniform(-1, 1, (2, 3, 3)).astype(np.float32)}
+    values = run_in_sequence(run_parity, out, feed, tmp_path)
+    for name, expected_value in onnxruntime_outputs(model, feed).items():
+        np.testing.assert_allclose(values[name], expected_value, rtol=1e-5, atol=1e-5)
+
+
+def test_hybrid_run_of_planted_model_passes_and_says_where_nodes_ran(run_parity, tmp_path):
+    model = planted_model(tmp_path / "planted.onnx")
+    run = run_parity("run", model, "--ref", "--openvino", "--fallback", "ref", "--ov-precision", "f32",
+                     timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    assert "node 1 (planted_det) run on ref" in run.output, run.describe()
+    assert "nodes 2-4 (squash, add_one, rectify) run on openvino" in run.output, run.describe()
+    assert "PASSED" in run.output
+
+
+def test_hybrid_run_layerwise_compares_every_tensor(run_parity, tmp_path):
+    model = planted_model(tmp_path / "planted.onnx")
+    run = run_parity("run", model, "--ref", "--openvino", "--fallback", "ref", "--ov-precision", "f32",
+                     "--onnx-outputs", "mark", "all", timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    for tensor in ("doubled", "det", "squashed", "rectified", "det2"):
+        assert tensor in run.output, run.describe()
+
+
+def test_silero_if_is_unsupported_as_a_whole_with_its_body_nodes_named(run_parity, tmp_path):
+    out = tmp_path / "silero"
+    run = run_parity("inspect", "capability", SILERO, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    text = run.output
+    assert "If_0 (If) is unsupported as a whole" in text, run.describe()
+    assert "The input data tensor's rank has to be known (static)" in text
+    assert "Unsupported input type dynamic" in text
+    assert "(Conv)" in text and "(ReduceMean)" in text
+    files = subgraph_files(out)
+    assert "unsupported_subgraph-nodes-2-2.onnx" in files, files
+    graph = onnx.load(str(SILERO)).graph
+    assert graph.node[2].op_type == "If"
+    supported = [list(range(node_range(n)[0], node_range(n)[1] + 1)) for n in files if n.startswith("supported_")]
+    supported.sort()
+    assert files == polygraphy_file_names(supported, len(graph.node))
+    for name in files:
+        onnx.checker.check_model(onnx.load(str(out / name)))
+    rng = np.random.RandomState(0)
+    feed = {"input": rng.uniform(-1, 1, (1, 512)).astype(np.float32),
+            "state": rng.uniform(-1, 1, (2, 1, 128)).astype(np.float32),
+            "sr": np.array(16000, dtype=np.int64)}
+    values = run_in_sequence(run_parity, out, feed, tmp_path)
+    for name, expected_value in onnxruntime_outputs(SILERO, feed).items():
+        np.testing.assert_allclose(values[name], expected_value, rtol=1e-4, atol=1e-4)
+
+
+def test_silero_hybrid_run_passes_at_f32(run_parity):
+    run = run_parity("run", SILERO, "--ref", "--openvino", "--fallback", "ref", "--ov-precision", "f32",
+                     *SILERO_INPUTS, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    assert "node 2 (If_0) run on ref" in run.output, run.describe()
+    assert "PASSED" in run.output
+
+
+def test_fully_supported_model_is_one_supported_subgraph(run_parity, tmp_path):
+    out = tmp_path / "ifless"
+    run = run_parity("inspect", "capability", SILERO_IFLESS, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    count = len(onnx.load(str(SILERO_IFLESS)).graph.node)
+    assert "Graph is fully supported by OpenVINO" in run.output
+    assert subgraph_files(out) == [f"supported_subgraph-nodes-0-{count - 1}.onnx"]
+
+
+def test_complex_input_is_refused_naming_the_input(run_parity, tmp_path):
+    graph = helper.make_graph([helper.make_node("Identity", ["z"], ["w"], name="copy")], "complex",
+                              [helper.make_tensor_value_info("z", TensorProto.COMPLEX64, [2])],
+                              [helper.make_tensor_value_info("w", TensorProto.COMPLEX64, [2])])
+    path = tmp_path / "complex.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    out = tmp_path / "never"
+    run = run_parity("inspect", "capability", path, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+    assert run.returncode != 0
+    error = single_error_line(run)
+    assert "input 'z'" in error and "complex64" in error and "OpenVINO" in error, error
+    assert not out.exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_unwritable_output_folder_leaves_nothing(run_parity, tmp_path):
+    model = planted_model(tmp_path / "planted.onnx")
+    out = tmp_path / "locked"
+    out.mkdir()
+    out.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        run = run_parity("inspect", "capability", model, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+    finally:
+        out.chmod(stat.S_IRWXU)
+    assert run.returncode != 0
+    error = single_error_line(run)
+    assert str(out) in error, error
+    assert os.listdir(out) == []
+
+
+def test_failed_write_removes_the_subgraphs_already_written(run_parity, tmp_path):
+    model = planted_model(tmp_path / "planted.onnx")
+    out = tmp_path / "dumps"
+    (out / "supported_subgraph-nodes-6-6.onnx").mkdir(parents=True)  # the last file cannot replace a folder
+    run = run_parity("inspect", "capability", model, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+    assert run.returncode != 0
+    error = single_error_line(run)
+    assert "nothing left there" in error, error
+    assert os.listdir(out) == ["supported_subgraph-nodes-6-6.onnx"]
+
+
+def test_output_path_that_is_a_file_is_refused(run_parity, tmp_path):
+    model = planted_model(tmp_path / "planted.onnx")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    run = run_parity("inspect", "capability", model, "--openvino", "-o", blocker, timeout=RUN_TIMEOUT)
+    assert run.returncode != 0
+    assert "cannot create the output folder" in single_error_line(run)
+    assert blocker.read_text() == "x"
+
+
+def test_fallback_needs_openvino_and_capability_needs_a_backend(run_parity, tmp_path):
+    model = planted_model(tmp_path / "planted.onnx")
+    run = run_parity("run", model, "--ref", "--fallback", "ref")
+    assert "give --openvino" in single_error_line(run)
+    run = run_parity("inspect", "capability", model, "-o", tmp_path / "x")
+    assert "give --openvino" in single_error_line(run)
