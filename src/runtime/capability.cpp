@@ -35,9 +35,8 @@ bool names(const std::string& written, const std::string& wanted) {
 }
 
 // The body nodes (recursively) that `blamed` names.
-void find_blamed(const ::onnx::NodeProto& node, const std::string& prefix,
-                 const std::vector<std::pair<std::string, std::string>>& blamed, std::vector<BodyNodeFailure>& found,
-                 int depth) {
+void find_blamed(const ::onnx::NodeProto& node, const std::string& prefix, const SupportAnswer& answer,
+                 std::vector<BodyNodeFailure>& found, int depth) {
   if (depth > 64) return;
   for (const auto& attribute : node.attribute()) {
     std::vector<const ::onnx::GraphProto*> bodies;
@@ -47,12 +46,14 @@ void find_blamed(const ::onnx::NodeProto& node, const std::string& prefix,
       const std::string path = prefix.empty() ? attribute.name() : prefix + "/" + attribute.name();
       for (int index = 0; index < body->node_size(); ++index) {
         const auto& inner = body->node(index);
-        for (const auto& [written, reason] : blamed) {
+        for (const auto& [written, reason] : answer.blamed) {
           bool hit = names(written, inner.name());
           for (const auto& output : inner.output()) hit = hit || names(written, output);
           if (hit) found.push_back({path, node_label(inner, index), inner.op_type(), reason});
         }
-        find_blamed(inner, path, blamed, found, depth + 1);
+        for (const auto& [op_type, reason] : answer.blamed_op_types)
+          if (inner.op_type() == op_type) found.push_back({path, node_label(inner, index), inner.op_type(), reason});
+        find_blamed(inner, path, answer, found, depth + 1);
       }
     }
   }
@@ -141,7 +142,7 @@ class Partitioner {
     unsupported.reason = answer.reason;
     unsupported.detail = answer.detail;
     unsupported.control_flow = is_control_flow(node);
-    if (unsupported.control_flow) find_blamed(node, "", answer.blamed, unsupported.body_failures, 0);
+    if (unsupported.control_flow) find_blamed(node, "", answer, unsupported.body_failures, 0);
     report_.unsupported.push_back(std::move(unsupported));
   }
 

@@ -28,6 +28,8 @@ struct SupportAnswer {
   // Nodes the message blames, as the backend named them (a node name or a node's output name,
   // possibly with a prefix of its own), each with its reason.
   std::vector<std::pair<std::string, std::string>> blamed;
+  // Op types the message says the backend has no conversion for, each with its reason.
+  std::vector<std::pair<std::string, std::string>> blamed_op_types;
   // When converted: tensors produced by ops the device cannot run, and a reason for them.
   std::vector<std::string> unsupported_tensors;
   std::string unsupported_reason;

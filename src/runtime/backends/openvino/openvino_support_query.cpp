@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -76,6 +77,27 @@ std::vector<std::pair<std::string, std::string>> openvino_blamed_nodes(const std
   return blamed;
 }
 
+std::vector<std::pair<std::string, std::string>> openvino_unconvertible_op_types(const std::string& message) {
+  static constexpr std::string_view kMarker = "No conversion rule found for operations: ";
+  std::vector<std::pair<std::string, std::string>> op_types;
+  for (const auto& line : lines_of(message)) {
+    auto at = line.find(kMarker);
+    if (at == std::string::npos) continue;
+    std::string list = line.substr(at + kMarker.size());
+    for (std::size_t start = 0; start < list.size();) {
+      auto comma = list.find(',', start);
+      std::string entry = trim(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      start = comma == std::string::npos ? list.size() : comma + 1;
+      auto dash = entry.rfind('-');
+      if (dash != std::string::npos && dash + 1 < entry.size() &&
+          entry.find_first_not_of("0123456789", dash + 1) == std::string::npos)
+        entry = entry.substr(0, dash);
+      if (!entry.empty()) op_types.emplace_back(entry, "No conversion rule found for operations: " + list);
+    }
+  }
+  return op_types;
+}
+
 OpenvinoSupportQuery::OpenvinoSupportQuery(std::string device)
     : backend_(load_openvino_backend().backend), device_(std::move(device)) {}
 
@@ -114,6 +136,7 @@ SupportAnswer OpenvinoSupportQuery::query(const onnx::Model& model) {
     answer.detail = result.conversion_error;
     answer.reason = concise_openvino_reason(result.conversion_error);
     answer.blamed = openvino_blamed_nodes(result.conversion_error);
+    answer.blamed_op_types = openvino_unconvertible_op_types(result.conversion_error);
     return answer;
   }
   answer.unsupported_tensors = result.unsupported_tensors;
