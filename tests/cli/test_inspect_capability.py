@@ -257,3 +257,44 @@ def test_fallback_needs_openvino_and_capability_needs_a_backend(run_parity, tmp_
     assert "give --openvino" in single_error_line(run)
     run = run_parity("inspect", "capability", model, "-o", tmp_path / "x")
     assert "give --openvino" in single_error_line(run)
+
+
+def if_with_planted_body_model(path):
+    """x[3,3], c: Relu 'rectify' | If 'choose' (then: Det 'body_det'; else: ReduceSum 'body_sum') | Add 'add_one' -> y."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Det", ["rectified"], ["then_out"], name="body_det")], "then_branch", [],
+        [helper.make_tensor_value_info("then_out", TensorProto.FLOAT, [])])
+    else_branch = helper.make_graph(
+        [helper.make_node("ReduceSum", ["rectified"], ["else_out"], name="body_sum", keepdims=0)], "else_branch", [],
+        [helper.make_tensor_value_info("else_out", TensorProto.FLOAT, [])])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["rectified"], name="rectify"),
+        helper.make_node("If", ["c"], ["chosen"], name="choose", then_branch=then_branch, else_branch=else_branch),
+        helper.make_node("Add", ["chosen", "one"], ["y"], name="add_one"),
+    ]
+    graph = helper.make_graph(
+        nodes, "if_body",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def test_if_whose_body_holds_the_planted_op_is_unsupported_as_a_whole(run_parity, tmp_path):
+    model = if_with_planted_body_model(tmp_path / "if_body.onnx")
+    out = tmp_path / "dumps"
+    run = run_parity("inspect", "capability", model, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    assert "choose (If) is unsupported as a whole" in run.output, run.describe()
+    assert "then_branch: body_det (Det): No conversion rule found for operations: Det-17" in run.output
+    assert "body_sum" not in run.output
+    assert subgraph_files(out) == polygraphy_file_names([[0], [2]], 3)
+    for value in (True, False):
+        run = run_parity("run", model, "--ref", "--openvino", "--fallback", "ref", "--ov-precision", "f32",
+                         "--val-range", f"c:[{int(value)},{int(value)}]", timeout=RUN_TIMEOUT)
+        assert run.returncode == 0, run.describe()
+        assert "node 1 (choose) run on ref" in run.output, run.describe()
