@@ -137,12 +137,14 @@ def test_planted_ops_are_named_with_openvinos_reason_and_saved_as_polygraphy_nam
         np.testing.assert_allclose(values[name], expected_value, rtol=1e-5, atol=1e-5)
 
 
-def test_hybrid_run_of_planted_model_passes_and_says_where_nodes_ran(run_parity, tmp_path):
+@pytest.mark.parametrize("fallback", ["ref", "onnxrt"])
+def test_hybrid_run_of_planted_model_passes_and_says_where_nodes_ran(run_parity, tmp_path, fallback):
     model = planted_model(tmp_path / "planted.onnx")
-    run = run_parity("run", model, "--ref", "--openvino", "--fallback", "ref", "--ov-precision", "f32",
+    run = run_parity("run", model, "--ref", "--openvino", "--fallback", fallback, "--ov-precision", "f32",
                      timeout=RUN_TIMEOUT)
     assert run.returncode == 0, run.describe()
-    assert "node 1 (planted_det) run on ref" in run.output, run.describe()
+    assert f"node 1 (planted_det) run on {fallback}" in run.output, run.describe()
+    assert f"node 5 (planted_det_2) run on {fallback}" in run.output, run.describe()
     assert "nodes 2-4 (squash, add_one, rectify) run on openvino" in run.output, run.describe()
     assert "PASSED" in run.output
 
