@@ -29,14 +29,15 @@ std::string node_label(const ::onnx::NodeProto& node, int index) {
 bool names(const std::string& written, const std::string& wanted) {
   if (wanted.empty()) return false;
   if (written == wanted) return true;
-  if (written.size() <= wanted.size() + 2 || written.compare(written.size() - wanted.size(), wanted.size(), wanted))
+  if (written.size() <= wanted.size() + 2 ||
+      written.compare(written.size() - wanted.size(), wanted.size(), wanted))
     return false;
   return written.compare(written.size() - wanted.size() - 2, 2, "__") == 0;
 }
 
 // The body nodes (recursively) that `blamed` names.
-void find_blamed(const ::onnx::NodeProto& node, const std::string& prefix, const SupportAnswer& answer,
-                 std::vector<BodyNodeFailure>& found, int depth) {
+void find_blamed(const ::onnx::NodeProto& node, const std::string& prefix,
+                 const SupportAnswer& answer, std::vector<BodyNodeFailure>& found, int depth) {
   if (depth > 64) return;
   for (const auto& attribute : node.attribute()) {
     std::vector<const ::onnx::GraphProto*> bodies;
@@ -52,7 +53,8 @@ void find_blamed(const ::onnx::NodeProto& node, const std::string& prefix, const
           if (hit) found.push_back({path, node_label(inner, index), inner.op_type(), reason});
         }
         for (const auto& [op_type, reason] : answer.blamed_op_types)
-          if (inner.op_type() == op_type) found.push_back({path, node_label(inner, index), inner.op_type(), reason});
+          if (inner.op_type() == op_type)
+            found.push_back({path, node_label(inner, index), inner.op_type(), reason});
         find_blamed(inner, path, answer, found, depth + 1);
       }
     }
@@ -85,10 +87,11 @@ class Partitioner {
         left.back().end = right.front().end;
         right.erase(right.begin());
       } else {
-        report_.notes.push_back(fmt::format(
-            "{} and {} convert apart but not together: {}", onnx::describe_node_range(left.back().begin, left.back().end),
-            onnx::describe_node_range(right.front().begin, right.front().end),
-            joined.converted ? joined.unsupported_reason : joined.reason));
+        report_.notes.push_back(
+            fmt::format("{} and {} convert apart but not together: {}",
+                        onnx::describe_node_range(left.back().begin, left.back().end),
+                        onnx::describe_node_range(right.front().begin, right.front().end),
+                        joined.converted ? joined.unsupported_reason : joined.reason));
       }
     }
     left.insert(left.end(), right.begin(), right.end());
@@ -99,8 +102,9 @@ class Partitioner {
   SupportAnswer ask(int begin, int end) {
     ++queries_;
     try {
-      onnx::Model part = begin == 0 && end == model_->graph().node_size() ? model_
-                                                                            : onnx::extract_node_range(model_, begin, end);
+      onnx::Model part = begin == 0 && end == model_->graph().node_size()
+                             ? model_
+                             : onnx::extract_node_range(model_, begin, end);
       SupportAnswer answer = query_.query(part);
       log::verbose("{}: {} {}", report_.backend, onnx::describe_node_range(begin, end),
                    answer.converted ? "convert" : "do not convert: " + answer.reason);
@@ -115,20 +119,24 @@ class Partitioner {
   }
 
   std::vector<Range> per_op(int begin, int end, const SupportAnswer& answer) {
-    std::set<std::string> unsupported(answer.unsupported_tensors.begin(), answer.unsupported_tensors.end());
+    std::set<std::string> unsupported(answer.unsupported_tensors.begin(),
+                                      answer.unsupported_tensors.end());
     std::vector<Range> ranges;
     for (int index = begin; index < end; ++index) {
       const auto& node = model_->graph().node(index);
-      bool supported = std::none_of(node.output().begin(), node.output().end(),
-                                    [&](const std::string& output) { return unsupported.count(output) > 0; });
+      bool supported =
+          std::none_of(node.output().begin(), node.output().end(),
+                       [&](const std::string& output) { return unsupported.count(output) > 0; });
       if (!supported) {
         SupportAnswer refusal;
         refusal.converted = false;
         refusal.reason = refusal.detail = answer.unsupported_reason;
         record_unsupported(index, refusal);
       }
-      if (!ranges.empty() && ranges.back().supported == supported) ranges.back().end = index + 1;
-      else ranges.push_back({supported, index, index + 1});
+      if (!ranges.empty() && ranges.back().supported == supported)
+        ranges.back().end = index + 1;
+      else
+        ranges.push_back({supported, index, index + 1});
     }
     return ranges;
   }
@@ -159,7 +167,8 @@ std::string pad(const std::string& text, std::size_t width) {
 }  // namespace
 
 std::string CapabilityPartition::file_name() const {
-  return fmt::format("{}_subgraph-nodes-{}-{}.onnx", supported ? "supported" : "unsupported", begin, end - 1);
+  return fmt::format("{}_subgraph-nodes-{}-{}.onnx", supported ? "supported" : "unsupported", begin,
+                     end - 1);
 }
 
 onnx::Model prepare_for_partitioning(onnx::Model model) {
@@ -170,7 +179,9 @@ onnx::Model prepare_for_partitioning(onnx::Model model) {
   onnx::load_external_data(prepared);
   onnx::toposort(*prepared->mutable_graph());
   auto inference = onnx::infer_shapes(*prepared.proto);
-  if (!inference.ok) log::warning("Shape inference stopped early ({}); cuts at untyped tensors will fail", inference.error);
+  if (!inference.ok)
+    log::warning("Shape inference stopped early ({}); cuts at untyped tensors will fail",
+                 inference.error);
   return prepared;
 }
 
@@ -179,19 +190,21 @@ CapabilityReport analyze_capability(const onnx::Model& prepared, SupportQuery& q
   report.backend = query.backend_name();
   const auto& graph = prepared->graph();
   report.node_count = graph.node_size();
-  if (report.node_count == 0) raise<InvalidInputError>("the graph of {} has no nodes", prepared.path.string());
+  if (report.node_count == 0)
+    raise<InvalidInputError>("the graph of {} has no nodes", prepared.path.string());
   std::set<std::string> initializers;
   for (const auto& initializer : graph.initializer()) initializers.insert(initializer.name());
   for (const auto& input : graph.input()) {
     if (initializers.count(input.name())) continue;
     if (!input.type().has_tensor_type())
-      raise<InvalidInputError>("input '{}' of {} is not a tensor: {} takes tensors only", input.name(),
-                               prepared.path.string(), report.backend);
+      raise<InvalidInputError>("input '{}' of {} is not a tensor: {} takes tensors only",
+                               input.name(), prepared.path.string(), report.backend);
     auto dtype = static_cast<DType>(input.type().tensor_type().elem_type());
     if (auto refusal = query.refuse_input_type(dtype))
-      raise<InvalidInputError>("input '{}' of {} is {}: {}; the nodes reading it cannot be placed on {} and a "
-                               "graph input cannot be handed to it from another backend",
-                               input.name(), prepared.path.string(), dtype_name(dtype), *refusal, report.backend);
+      raise<InvalidInputError>(
+          "input '{}' of {} is {}: {}; the nodes reading it cannot be placed on {} and a "
+          "graph input cannot be handed to it from another backend",
+          input.name(), prepared.path.string(), dtype_name(dtype), *refusal, report.backend);
   }
   Partitioner partitioner(prepared, query, report);
   for (const Range& range : partitioner.partition(0, report.node_count)) {
@@ -214,33 +227,41 @@ std::string CapabilityReport::summary() const {
   };
   std::vector<Row> rows;
   for (const auto& node : unsupported) {
-    auto row = std::find_if(rows.begin(), rows.end(),
-                            [&](const Row& row) { return row.op_type == node.op_type && row.reason == node.reason; });
-    if (row == rows.end()) rows.push_back({node.op_type, node.reason, {node.name}});
-    else row->nodes.push_back(node.name);
+    auto row = std::find_if(rows.begin(), rows.end(), [&](const Row& row) {
+      return row.op_type == node.op_type && row.reason == node.reason;
+    });
+    if (row == rows.end())
+      rows.push_back({node.op_type, node.reason, {node.name}});
+    else
+      row->nodes.push_back(node.name);
   }
-  std::size_t op_width = std::string("Operator ").size(), reason_width = std::string("Reason").size();
+  std::size_t op_width = std::string("Operator ").size(),
+              reason_width = std::string("Reason").size();
   for (const auto& row : rows) {
     op_width = std::max(op_width, row.op_type.size());
     reason_width = std::max(reason_width, row.reason.size());
   }
   std::string text = "===== Summary =====\n";
-  std::string header = fmt::format("{}| {:7} | {} | Nodes\n", pad("Operator", op_width), "Count", pad("Reason", reason_width));
+  std::string header = fmt::format("{}| {:7} | {} | Nodes\n", pad("Operator", op_width), "Count",
+                                   pad("Reason", reason_width));
   text += header + std::string(header.size() - 1, '-') + "\n";
   for (const auto& row : rows)
-    text += fmt::format("{}| {:7} | {} | {}\n", pad(row.op_type, op_width), row.nodes.size(), pad(row.reason, reason_width),
-                        fmt::join(row.nodes, ", "));
+    text += fmt::format("{}| {:7} | {} | {}\n", pad(row.op_type, op_width), row.nodes.size(),
+                        pad(row.reason, reason_width), fmt::join(row.nodes, ", "));
   for (const auto& node : unsupported) {
     if (!node.control_flow) continue;
-    text += fmt::format("\n{} ({}) is unsupported as a whole: a control-flow node runs on one backend, bodies included.",
-                        node.name, node.op_type);
+    text += fmt::format(
+        "\n{} ({}) is unsupported as a whole: a control-flow node runs on one backend, bodies "
+        "included.",
+        node.name, node.op_type);
     if (node.body_failures.empty()) {
       text += fmt::format(" {}'s message names none of its body nodes.\n", backend);
       continue;
     }
     text += fmt::format(" {} fails on these nodes of its bodies:\n", backend);
     for (const auto& failure : node.body_failures)
-      text += fmt::format("    {}: {} ({}): {}\n", failure.body, failure.node_name, failure.op_type, failure.reason);
+      text += fmt::format("    {}: {} ({}): {}\n", failure.body, failure.node_name, failure.op_type,
+                          failure.reason);
   }
   if (!notes.empty()) {
     text += "\n";
@@ -248,7 +269,8 @@ std::string CapabilityReport::summary() const {
   }
   text += "\nSubgraphs, in topological order:\n";
   for (const auto& partition : partitions)
-    text += fmt::format("    {} {}{}\n", pad(partition.file_name(), 44), onnx::describe_node_range(partition.begin, partition.end),
+    text += fmt::format("    {} {}{}\n", pad(partition.file_name(), 44),
+                        onnx::describe_node_range(partition.begin, partition.end),
                         partition.supported ? "" : " (unsupported)");
   return text;
 }

@@ -11,7 +11,8 @@
 
 namespace parity::runtime {
 
-HybridRunner::HybridRunner(ModelLoader model, std::function<std::unique_ptr<SupportQuery>()> make_query,
+HybridRunner::HybridRunner(ModelLoader model,
+                           std::function<std::unique_ptr<SupportQuery>()> make_query,
                            HybridBackend primary, HybridBackend fallback)
     : Runner(fmt::format("{}+{}-hybrid-runner", primary.label, fallback.label)),
       loader_(std::move(model)),
@@ -39,13 +40,15 @@ void HybridRunner::activate_impl() {
     Placement placement{partition, backend.label, {}};
     for (int index = partition.begin; index < partition.end; ++index) {
       const auto& node = graph.node(index);
-      placement.node_names.push_back(node.name().empty() ? fmt::format("<node {}>", index) : node.name());
+      placement.node_names.push_back(node.name().empty() ? fmt::format("<node {}>", index)
+                                                         : node.name());
       for (const auto& output : node.output())
         if (!output.empty()) stage.produced.push_back(output);
     }
     stage.runner = backend.make_runner([part] { return part; });
     stage.runner->activate();
-    log::info("{} | {} ({}) run on {}", name(), onnx::describe_node_range(partition.begin, partition.end),
+    log::info("{} | {} ({}) run on {}", name(),
+              onnx::describe_node_range(partition.begin, partition.end),
               fmt::join(placement.node_names, ", "), backend.label);
     stages_.push_back(std::move(stage));
     placements_.push_back(std::move(placement));
@@ -58,7 +61,9 @@ void HybridRunner::deactivate_impl() {
   stages_.clear();
 }
 
-TensorMetadata HybridRunner::input_metadata_impl() { return inputs_; }
+TensorMetadata HybridRunner::input_metadata_impl() {
+  return inputs_;
+}
 
 NamedTensors HybridRunner::infer_impl(const NamedTensors& feed) {
   std::unordered_map<std::string, Tensor> values;
@@ -74,8 +79,9 @@ NamedTensors HybridRunner::infer_impl(const NamedTensors& feed) {
       std::vector<std::string> names;
       for (const auto& name : intermediates_.names)
         if (own.count(name)) names.push_back(name);
-      stage.runner->set_intermediate_outputs(names.empty() ? IntermediateOutputs::none()
-                                                           : IntermediateOutputs::list(std::move(names)));
+      stage.runner->set_intermediate_outputs(names.empty()
+                                                 ? IntermediateOutputs::none()
+                                                 : IntermediateOutputs::list(std::move(names)));
     } else {
       stage.runner->set_intermediate_outputs(IntermediateOutputs::none());
     }
@@ -89,14 +95,14 @@ NamedTensors HybridRunner::infer_impl(const NamedTensors& feed) {
     for (const auto& name : stage.inputs) {
       auto found = values.find(name);
       if (found == values.end())
-        raise<InternalError>("{}: tensor '{}' that {} reads was produced by no earlier subgraph", this->name(), name,
-                             stage.runner->name());
+        raise<InternalError>("{}: tensor '{}' that {} reads was produced by no earlier subgraph",
+                             this->name(), name, stage.runner->name());
       stage_feed.emplace_back(name, found->second);
     }
     NamedTensors outputs = stage.runner->infer(stage_feed);
     for (auto& [name, tensor] : outputs) {
-      if (intermediates_.mode != IntermediateOutputs::Mode::kNone && own.count(name) && !graph_output_set.count(name) &&
-          !values.count(name))
+      if (intermediates_.mode != IntermediateOutputs::Mode::kNone && own.count(name) &&
+          !graph_output_set.count(name) && !values.count(name))
         intermediates.emplace_back(name, tensor);
       values.insert_or_assign(name, std::move(tensor));
     }
@@ -104,7 +110,8 @@ NamedTensors HybridRunner::infer_impl(const NamedTensors& feed) {
   NamedTensors results;
   for (const auto& name : graph_outputs_) {
     auto found = values.find(name);
-    if (found == values.end()) raise<InternalError>("{}: no subgraph produced the graph output '{}'", this->name(), name);
+    if (found == values.end())
+      raise<InternalError>("{}: no subgraph produced the graph output '{}'", this->name(), name);
     results.emplace_back(name, found->second);
   }
   for (auto& entry : intermediates) results.push_back(std::move(entry));

@@ -17,7 +17,9 @@ namespace {
 
 using graph_test::Builder;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // x[2,3] -> 0 Constant k -> 1 Add(x,k) a -> 2 Mul(a,w) b -> 3 Sigmoid(b) y ; 4 Neg(a) z
 onnx::Model chain() {
@@ -38,7 +40,8 @@ onnx::Model chain() {
   return runtime::prepare_for_partitioning(b.model);
 }
 
-std::vector<std::string> names_of(const google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto>& values) {
+std::vector<std::string> names_of(
+    const google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto>& values) {
   std::vector<std::string> names;
   for (const auto& value : values) names.push_back(value.name());
   return names;
@@ -66,8 +69,10 @@ TEST(ExtractNodeRange, CopiesInitializersAndConstantsAndKeepsWhatLaterNodesRead)
 
 TEST(ExtractNodeRange, RefusesBadRangesAndUntypedBoundaries) {
   onnx::Model model = chain();
-  EXPECT_TRUE(contains(graph_test::error_of([&] { onnx::extract_node_range(model, 3, 3); }), "no such range"));
-  EXPECT_TRUE(contains(graph_test::error_of([&] { onnx::extract_node_range(model, 0, 9); }), "no such range"));
+  EXPECT_TRUE(contains(graph_test::error_of([&] { onnx::extract_node_range(model, 3, 3); }),
+                       "no such range"));
+  EXPECT_TRUE(contains(graph_test::error_of([&] { onnx::extract_node_range(model, 0, 9); }),
+                       "no such range"));
   model->mutable_graph()->clear_value_info();
   std::string error = graph_test::error_of([&] { onnx::extract_node_range(model, 2, 3); });
   EXPECT_TRUE(contains(error, "tensor 'a'") && contains(error, "no known type")) << error;
@@ -103,12 +108,15 @@ class ScriptedQuery : public runtime::SupportQuery {
   }
 
  private:
-  void visit(const ::onnx::GraphProto& graph, std::set<std::string>& present, runtime::SupportAnswer& answer) {
+  void visit(const ::onnx::GraphProto& graph, std::set<std::string>& present,
+             runtime::SupportAnswer& answer) {
     for (const auto& node : graph.node()) {
       present.insert(node.op_type());
-      if (refused.count(node.op_type())) answer.blamed.emplace_back("Outer__Inline_0__" + node.name(), node.op_type());
+      if (refused.count(node.op_type()))
+        answer.blamed.emplace_back("Outer__Inline_0__" + node.name(), node.op_type());
       if (device_lacks.count(node.op_type())) {
-        answer.unsupported_tensors.insert(answer.unsupported_tensors.end(), node.output().begin(), node.output().end());
+        answer.unsupported_tensors.insert(answer.unsupported_tensors.end(), node.output().begin(),
+                                          node.output().end());
         answer.unsupported_reason = "the device lacks " + node.op_type();
       }
       for (const auto& attribute : node.attribute())
@@ -130,7 +138,8 @@ TEST(AnalyzeCapability, FullySupportedModelIsOneSupportedSubgraph) {
   EXPECT_TRUE(report.fully_supported());
   EXPECT_EQ(file_names(report), std::vector<std::string>{"supported_subgraph-nodes-0-4.onnx"});
   EXPECT_EQ(query.queries, 1);
-  EXPECT_TRUE(contains(report.summary(), "Graph is fully supported by Scripted")) << report.summary();
+  EXPECT_TRUE(contains(report.summary(), "Graph is fully supported by Scripted"))
+      << report.summary();
 }
 
 TEST(AnalyzeCapability, RefusedNodesSplitTheGraphIntoMaximalSubgraphs) {
@@ -138,13 +147,15 @@ TEST(AnalyzeCapability, RefusedNodesSplitTheGraphIntoMaximalSubgraphs) {
   ScriptedQuery query;
   query.refused = {"Mul"};
   auto report = runtime::analyze_capability(model, query);
-  EXPECT_EQ(file_names(report),
-            (std::vector<std::string>{"supported_subgraph-nodes-0-1.onnx", "unsupported_subgraph-nodes-2-2.onnx",
-                                      "supported_subgraph-nodes-3-4.onnx"}));
+  EXPECT_EQ(file_names(report), (std::vector<std::string>{"supported_subgraph-nodes-0-1.onnx",
+                                                          "unsupported_subgraph-nodes-2-2.onnx",
+                                                          "supported_subgraph-nodes-3-4.onnx"}));
   ASSERT_EQ(report.unsupported.size(), 1u);
   EXPECT_EQ(report.unsupported[0].name, "mul");
   std::string summary = report.summary();
-  EXPECT_TRUE(contains(summary, "Mul") && contains(summary, "no rule for Mul") && contains(summary, "| mul")) << summary;
+  EXPECT_TRUE(contains(summary, "Mul") && contains(summary, "no rule for Mul") &&
+              contains(summary, "| mul"))
+      << summary;
 }
 
 TEST(AnalyzeCapability, NeighboursThatConvertApartButNotTogetherStayApart) {
@@ -156,7 +167,8 @@ TEST(AnalyzeCapability, NeighboursThatConvertApartButNotTogetherStayApart) {
   ASSERT_GE(report.partitions.size(), 2u);
   for (const auto& partition : report.partitions) EXPECT_TRUE(partition.supported);
   ASSERT_FALSE(report.notes.empty());
-  EXPECT_TRUE(contains(report.notes[0], "convert apart but not together: not together")) << report.notes[0];
+  EXPECT_TRUE(contains(report.notes[0], "convert apart but not together: not together"))
+      << report.notes[0];
 }
 
 TEST(AnalyzeCapability, OpsTheDeviceLacksAreUnsupportedWithoutSplittingQueries) {
@@ -165,9 +177,9 @@ TEST(AnalyzeCapability, OpsTheDeviceLacksAreUnsupportedWithoutSplittingQueries) 
   query.device_lacks = {"Sigmoid"};
   auto report = runtime::analyze_capability(model, query);
   EXPECT_EQ(query.queries, 1);
-  EXPECT_EQ(file_names(report),
-            (std::vector<std::string>{"supported_subgraph-nodes-0-2.onnx", "unsupported_subgraph-nodes-3-3.onnx",
-                                      "supported_subgraph-nodes-4-4.onnx"}));
+  EXPECT_EQ(file_names(report), (std::vector<std::string>{"supported_subgraph-nodes-0-2.onnx",
+                                                          "unsupported_subgraph-nodes-3-3.onnx",
+                                                          "supported_subgraph-nodes-4-4.onnx"}));
   EXPECT_EQ(report.unsupported.at(0).reason, "the device lacks Sigmoid");
 }
 
@@ -204,7 +216,8 @@ TEST(AnalyzeCapability, ControlFlowNodeIsUnsupportedAsAWholeWithItsBodyNodesName
   ASSERT_EQ(node.body_failures.size(), 1u);
   EXPECT_EQ(node.body_failures[0].body, "then_branch");
   EXPECT_EQ(node.body_failures[0].node_name, "then_branch_op");
-  EXPECT_TRUE(contains(report.summary(), "choose (If) is unsupported as a whole")) << report.summary();
+  EXPECT_TRUE(contains(report.summary(), "choose (If) is unsupported as a whole"))
+      << report.summary();
   EXPECT_EQ(file_names(report)[1], "unsupported_subgraph-nodes-1-1.onnx");
 }
 
@@ -216,7 +229,8 @@ TEST(AnalyzeCapability, RefusesInputTypesTheBackendCannotTake) {
   onnx::Model model = runtime::prepare_for_partitioning(b.model);
   ScriptedQuery query;
   std::string error = graph_test::error_of([&] { runtime::analyze_capability(model, query); });
-  EXPECT_TRUE(contains(error, "input 'z'") && contains(error, "complex64") && contains(error, "no complex types"))
+  EXPECT_TRUE(contains(error, "input 'z'") && contains(error, "complex64") &&
+              contains(error, "no complex types"))
       << error;
 }
 
@@ -240,20 +254,23 @@ Summary:
 )";
 
 TEST(OpenvinoMessages, ReasonsAndBlamedNodes) {
-  EXPECT_EQ(runtime::concise_openvino_reason(kSileroMessage),
-            "The input data tensor's rank has to be known (static); Unsupported input type dynamic");
+  EXPECT_EQ(
+      runtime::concise_openvino_reason(kSileroMessage),
+      "The input data tensor's rank has to be known (static); Unsupported input type dynamic");
   auto blamed = runtime::openvino_blamed_nodes(kSileroMessage);
   ASSERT_EQ(blamed.size(), 2u);
   EXPECT_EQ(blamed[0].first, "If_0_then_branch__Inline_0__/decoder/decoder/2/Conv_output_0");
   EXPECT_EQ(blamed[0].second, "The input data tensor's rank has to be known (static)");
   EXPECT_EQ(blamed[1].second, "Unsupported input type dynamic");
   auto op_types = runtime::openvino_unconvertible_op_types(
-      "Summary:\n-- No conversion rule found for operations: Det-17, com.example.Odd-1\nTo facilitate the "
+      "Summary:\n-- No conversion rule found for operations: Det-17, com.example.Odd-1\nTo "
+      "facilitate the "
       "conversion of unsupported operations, refer to Frontend Extension documentation");
   ASSERT_EQ(op_types.size(), 2u);
   EXPECT_EQ(op_types[0].first, "Det");
   EXPECT_EQ(op_types[1].first, "com.example.Odd");
-  EXPECT_EQ(op_types[0].second, "No conversion rule found for operations: Det-17, com.example.Odd-1");
+  EXPECT_EQ(op_types[0].second,
+            "No conversion rule found for operations: Det-17, com.example.Odd-1");
 }
 
 TEST(HybridRunner, SubgraphsInSequenceGiveTheWholeModelsOutputsAndEveryTensorOnce) {
@@ -261,14 +278,13 @@ TEST(HybridRunner, SubgraphsInSequenceGiveTheWholeModelsOutputsAndEveryTensorOnc
   auto make_ref = [](runtime::ModelLoader loader) -> std::unique_ptr<runtime::Runner> {
     return std::make_unique<runtime::RefRunner>(std::move(loader));
   };
-  runtime::HybridRunner hybrid(
-      [&] { return model; },
-      [] {
-        auto query = std::make_unique<ScriptedQuery>();
-        query->refused = {"Mul"};
-        return query;
-      },
-      {"primary", make_ref}, {"fallback", make_ref});
+  runtime::HybridRunner hybrid([&] { return model; },
+                               [] {
+                                 auto query = std::make_unique<ScriptedQuery>();
+                                 query->refused = {"Mul"};
+                                 return query;
+                               },
+                               {"primary", make_ref}, {"fallback", make_ref});
   hybrid.set_intermediate_outputs(runtime::IntermediateOutputs::all());
   runtime::ActiveRunner active(hybrid);
   ASSERT_EQ(hybrid.placements().size(), 3u);
@@ -287,7 +303,8 @@ TEST(HybridRunner, SubgraphsInSequenceGiveTheWholeModelsOutputsAndEveryTensorOnc
 
   std::multiset<std::string> streamed;
   hybrid.set_intermediate_outputs(runtime::IntermediateOutputs::none());
-  hybrid.set_tensor_callback([&](const runtime::ProducedTensor& produced) { streamed.insert(produced.name); });
+  hybrid.set_tensor_callback(
+      [&](const runtime::ProducedTensor& produced) { streamed.insert(produced.name); });
   active->infer(feed);
   for (const char* name : {"k", "a", "b", "y", "z"}) EXPECT_EQ(streamed.count(name), 1u) << name;
 }

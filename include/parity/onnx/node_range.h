@@ -14,7 +14,8 @@ namespace parity::onnx {
 // graph inputs. Its outputs are the tensors the range produces that are graph outputs, that a node
 // after or before the range reads, or that nothing reads. Opsets, functions and metadata are kept.
 // The types of tensors crossing the boundary must be known (run infer_shapes first): otherwise
-// InvalidInputError naming the tensor. Throws InvalidInputError for an empty or out-of-bounds range.
+// InvalidInputError naming the tensor. Throws InvalidInputError for an empty or out-of-bounds
+// range.
 Model extract_node_range(const Model& model, int begin, int end);
 
 // "nodes 3-7" (inclusive), or "node 3", for messages.

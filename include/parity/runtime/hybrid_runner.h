@@ -27,14 +27,14 @@ struct HybridBackend {
 class HybridRunner : public Runner {
  public:
   // `make_query` is called at activation (the primary backend is loaded then).
-  HybridRunner(ModelLoader model, std::function<std::unique_ptr<SupportQuery>()> make_query, HybridBackend primary,
-               HybridBackend fallback);
+  HybridRunner(ModelLoader model, std::function<std::unique_ptr<SupportQuery>()> make_query,
+               HybridBackend primary, HybridBackend fallback);
   ~HybridRunner() override;
 
   // Where each subgraph runs, after activation.
   struct Placement {
     CapabilityPartition partition;
-    std::string backend;                 // the label of the backend running it
+    std::string backend;                  // the label of the backend running it
     std::vector<std::string> node_names;  // in order
   };
   const std::vector<Placement>& placements() const { return placements_; }

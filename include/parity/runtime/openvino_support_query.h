@@ -31,6 +31,7 @@ std::string concise_openvino_reason(const std::string& message);
 std::vector<std::pair<std::string, std::string>> openvino_blamed_nodes(const std::string& message);
 // The op types a conversion message says have no conversion rule ("... for operations: Det-17"),
 // without their opset versions, each with the message's concise reason.
-std::vector<std::pair<std::string, std::string>> openvino_unconvertible_op_types(const std::string& message);
+std::vector<std::pair<std::string, std::string>> openvino_unconvertible_op_types(
+    const std::string& message);
 
 }  // namespace parity::runtime

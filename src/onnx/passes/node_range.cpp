@@ -13,20 +13,22 @@
 namespace parity::onnx {
 
 std::string describe_node_range(int begin, int end) {
-  return end - begin == 1 ? fmt::format("node {}", begin) : fmt::format("nodes {}-{}", begin, end - 1);
+  return end - begin == 1 ? fmt::format("node {}", begin)
+                          : fmt::format("nodes {}-{}", begin, end - 1);
 }
 
 Model extract_node_range(const Model& model, int begin, int end) {
   const ::onnx::GraphProto& graph = model->graph();
   if (begin < 0 || end > graph.node_size() || begin >= end)
-    raise<InvalidInputError>("{} of a graph of {} nodes: no such range", describe_node_range(begin, end),
-                             graph.node_size());
+    raise<InvalidInputError>("{} of a graph of {} nodes: no such range",
+                             describe_node_range(begin, end), graph.node_size());
   std::map<std::string, const ::onnx::TypeProto*> types;
   for (const auto& value : graph.input()) types.emplace(value.name(), &value.type());
   for (const auto& value : graph.value_info()) types.emplace(value.name(), &value.type());
   for (const auto& value : graph.output()) types.emplace(value.name(), &value.type());
   std::unordered_map<std::string, const ::onnx::TensorProto*> initializers;
-  for (const auto& initializer : graph.initializer()) initializers.emplace(initializer.name(), &initializer);
+  for (const auto& initializer : graph.initializer())
+    initializers.emplace(initializer.name(), &initializer);
   std::set<std::string> graph_inputs, graph_outputs;
   for (const auto& value : graph.input()) graph_inputs.insert(value.name());
   for (const auto& value : graph.output()) graph_outputs.insert(value.name());
@@ -42,8 +44,10 @@ Model extract_node_range(const Model& model, int begin, int end) {
     }
     for (const auto& output : node.output()) {
       if (output.empty()) continue;
-      if (inside) produced_inside.insert(output);
-      else if (node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx"))
+      if (inside)
+        produced_inside.insert(output);
+      else if (node.op_type() == "Constant" &&
+               (node.domain().empty() || node.domain() == "ai.onnx"))
         constant_producers.emplace(output, index);
     }
   }
@@ -52,9 +56,10 @@ Model extract_node_range(const Model& model, int begin, int end) {
     auto found = types.find(name);
     if (found == types.end() || found->second->value_case() == ::onnx::TypeProto::VALUE_NOT_SET ||
         (found->second->has_tensor_type() && found->second->tensor_type().elem_type() == 0))
-      raise<InvalidInputError>("tensor '{}' ({} of {}) has no known type: the graph cannot be cut there (shape "
-                               "inference could not type it)",
-                               name, role, describe_node_range(begin, end));
+      raise<InvalidInputError>(
+          "tensor '{}' ({} of {}) has no known type: the graph cannot be cut there (shape "
+          "inference could not type it)",
+          name, role, describe_node_range(begin, end));
     return *found->second;
   };
 
@@ -76,7 +81,8 @@ Model extract_node_range(const Model& model, int begin, int end) {
       if (produced_inside.count(name) || !seen.insert(name).second) continue;
       if (initializers.count(name) && !graph_inputs.count(name)) {
         *cut.add_initializer() = *initializers.at(name);
-      } else if (auto constant = constant_producers.find(name); constant != constant_producers.end()) {
+      } else if (auto constant = constant_producers.find(name);
+                 constant != constant_producers.end()) {
         *cut.add_node() = graph.node(constant->second);
       } else {
         auto* input = cut.add_input();
@@ -92,7 +98,8 @@ Model extract_node_range(const Model& model, int begin, int end) {
     *cut.add_node() = node;
     for (const auto& output : node.output()) {
       if (output.empty()) continue;
-      if (graph_outputs.count(output) || read_outside.count(output) || !read_anywhere.count(output)) {
+      if (graph_outputs.count(output) || read_outside.count(output) ||
+          !read_anywhere.count(output)) {
         auto* value = cut.add_output();
         value->set_name(output);
         *value->mutable_type() = type_of(output, "an output");
@@ -104,7 +111,8 @@ Model extract_node_range(const Model& model, int begin, int end) {
     }
   }
   if (cut.output_size() == 0)
-    raise<InvalidInputError>("{} produce nothing used: no outputs to cut them out with", describe_node_range(begin, end));
+    raise<InvalidInputError>("{} produce nothing used: no outputs to cut them out with",
+                             describe_node_range(begin, end));
   return result;
 }
 

@@ -25,23 +25,28 @@ class InspectCapabilityCommand : public Command {
  public:
   std::vector<std::string> path() const override { return {"inspect", "capability"}; }
   std::string description() const override {
-    return "Determine which parts of an ONNX model a backend can run: the graph is partitioned into supported and "
-           "unsupported subgraphs, saved as models, with a summary of the unsupported nodes and the backend's "
+    return "Determine which parts of an ONNX model a backend can run: the graph is partitioned "
+           "into supported and "
+           "unsupported subgraphs, saved as models, with a summary of the unsupported nodes and "
+           "the backend's "
            "reasons";
   }
   void add_options(CLI::App& app) override {
     model_.add_to(app, /*shape_inference_by_default=*/true);
-    app.add_flag("--openvino", openvino_, "Ask OpenVINO (its ONNX frontend and the CPU device's query_model)")
+    app.add_flag("--openvino", openvino_,
+                 "Ask OpenVINO (its ONNX frontend and the CPU device's query_model)")
         ->group("Backend");
     app.add_option("-o,--output", output_,
-                   "Folder for the subgraphs and results.txt (default: parity_capability_dumps); files of the same "
+                   "Folder for the subgraphs and results.txt (default: parity_capability_dumps); "
+                   "files of the same "
                    "names there are replaced")
         ->group("Save");
   }
   int run() override {
     if (!openvino_)
-      raise<InvalidInputError>("inspect capability asks a backend which nodes it supports: give --openvino (ONNX "
-                               "Runtime's API does not say which nodes an execution provider lacks)");
+      raise<InvalidInputError>(
+          "inspect capability asks a backend which nodes it supports: give --openvino (ONNX "
+          "Runtime's API does not say which nodes an execution provider lacks)");
     onnx::Model prepared = runtime::prepare_for_partitioning(model_.load());
     runtime::OpenvinoSupportQuery query;
     runtime::CapabilityReport report = runtime::analyze_capability(prepared, query);
@@ -53,7 +58,8 @@ class InspectCapabilityCommand : public Command {
       try {
         onnx::check_model(part);
       } catch (const Error& error) {
-        raise<InternalError>("the subgraph {} fails ONNX's checker: {}", partition.file_name(), error.what());
+        raise<InternalError>("the subgraph {} fails ONNX's checker: {}", partition.file_name(),
+                             error.what());
       }
       files.emplace_back(partition.file_name(), std::move(part));
     }
@@ -68,7 +74,8 @@ class InspectCapabilityCommand : public Command {
 
  private:
   // Writes the models and results.txt; on a failure removes what this run wrote, then throws.
-  void write_all(const std::vector<std::pair<std::string, onnx::Model>>& files, const std::string& summary) const {
+  void write_all(const std::vector<std::pair<std::string, onnx::Model>>& files,
+                 const std::string& summary) const {
     std::error_code error;
     fs::create_directories(output_, error);
     if (error || !fs::is_directory(output_))
@@ -84,7 +91,8 @@ class InspectCapabilityCommand : public Command {
       write_file_atomic(fs::path(output_) / "results.txt", summary + "\n");
     } catch (const Error& failure) {
       for (const auto& path : written) fs::remove(path, error);
-      raise<FileError>("could not write the subgraphs to {} (nothing left there): {}", output_, failure.what());
+      raise<FileError>("could not write the subgraphs to {} (nothing left there): {}", output_,
+                       failure.what());
     }
   }
 

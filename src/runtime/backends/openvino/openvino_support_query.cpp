@@ -12,7 +12,9 @@
 namespace parity::runtime {
 namespace {
 
-bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& text, const char* prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
 
 std::string trim(const std::string& text) {
   auto first = text.find_first_not_of(" \t\r");
@@ -22,11 +24,13 @@ std::string trim(const std::string& text) {
 
 // A line that only says where OpenVINO failed, not why.
 bool is_location_line(const std::string& line) {
-  for (const char* prefix : {"Exception from ", "Check '", "FrontEnd API failed", "Model wasn't fully converted",
-                             "Failed operations detailed log", "Summary:", "-- Conversion is failed for",
-                             "While validating ONNX node", "While validating node", "To facilitate the conversion"})
+  for (const char* prefix :
+       {"Exception from ", "Check '", "FrontEnd API failed", "Model wasn't fully converted",
+        "Failed operations detailed log", "Summary:", "-- Conversion is failed for",
+        "While validating ONNX node", "While validating node", "To facilitate the conversion"})
     if (starts_with(line, prefix)) return true;
-  return line.size() > 2 && line.compare(0, 3, "-- ") == 0 && line.find(" with a message:") != std::string::npos;
+  return line.size() > 2 && line.compare(0, 3, "-- ") == 0 &&
+         line.find(" with a message:") != std::string::npos;
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -60,14 +64,17 @@ std::vector<std::pair<std::string, std::string>> openvino_blamed_nodes(const std
   std::vector<std::pair<std::string, std::string>> blamed;
   std::vector<std::vector<std::string>> blocks;
   for (const auto& line : lines_of(message)) {
-    if (starts_with(line, "-- ") && line.find(" with a message:") != std::string::npos) blocks.emplace_back();
-    else if (starts_with(line, "Summary:")) break;
+    if (starts_with(line, "-- ") && line.find(" with a message:") != std::string::npos)
+      blocks.emplace_back();
+    else if (starts_with(line, "Summary:"))
+      break;
     if (!blocks.empty()) blocks.back().push_back(line);
   }
   if (blocks.empty()) blocks.push_back(lines_of(message));
   for (const auto& block : blocks) {
     std::string joined = fmt::format("{}", fmt::join(block, "\n"));
-    for (std::size_t at = joined.find("<Node("); at != std::string::npos; at = joined.find("<Node(", at + 1)) {
+    for (std::size_t at = joined.find("<Node("); at != std::string::npos;
+         at = joined.find("<Node(", at + 1)) {
       auto colon = joined.find("): ", at);
       auto close = joined.find('>', colon);
       if (colon == std::string::npos || close == std::string::npos) break;
@@ -77,7 +84,8 @@ std::vector<std::pair<std::string, std::string>> openvino_blamed_nodes(const std
   return blamed;
 }
 
-std::vector<std::pair<std::string, std::string>> openvino_unconvertible_op_types(const std::string& message) {
+std::vector<std::pair<std::string, std::string>> openvino_unconvertible_op_types(
+    const std::string& message) {
   static constexpr std::string_view kMarker = "No conversion rule found for operations: ";
   std::vector<std::pair<std::string, std::string>> op_types;
   for (const auto& line : lines_of(message)) {
@@ -86,13 +94,15 @@ std::vector<std::pair<std::string, std::string>> openvino_unconvertible_op_types
     std::string list = line.substr(at + kMarker.size());
     for (std::size_t start = 0; start < list.size();) {
       auto comma = list.find(',', start);
-      std::string entry = trim(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      std::string entry =
+          trim(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
       start = comma == std::string::npos ? list.size() : comma + 1;
       auto dash = entry.rfind('-');
       if (dash != std::string::npos && dash + 1 < entry.size() &&
           entry.find_first_not_of("0123456789", dash + 1) == std::string::npos)
         entry = entry.substr(0, dash);
-      if (!entry.empty()) op_types.emplace_back(entry, "No conversion rule found for operations: " + list);
+      if (!entry.empty())
+        op_types.emplace_back(entry, "No conversion rule found for operations: " + list);
     }
   }
   return op_types;
@@ -128,7 +138,8 @@ SupportAnswer OpenvinoSupportQuery::query(const onnx::Model& model) {
   try {
     result = backend_->query_model(request);
   } catch (const openvino::BackendFailure& failure) {
-    raise<Error>("OpenVINO could not answer which nodes of {} it supports: {}", model.path.string(), failure.what());
+    raise<Error>("OpenVINO could not answer which nodes of {} it supports: {}", model.path.string(),
+                 failure.what());
   }
   SupportAnswer answer;
   answer.converted = result.converted;

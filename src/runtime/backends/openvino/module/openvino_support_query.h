@@ -1,4 +1,5 @@
-// Backend::query_model's work: which parts of an ONNX model OpenVINO can run. Private to the module.
+// Backend::query_model's work: which parts of an ONNX model OpenVINO can run. Private to the
+// module.
 #pragma once
 
 #include <openvino/openvino.hpp>
