@@ -370,3 +370,22 @@ def test_file_layout_matches_polygraphys_for_the_same_partition(run_parity, tmp_
         ours = [node.name for node in onnx.load(str(parity_out / name)).graph.node if node.op_type != "Constant"]
         theirs = [node.name for node in onnx.load(str(polygraphy_out / name)).graph.node if node.op_type != "Constant"]
         assert ours == theirs, name
+
+
+@pytest.mark.parametrize("filename", sorted(p.name for p in SHARED_MODELS.glob("*.onnx")))
+def test_every_shared_model_is_partitioned_into_checked_subgraphs_covering_every_node(run_parity, tmp_path,
+                                                                                       filename):
+    path = SHARED_MODELS / filename
+    out = tmp_path / "dumps"
+    run = run_parity("inspect", "capability", path, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    files = sorted(subgraph_files(out), key=lambda name: node_range(name)[0])
+    count = len(onnx.load(str(path), load_external_data=False).graph.node)
+    covered = [i for name in files for i in range(node_range(name)[0], node_range(name)[1] + 1)]
+    assert covered == list(range(count)), files
+    for name in files:
+        onnx.checker.check_model(onnx.load(str(out / name)))
+    if len(files) == 1:
+        assert "Graph is fully supported by OpenVINO" in run.output
+    else:
+        assert "===== Summary =====" in run.output
