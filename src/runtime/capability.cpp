@@ -171,13 +171,14 @@ std::string CapabilityPartition::file_name() const {
                      end - 1);
 }
 
-onnx::Model prepare_for_partitioning(onnx::Model model) {
+onnx::Model prepare_for_partitioning(onnx::Model model, bool infer_shapes) {
   onnx::Model prepared;
   prepared.proto = std::make_shared<::onnx::ModelProto>(*model.proto);
   prepared.path = model.path;
   prepared.base_dir = model.base_dir;
   onnx::load_external_data(prepared);
   onnx::toposort(*prepared->mutable_graph());
+  if (!infer_shapes) return prepared;
   auto inference = onnx::infer_shapes(*prepared.proto);
   if (!inference.ok)
     log::warning("Shape inference stopped early ({}); cuts at untyped tensors will fail",

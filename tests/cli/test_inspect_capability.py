@@ -389,3 +389,11 @@ def test_every_shared_model_is_partitioned_into_checked_subgraphs_covering_every
         assert "Graph is fully supported by OpenVINO" in run.output
     else:
         assert "===== Summary =====" in run.output
+
+
+def test_no_shape_inference_is_honoured_and_untyped_cuts_are_explained(run_parity, tmp_path):
+    model = planted_model(tmp_path / "planted.onnx")
+    run = run_parity("inspect", "capability", model, "--openvino", "--no-shape-inference", "-o", tmp_path / "out",
+                     timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    assert "cannot be cut out of the model: tensor 'doubled'" in run.output, run.describe()

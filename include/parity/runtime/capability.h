@@ -80,8 +80,9 @@ struct CapabilityReport {
 };
 
 // The model the analysis and the partitions work on: external data loaded, nodes in topological
-// order (node indices refer to this order; a sorted model keeps its own), shapes inferred.
-onnx::Model prepare_for_partitioning(onnx::Model model);
+// order (node indices refer to this order; a sorted model keeps its own), shapes inferred unless
+// `infer_shapes` is false (then cuts need the types the model declares).
+onnx::Model prepare_for_partitioning(onnx::Model model, bool infer_shapes = true);
 
 // Partitions `prepared` (from prepare_for_partitioning). InvalidInputError when a graph input has
 // a type the backend refuses, naming the input, or when the graph has no nodes.

@@ -47,7 +47,8 @@ class InspectCapabilityCommand : public Command {
       raise<InvalidInputError>(
           "inspect capability asks a backend which nodes it supports: give --openvino (ONNX "
           "Runtime's API does not say which nodes an execution provider lacks)");
-    onnx::Model prepared = runtime::prepare_for_partitioning(model_.load());
+    onnx::Model prepared =
+        runtime::prepare_for_partitioning(model_.load(), model_.shape_inference());
     runtime::OpenvinoSupportQuery query;
     runtime::CapabilityReport report = runtime::analyze_capability(prepared, query);
 
