@@ -397,3 +397,24 @@ def test_no_shape_inference_is_honoured_and_untyped_cuts_are_explained(run_parit
                      timeout=RUN_TIMEOUT)
     assert run.returncode == 0, run.describe()
     assert "cannot be cut out of the model: tensor 'doubled'" in run.output, run.describe()
+
+
+def test_onnxrt_names_the_node_its_cpu_provider_has_no_kernel_for(run_parity, tmp_path):
+    """ONNX Runtime's CPU provider has Det for float32 but not for float64: session creation names the node."""
+    nodes = [helper.make_node("Mul", ["x", "two"], ["doubled"], name="double"),
+             helper.make_node("Det", ["doubled"], ["det"], name="planted_det"),
+             helper.make_node("Sigmoid", ["det"], ["y"], name="squash")]
+    graph = helper.make_graph(nodes, "det64", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [2])],
+                              [helper.make_tensor("two", TensorProto.DOUBLE, [], [2.0])])
+    path = tmp_path / "det64.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    out = tmp_path / "out"
+    run = run_parity("inspect", "capability", path, "--onnxrt", "-o", out, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    row = [line.strip() for line in run.output.splitlines() if line.strip().startswith("Det ")]
+    assert len(row) == 1 and "Could not find an implementation for Det(11)" in row[0] and "planted_det" in row[0], \
+        run.describe()
+    assert subgraph_files(out) == polygraphy_file_names([[0], [2]], 3)
+    for name in subgraph_files(out):
+        onnx.checker.check_model(onnx.load(str(out / name)))

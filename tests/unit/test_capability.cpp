@@ -9,6 +9,7 @@
 #include "parity/onnx/node_range.h"
 #include "parity/runtime/capability.h"
 #include "parity/runtime/hybrid_runner.h"
+#include "parity/runtime/onnxrt_support_query.h"
 #include "parity/runtime/openvino_support_query.h"
 #include "parity/runtime/ref_runner.h"
 
@@ -307,6 +308,24 @@ TEST(HybridRunner, SubgraphsInSequenceGiveTheWholeModelsOutputsAndEveryTensorOnc
       [&](const runtime::ProducedTensor& produced) { streamed.insert(produced.name); });
   active->infer(feed);
   for (const char* name : {"k", "a", "b", "y", "z"}) EXPECT_EQ(streamed.count(name), 1u) << name;
+}
+
+}  // namespace
+}  // namespace parity
+
+namespace parity {
+namespace {
+
+TEST(OnnxrtMessages, ReasonAndBlamedNode) {
+  const std::string message =
+      "onnxrt-runner-N3-11/24/26-03:40:17: det64.onnx: ONNX Runtime error while creating the "
+      "session: [NOT_IMPLEMENTED] Could not find an implementation for Det(11) node with name "
+      "'planted_det'";
+  EXPECT_EQ(runtime::concise_onnxrt_reason(message),
+            "Could not find an implementation for Det(11) node with name 'planted_det'");
+  auto blamed = runtime::onnxrt_blamed_nodes(message);
+  ASSERT_EQ(blamed.size(), 1u);
+  EXPECT_EQ(blamed[0].first, "planted_det");
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
-// `parity inspect capability model.onnx --openvino [-o folder]` (Polygraphy's `inspect capability`
-// with --with-partitioning): which nodes OpenVINO can run, the graph split into maximal supported
-// and unsupported subgraphs in topological order, each saved as a model under Polygraphy's names
-// (supported_subgraph-nodes-A-B.onnx, unsupported_subgraph-nodes-C-D.onnx), and a summary of the
-// unsupported ops with OpenVINO's reasons (also saved as results.txt). The work is the library's
-// (parity/runtime/capability.h); the command parses flags and writes files.
+// `parity inspect capability model.onnx --openvino|--onnxrt [-o folder]` (Polygraphy's `inspect
+// capability` with --with-partitioning): which nodes OpenVINO can run, the graph split into maximal
+// supported and unsupported subgraphs in topological order, each saved as a model under
+// Polygraphy's names (supported_subgraph-nodes-A-B.onnx, unsupported_subgraph-nodes-C-D.onnx), and
+// a summary of the unsupported ops with OpenVINO's reasons (also saved as results.txt). The work is
+// the library's (parity/runtime/capability.h); the command parses flags and writes files.
 #include <filesystem>
+#include <memory>
 #include <system_error>
 
 #include "args/model_args.h"
@@ -14,6 +15,7 @@
 #include "parity/core/logger.h"
 #include "parity/onnx/node_range.h"
 #include "parity/runtime/capability.h"
+#include "parity/runtime/onnxrt_support_query.h"
 #include "parity/runtime/openvino_support_query.h"
 
 namespace parity::cli {
@@ -26,31 +28,36 @@ class InspectCapabilityCommand : public Command {
   std::vector<std::string> path() const override { return {"inspect", "capability"}; }
   std::string description() const override {
     return "Determine which parts of an ONNX model a backend can run: the graph is partitioned "
-           "into supported and "
-           "unsupported subgraphs, saved as models, with a summary of the unsupported nodes and "
-           "the backend's "
-           "reasons";
+           "into supported and unsupported subgraphs, saved as models, with a summary of the "
+           "unsupported nodes and the backend's reasons";
   }
   void add_options(CLI::App& app) override {
     model_.add_to(app, /*shape_inference_by_default=*/true);
     app.add_flag("--openvino", openvino_,
                  "Ask OpenVINO (its ONNX frontend and the CPU device's query_model)")
         ->group("Backend");
+    app.add_flag("--onnxrt", onnxrt_,
+                 "Ask ONNX Runtime (CPU provider): a part is supported when a session can be "
+                 "created for it; the node a missing kernel is reported for is named")
+        ->group("Backend");
     app.add_option("-o,--output", output_,
                    "Folder for the subgraphs and results.txt (default: parity_capability_dumps); "
-                   "files of the same "
-                   "names there are replaced")
+                   "files of the same names there are replaced")
         ->group("Save");
   }
   int run() override {
-    if (!openvino_)
+    if (openvino_ == onnxrt_)
       raise<InvalidInputError>(
-          "inspect capability asks a backend which nodes it supports: give --openvino (ONNX "
-          "Runtime's API does not say which nodes an execution provider lacks)");
+          "inspect capability asks one backend which nodes it supports: give --openvino or "
+          "--onnxrt");
     onnx::Model prepared =
         runtime::prepare_for_partitioning(model_.load(), model_.shape_inference());
-    runtime::OpenvinoSupportQuery query;
-    runtime::CapabilityReport report = runtime::analyze_capability(prepared, query);
+    std::unique_ptr<runtime::SupportQuery> query;
+    if (openvino_)
+      query = std::make_unique<runtime::OpenvinoSupportQuery>();
+    else
+      query = std::make_unique<runtime::OnnxrtSupportQuery>();
+    runtime::CapabilityReport report = runtime::analyze_capability(prepared, *query);
 
     // Every subgraph is cut and checked before anything is written.
     std::vector<std::pair<std::string, onnx::Model>> files;
@@ -68,7 +75,8 @@ class InspectCapabilityCommand : public Command {
     write_all(files, summary);
     log::info("{}", summary);
     for (const auto& node : report.unsupported)
-      log::verbose("{} ({}), OpenVINO's whole message:\n{}", node.name, node.op_type, node.detail);
+      log::verbose("{} ({}), {}'s whole message:\n{}", node.name, node.op_type, report.backend,
+                   node.detail);
     log::info("Saved {} subgraph(s) and results.txt to {}", files.size(), output_);
     return 0;
   }
@@ -99,6 +107,7 @@ class InspectCapabilityCommand : public Command {
 
   ModelArgs model_;
   bool openvino_ = false;
+  bool onnxrt_ = false;
   std::string output_ = "parity_capability_dumps";
 };
 
