@@ -142,9 +142,12 @@ struct QueryResult {
   std::string conversion_error;
   // The converted model's ops the device does not support (ov::Core::query_model leaves them
   // out), Parameters, Results and Constants excepted: their ONNX tensor names (the names OpenVINO
-  // keeps on their outputs) and "name (Type)" for messages.
+  // keeps on their outputs) and "name (Type)" for messages. query_model also leaves out ops its
+  // transformations replace (a lone Negative), so these are only reported when compiling the
+  // model for the device fails too, with that error.
   std::vector<std::string> unsupported_tensors;
   std::vector<std::string> unsupported_ops;
+  std::string compile_error;
 };
 
 class CompiledModel {

@@ -152,8 +152,9 @@ SupportAnswer OpenvinoSupportQuery::query(const onnx::Model& model) {
   }
   answer.unsupported_tensors = result.unsupported_tensors;
   if (!result.unsupported_ops.empty())
-    answer.unsupported_reason = fmt::format("the {} device does not support OpenVINO's {}", device_,
-                                            fmt::join(result.unsupported_ops, ", "));
+    answer.unsupported_reason = fmt::format("the {} device does not support OpenVINO's {}: {}",
+                                            device_, fmt::join(result.unsupported_ops, ", "),
+                                            concise_openvino_reason(result.compile_error));
   return answer;
 }
 

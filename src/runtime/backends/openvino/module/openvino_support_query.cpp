@@ -35,6 +35,15 @@ QueryResult query_onnx_model(ov::Core& core, const QueryRequest& request) {
     for (const auto& output : op->outputs())
       for (const auto& name : output.get_names()) result.unsupported_tensors.push_back(name);
   }
+  if (!result.unsupported_ops.empty()) {
+    try {
+      core.compile_model(model, request.device);
+      result.unsupported_ops.clear();
+      result.unsupported_tensors.clear();
+    } catch (const std::exception& error) {
+      result.compile_error = error.what();
+    }
+  }
   return result;
 }
 
