@@ -136,10 +136,15 @@ AxisLayout layout_of(const Shape& shape, int64_t axis) {
 
 double magnitude_at(const TensorView& values, int64_t index) {
   switch (values.dtype()) {
-    case DType::kFloat32: return std::fabs(static_cast<double>(values.data<float>()[index]));
-    case DType::kFloat16: return std::fabs(static_cast<double>(float16_bits_to_float(values.data<uint16_t>()[index])));
-    case DType::kBFloat16: return std::fabs(static_cast<double>(bfloat16_bits_to_float(values.data<uint16_t>()[index])));
-    default: raise<UnsupportedError>("2:4 sparsity supports float32, float16 and bfloat16, not {}", dtype_name(values.dtype()));
+    case DType::kFloat32:
+      return std::fabs(static_cast<double>(values.data<float>()[index]));
+    case DType::kFloat16:
+      return std::fabs(static_cast<double>(float16_bits_to_float(values.data<uint16_t>()[index])));
+    case DType::kBFloat16:
+      return std::fabs(static_cast<double>(bfloat16_bits_to_float(values.data<uint16_t>()[index])));
+    default:
+      raise<UnsupportedError>("2:4 sparsity supports float32, float16 and bfloat16, not {}",
+                              dtype_name(values.dtype()));
   }
 }
 
@@ -207,7 +212,8 @@ std::vector<SparsityCandidate> find_sparsity_candidates(const GraphProto& graph,
   std::vector<SparsityCandidate> eligible;
   for (std::size_t i = 0; i < collected.size(); ++i) {
     const auto& candidate = collected[i];
-    log::super_verbose("Processing tensor {}/{}: {} (axis {})", i + 1, collected.size(), candidate.name, candidate.axis);
+    log::super_verbose("Processing tensor {}/{}: {} (axis {})", i + 1, collected.size(), candidate.name,
+                       candidate.axis);
     const TensorProto& tensor = walk.initializer(candidate.name);
     if (skip.count(tensor.name())) {
       log::warning("Skipping tensor: {} since it was marked to skip pruning", tensor.name());

@@ -26,7 +26,8 @@ constexpr const char* kSparseFlag = "SPARSE_2_4";
 // The single ops Polygraphy's patterns match, with the input counts each accepts.
 const std::map<std::string, std::set<int>>& base_input_counts() {
   static const std::map<std::string, std::set<int>> counts = {
-      {"Conv", {2, 3}}, {"ConvTranspose", {2, 3}}, {"Gemm", {2, 3}}, {"MatMul", {2}}, {"Gather", {2}}, {"Slice", {3, 4, 5}}};
+      {"Conv", {2, 3}},   {"ConvTranspose", {2, 3}}, {"Gemm", {2, 3}},
+      {"MatMul", {2}},    {"Gather", {2}},           {"Slice", {3, 4, 5}}};
   return counts;
 }
 
@@ -53,8 +54,8 @@ class StripSelection {
       if (matches_single(node)) strip_inputs_of(node);
       if (op == "QuantizeLinear" && quantize_pair_feeds_base(node)) strip_inputs_of(node);
       if (op == "Transpose" && node.input_size() == 1 && node.output_size() == 1) {
-        if (const NodeProto* consumer = only_consumer(node.output(0)); consumer && feeds_at_position(node.output(0), *consumer))
-          strip_inputs_of(node);
+        const NodeProto* consumer = only_consumer(node.output(0));
+        if (consumer && feeds_at_position(node.output(0), *consumer)) strip_inputs_of(node);
       }
     }
     for (const auto& node : graph.node()) {
@@ -198,7 +199,8 @@ bool is_weightless(const TensorProto& tensor) { return tensor.doc_string().find(
 
 WeightStripReport strip_weights(Model& model, const std::set<std::string>& exclude) {
   log::start("Beginning weight stripping...");
-  log::warning("The model is expected to be constant folded to successfully capture all weights eligible for stripping");
+  log::warning(
+      "The model is expected to be constant folded to successfully capture all weights eligible for stripping");
   log::info("Querying Sparse Initializers in the model");
   std::set<std::string> sparse = check_sparsity(model);
   std::set<std::string> found;
