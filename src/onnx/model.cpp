@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -255,42 +256,75 @@ void save_model(const Model& model, const fs::path& path, const SaveOptions& opt
     if (fs::path(location).is_absolute() || location.find("..") != std::string::npos || location.find('/') != std::string::npos)
       raise<InvalidInputError>("external data location '{}' must be a plain file name (it is written beside the model)",
                                location);
-    fs::path data_path = (path.has_parent_path() ? path.parent_path() : fs::path(".")) / location;
-    AtomicFileWriter data_file(data_path);
+    const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    // All tensors in one file, committed after the model serializes; or a file per tensor, each
+    // written whole as it comes (a model may have thousands: no file stays open), removed again if
+    // the save fails.
+    std::optional<AtomicFileWriter> data_file;
+    if (options.all_tensors_to_one_file) data_file.emplace(folder / location);
+    std::vector<fs::path> tensor_files;
+    std::set<std::string> used_names = {path.filename().string()};
     uint64_t offset = 0;
-    for_each_data_tensor(proto, [&](TensorProto& tensor) {
-      std::string_view bytes;
-      Tensor mapped;
-      if (uses_external_data(tensor)) {
-        mapped = tensor_from_proto(tensor, model.base_dir);
-        bytes = std::string_view(static_cast<const char*>(mapped.raw()), mapped.byte_size());
-      } else if (tensor.has_raw_data() && tensor.raw_data().size() >= options.size_threshold) {
-        bytes = tensor.raw_data();
-      } else {
-        return;
+    // A tensor's own file is named after it when the name is a plain file name (onnx's test: none of
+    // <>:;,?"*|/ ; Parity also refuses backslash, NUL, "." and "..").
+    auto tensor_file_name = [&](const TensorProto& tensor) {
+      std::string name = tensor.name();
+      bool plain = !name.empty() && name != "." && name != ".." && name.size() <= 255 &&
+                   name.find_first_of(std::string_view("<>:;,?\"*|/\\\0", 12)) == std::string::npos;
+      for (std::size_t n = tensor_files.size(); !plain || used_names.count(name); ++n) {
+        name = fmt::format("{}.tensor{}.data", path.filename().string(), n);
+        plain = true;
       }
-      constexpr uint64_t kAlign = 4096;  // page-aligned offsets so readers can mmap
-      uint64_t padding = (kAlign - offset % kAlign) % kAlign;
-      data_file.write(std::string(padding, '\0'));
-      offset += padding;
-      data_file.write(bytes);
-      uint64_t length = bytes.size();
-      tensor.clear_external_data();
-      auto add = [&](const char* key, std::string value) {
-        auto* entry = tensor.add_external_data();
-        entry->set_key(key);
-        entry->set_value(std::move(value));
-      };
-      add("location", location);
-      add("offset", std::to_string(offset));
-      add("length", std::to_string(length));
-      offset += length;
-      tensor.clear_raw_data();
-      tensor.set_data_location(TensorProto::EXTERNAL);
-    });
-    std::string serialized = serialize_model(proto);
-    data_file.commit();
-    write_file_atomic(path, serialized);
+      used_names.insert(name);
+      return name;
+    };
+    try {
+      for_each_data_tensor(proto, [&](TensorProto& tensor) {
+        std::string_view bytes;
+        Tensor mapped;
+        if (uses_external_data(tensor)) {
+          mapped = tensor_from_proto(tensor, model.base_dir);
+          bytes = std::string_view(static_cast<const char*>(mapped.raw()), mapped.byte_size());
+        } else if (tensor.has_raw_data() && tensor.raw_data().size() >= options.size_threshold) {
+          bytes = tensor.raw_data();
+        } else {
+          return;
+        }
+        std::string file_name = location;
+        if (data_file) {
+          constexpr uint64_t kAlign = 4096;  // page-aligned offsets so readers can mmap
+          uint64_t padding = (kAlign - offset % kAlign) % kAlign;
+          data_file->write(std::string(padding, '\0'));
+          offset += padding;
+          data_file->write(bytes);
+        } else {
+          file_name = tensor_file_name(tensor);
+          offset = 0;
+          write_file_atomic(folder / file_name, bytes);
+          tensor_files.push_back(folder / file_name);
+        }
+        uint64_t length = bytes.size();
+        tensor.clear_external_data();
+        auto add = [&](const char* key, std::string value) {
+          auto* entry = tensor.add_external_data();
+          entry->set_key(key);
+          entry->set_value(std::move(value));
+        };
+        add("location", file_name);
+        add("offset", std::to_string(offset));
+        add("length", std::to_string(length));
+        offset += length;
+        tensor.clear_raw_data();
+        tensor.set_data_location(TensorProto::EXTERNAL);
+      });
+      std::string serialized = serialize_model(proto);
+      if (data_file) data_file->commit();
+      write_file_atomic(path, serialized);
+    } catch (...) {
+      std::error_code ignored;
+      for (const auto& file : tensor_files) fs::remove(file, ignored);
+      throw;
+    }
   });
 }
 

@@ -63,6 +63,10 @@ struct SaveOptions {
   std::size_t size_threshold = 1024;
   // File name of the external data, relative to the model's folder; default "<model>.data".
   std::string location;
+  // false: each external tensor in its own file beside the model, named after the tensor (a
+  // tensor name that is no plain file name, or is taken, gets "<model>.tensor<N>.data"); `location`
+  // is then unused. As onnx's all_tensors_to_one_file.
+  bool all_tensors_to_one_file = true;
 };
 
 // Atomic: model (and external data file) are written to temp files and renamed into place.

@@ -4,6 +4,7 @@
 
 #include "args/compute_args.h"
 #include "args/model_args.h"
+#include "args/model_save_args.h"
 #include "args/openvino_args.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
@@ -69,11 +70,14 @@ class ConvertCommand : public Command {
         ->excludes("--fp-to-bf16");
     openvino_args_.add_to(app);
     app.add_option("-o,--output", output_, "Path to save the converted model")->required()->group("ONNX Model Saving");
+    save_.add_to(app);
   }
 
   int run() override {
     compute_.apply();
     openvino_args_.parse(openvino_ ? 1 : 0);
+    if (openvino_ && save_.external_data_requested())
+      raise<InvalidInputError>("--save-external-data applies to ONNX models; --openvino writes a compiled model");
     if (openvino_) return compile_for_openvino();
     if (!fp_to_fp16_ && !fp_to_bf16_)
       raise<InvalidInputError>("convert: nothing to do; give --fp-to-fp16, --fp-to-bf16 or --openvino");
@@ -102,8 +106,7 @@ class ConvertCommand : public Command {
       log::warning("ONNX shape inference fails on the {} model.\nNote: error was: {}", precision, inference.error);
     if (original)
       report_reduced_precision_error(*original, model, precision, shapes, parse_val_ranges(val_ranges_, "--val-range"));
-    log::info("Saving ONNX model to: {}", output_);
-    onnx::save_model(model, output_);
+    save_.save(model, output_);
     return 0;
   }
 
@@ -186,6 +189,7 @@ class ConvertCommand : public Command {
 
  private:
   ModelArgs model_;
+  ModelSaveArgs save_;
   ComputeArgs compute_;
   OpenvinoArgs openvino_args_;
   bool openvino_ = false;

@@ -24,6 +24,7 @@
 #include "args/compute_args.h"
 #include "args/data_loader_args.h"
 #include "args/model_args.h"
+#include "args/model_save_args.h"
 #include "args/runner_args.h"
 #include "args/value_parsing.h"
 #include "command.h"
@@ -100,6 +101,7 @@ class DebugPrecisionCommand : public Command {
         ->group("Output");
     app.add_option("-o,--output", output_, "Save the model converted with the nodes found kept in float32")
         ->group("Output");
+    save_.add_to(app);  // for -o; --iter-artifact candidates stay self-contained
     data_loader_.add_to(app);
     comparison_.add_to(app);
     // Each candidate is compared with the golden outputs: there is no other pair to choose.
@@ -392,7 +394,7 @@ class DebugPrecisionCommand : public Command {
       auto inference = onnx::infer_shapes(*fixed);
       if (!inference.ok)
         log::warning("ONNX shape inference fails on the {} model.\nNote: error was: {}", precision, inference.error);
-      onnx::save_model(fixed, output_);
+      onnx::save_model(fixed, output_, save_.options());
       log::info("Saved the {} model with {} node(s) kept in float32 to {}", precision, kept.size(), output_);
     }
     write_report(result, kept, steps, precision, &model);
@@ -519,6 +521,7 @@ class DebugPrecisionCommand : public Command {
   }
 
   ModelArgs model_;
+  ModelSaveArgs save_;
   RunnerArgs runners_;
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;

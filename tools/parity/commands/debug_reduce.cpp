@@ -14,6 +14,7 @@
 #include "args/comparison_args.h"
 #include "args/data_loader_args.h"
 #include "args/model_args.h"
+#include "args/model_save_args.h"
 #include "args/replay_args.h"
 #include "args/runner_args.h"
 #include "args/tensor_meta_parse.h"
@@ -55,6 +56,7 @@ class DebugReduceCommand : public Command {
     model_.add_to(app, /*shape_inference_by_default=*/true, /*checker_flag=*/false);
     const char* group = "Reduction";
     app.add_option("-o,--output", output_, "Path to save the reduced model (still failing)")->group(group);
+    save_.add_to(app);  // for -o and --min-good; --iter-artifact candidates stay self-contained
     app.add_option("--min-good,--minimal-good", min_good_,
                    "Path to save a model close in size to the reduced model that does not fail (not always found)")
         ->group(group);
@@ -135,14 +137,13 @@ class DebugReduceCommand : public Command {
     remove_iter_artifact();
     report(result);
     if (!output_.empty()) {
-      log::info("Saving ONNX model to: {}", output_);
-      onnx::save_model(result.reduced, output_);
+      save_.save(result.reduced, output_);
     }
     if (!min_good_.empty()) {
       if (result.min_good) {
         log::info("Saving the minimal good model ({} node(s)) to: {}", (*result.min_good)->graph().node_size(),
                   min_good_);
-        onnx::save_model(*result.min_good, min_good_);
+        onnx::save_model(*result.min_good, min_good_, save_.options());
       } else {
         log::warning("No candidate passed the check: there is no minimal good model to save to {}", min_good_);
       }
@@ -260,6 +261,7 @@ class DebugReduceCommand : public Command {
   }
 
   ModelArgs model_;
+  ModelSaveArgs save_;
   RunnerArgs runners_;
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "args/model_args.h"
+#include "args/model_save_args.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
 #include "parity/core/error.h"
@@ -37,6 +38,7 @@ class SurgeonExtractCommand : public Command {
         ->group(group);
     app.add_option("--seed", seed_, "Seed of the data loader used by the fallback run")->group(group);
     app.add_option("-o,--output", output_, "Path to save the subgraph")->required()->group("ONNX Model Saving");
+    save_.add_to(app);
   }
 
   int run() override {
@@ -96,8 +98,7 @@ class SurgeonExtractCommand : public Command {
     onnx::extract_subgraph(*model, in_meta, out_meta);
     log::info("Extracted subgraph: {} node(s), inputs:\n    {}\n    outputs:\n    {}", graph.node_size(),
               onnx::graph_inputs(graph).to_string(), onnx::graph_outputs(graph).to_string());
-    log::info("Saving ONNX model to: {}", output_);
-    onnx::save_model(model, output_);
+    save_.save(model, output_);
     return 0;
   }
 
@@ -157,6 +158,7 @@ class SurgeonExtractCommand : public Command {
   }
 
   ModelArgs model_;
+  ModelSaveArgs save_;
   std::vector<std::string> inputs_, outputs_, model_input_shapes_;
   uint32_t seed_ = 1;
   std::string output_;

@@ -1,6 +1,7 @@
 // `parity surgeon insert`: insert one node into an ONNX model between chosen tensors, replacing
 // the subgraph that produced its outputs (Polygraphy's surgeon insert).
 #include "args/model_args.h"
+#include "args/model_save_args.h"
 #include "command.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
@@ -33,6 +34,7 @@ class SurgeonInsertCommand : public Command {
                    "e.g. --attrs axis=1 alpha=0.5 mode='linear' perm=[0,2,1]")
         ->group(group);
     app.add_option("-o,--output", output_, "Path to save the model")->required()->group("ONNX Model Saving");
+    save_.add_to(app);
   }
 
   int run() override {
@@ -58,12 +60,13 @@ class SurgeonInsertCommand : public Command {
                      "attributes.\nNote: error was: {}", result.error);
     }
     log::info("Inserted node '{}' ({}); saving ONNX model to: {}", name_, op_, output_);
-    onnx::save_model(model, output_);
+    onnx::save_model(model, output_, save_.options());
     return 0;
   }
 
  private:
   ModelArgs model_;
+  ModelSaveArgs save_;
   std::vector<std::string> inputs_, outputs_, attrs_;
   std::string op_, name_, domain_, output_;
 };

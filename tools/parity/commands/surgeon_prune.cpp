@@ -2,6 +2,7 @@
 // prune): in each run of 4 values along the reduction axis, the two smallest magnitudes become zero.
 // For functional tests of sparse kernels only: accuracy is not considered.
 #include "args/model_args.h"
+#include "args/model_save_args.h"
 #include "args/value_parsing.h"
 #include "command.h"
 #include "parity/core/logger.h"
@@ -20,20 +21,21 @@ class SurgeonPruneCommand : public Command {
   void add_options(CLI::App& app) override {
     model_.add_to(app, /*shape_inference_by_default=*/false);
     app.add_option("-o,--output", output_, "Path to save the pruned model")->required()->group("ONNX Model Saving");
+    save_.add_to(app);
   }
 
   int run() override {
     return run_with_verdict([&] {
       onnx::Model model = model_.load();
       onnx::prune_sparsity(model);
-      log::info("Saving ONNX model to: {}", output_);
-      onnx::save_model(model, output_);
+      save_.save(model, output_);
       return true;
     });
   }
 
  private:
   ModelArgs model_;
+  ModelSaveArgs save_;
   std::string output_;
 };
 

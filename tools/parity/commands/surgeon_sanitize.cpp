@@ -4,6 +4,7 @@
 
 #include "args/compute_args.h"
 #include "args/model_args.h"
+#include "args/model_save_args.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
 #include "parity/core/logger.h"
@@ -45,6 +46,7 @@ class SurgeonSanitizeCommand : public Command {
     app.add_flag("--cleanup", cleanup_, "Remove unused nodes, initializers and graph inputs")->group(other);
     app.add_flag("--toposort", toposort_, "Topologically sort the nodes")->group(other);
     app.add_option("-o,--output", output_, "Path to save the sanitized model")->required()->group("ONNX Model Saving");
+    save_.add_to(app);
   }
 
   int run() override {
@@ -86,13 +88,13 @@ class SurgeonSanitizeCommand : public Command {
                 report.initializers_removed, report.inputs_removed);
     }
     if (toposort_) onnx::toposort(graph);
-    log::info("Saving ONNX model to: {}", output_);
-    onnx::save_model(model, output_);
+    save_.save(model, output_);
     return 0;
   }
 
  private:
   ModelArgs model_;
+  ModelSaveArgs save_;
   ComputeArgs compute_;
   std::vector<std::string> override_shapes_;
   bool fold_constants_ = false;

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "args/model_args.h"
+#include "args/model_save_args.h"
 #include "args/value_parsing.h"
 #include "command.h"
 #include "parity/core/logger.h"
@@ -21,6 +22,7 @@ class SurgeonWeightReconstructCommand : public Command {
     app.add_option("-o,--output", output_, "Path to save the reconstructed model")
         ->required()
         ->group("ONNX Model Saving");
+    save_.add_to(app);
   }
 
   int run() override {
@@ -32,14 +34,14 @@ class SurgeonWeightReconstructCommand : public Command {
       onnx::Model model = model_.load(options);
       std::mt19937_64 random(std::random_device{}());
       onnx::reconstruct_weights(model, random);
-      log::info("Saving ONNX model to: {}", output_);
-      onnx::save_model(model, output_);
+      save_.save(model, output_);
       return true;
     });
   }
 
  private:
   ModelArgs model_;
+  ModelSaveArgs save_;
   std::string output_;
 };
 

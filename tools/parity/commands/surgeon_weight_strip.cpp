@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "args/model_args.h"
+#include "args/model_save_args.h"
 #include "args/value_parsing.h"
 #include "command.h"
 #include "parity/core/file_io.h"
@@ -21,6 +22,7 @@ class SurgeonWeightStripCommand : public Command {
   void add_options(CLI::App& app) override {
     model_.add_to(app, /*shape_inference_by_default=*/false);
     app.add_option("-o,--output", output_, "Path to save the stripped model")->required()->group("ONNX Model Saving");
+    save_.add_to(app);
     app.add_option("--exclude-list", exclude_list_,
                    "Path to a text file listing initializers not to strip, one name a line")
         ->group("Weight Stripping");
@@ -39,14 +41,14 @@ class SurgeonWeightStripCommand : public Command {
       }
       onnx::Model model = model_.load();
       onnx::strip_weights(model, exclude);
-      log::info("Saving ONNX model to: {}", output_);
-      onnx::save_model(model, output_);
+      save_.save(model, output_);
       return true;
     });
   }
 
  private:
   ModelArgs model_;
+  ModelSaveArgs save_;
   std::string output_;
   std::string exclude_list_;
 };
