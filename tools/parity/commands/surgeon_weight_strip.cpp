@@ -1,6 +1,7 @@
 // `parity surgeon weight-strip`: remove the data of a model's weights, keeping names, dtypes and
 // dims, in Polygraphy's format (doc_string "TRT_WEIGHTLESS/" or "TRT_WEIGHTLESS/SPARSE_2_4"), so
 // the file is interchangeable with Polygraphy's and TensorRT's weightless flows.
+#include <cctype>
 #include <set>
 #include <sstream>
 
