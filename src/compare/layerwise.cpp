@@ -249,6 +249,7 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
   log::error("First divergence (topological order): tensor '{}' produced by {}{} | {}", first->tensor,
              describe_node(*first), first->iteration ? fmt::format(" | iteration {}", first->iteration) : "",
              describe_error(*first));
+  if (!first->engine_layer.empty()) log::error("    written by {}", first->engine_layer);
   std::size_t failing = std::count_if(result.entries.begin(), result.entries.end(),
                                       [](const auto& e) { return !e.comparison.passed; });
   auto worst = result.worst(worst_count);
@@ -287,6 +288,7 @@ nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_
       j["element_count"] = e.comparison.simple->element_count;
     }
     if (!e.comparison.failure.empty()) j["failure"] = e.comparison.failure;
+    if (!e.engine_layer.empty()) j["engine_layer"] = e.engine_layer;
     return j;
   };
   nlohmann::ordered_json j;
@@ -300,6 +302,14 @@ nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_
   j["first_divergence"] = first ? entry_json(*first) : nlohmann::ordered_json(nullptr);
   j["worst"] = nlohmann::ordered_json::array();
   for (const auto* e : result.worst(worst_count)) j["worst"].push_back(entry_json(*e));
+  // Each compared tensor's engine layer, where the caller gave them (--ov-outputs mark fused).
+  auto has_engine_layer = [](const LayerwiseEntry& e) { return !e.engine_layer.empty(); };
+  if (std::any_of(result.entries.begin(), result.entries.end(), has_engine_layer)) {
+    nlohmann::ordered_json layers = nlohmann::ordered_json::object();
+    for (const auto& e : result.entries)
+      if (!e.engine_layer.empty()) layers[e.tensor] = e.engine_layer;
+    j["engine_layers"] = std::move(layers);
+  }
   j["only_in_runner0"] = result.only_in_runner0;
   j["only_in_runner1"] = result.only_in_runner1;
   j["skipped"] = result.skipped;

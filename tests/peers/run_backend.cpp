@@ -6,7 +6,7 @@
 //       [--ort-opt-level disable|basic|extended|all] [--threads N] [--providers P...]
 //       [--ort-library PATH] [--ort-profile PREFIX] [--ov-precision f32|bf16|f16]
 //       [--ov-perf-hint latency|throughput] (--threads also sets OpenVINO's inference threads)
-//       [--mark-all | --mark NAME...] [--stream] [--budget BYTES] [--iterations N] [--discard] [-v]
+//       [--mark-all | --mark NAME... | --mark-fused] [--stream] [--budget BYTES] [--iterations N] [--discard] [-v]
 //
 // --stream collects every tensor through the runner's streaming callback (written alongside the
 // outputs as "stream:<name>"). --discard writes nothing and keeps nothing: it prints how many
@@ -26,6 +26,7 @@
 #include "parity/core/logger.h"
 #include "parity/runtime/loader.h"
 #include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/openvino_compiled_file.h"
 #include "parity/runtime/openvino_runner.h"
 #include "parity/runtime/ref_runner.h"
 
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> marked;
   OnnxrtOptions ort;
   std::string opt_level = "all";
-  app.add_option("model", model_path, "ONNX model")->required();
+  app.add_option("model", model_path, "ONNX model (or, with --openvino, a compiled model file)")->required();
   auto* ref_flag = app.add_flag("--ref", use_ref, "Parity's reference runner");
   auto* ort_flag = app.add_flag("--onnxrt", use_onnxrt, "ONNX Runtime through its C API");
   auto* openvino_flag = app.add_flag("--openvino", use_openvino, "OpenVINO through the backend module");
@@ -66,6 +67,10 @@ int main(int argc, char** argv) {
                  "layerwise memory budget in bytes (0: auto)");
   auto* all_flag = app.add_flag("--mark-all", mark_all, "return every intermediate tensor");
   app.add_option("--mark", marked, "return these intermediate tensors")->excludes(all_flag);
+  bool mark_fused = false;
+  app.add_flag("--mark-fused", mark_fused,
+               "--openvino: return the tensors the compiled plain model's layers write out (--ov-outputs mark fused)")
+      ->excludes(all_flag);
   app.add_flag("--stream", stream, "collect every tensor through the streaming callback");
   app.add_option("--iterations", iterations, "run this many times (outputs of the last)");
   app.add_flag("-v", verbosity, "verbose (repeat for more)");
@@ -100,6 +105,9 @@ int main(int argc, char** argv) {
     if (!ov_precision.empty()) openvino.precision = ov_precision;
     if (!ov_perf_hint.empty()) openvino.performance_hint = ov_perf_hint;
     if (ort.intra_op_threads > 0) openvino.threads = ort.intra_op_threads;
+    openvino.fused_outputs = mark_fused;
+    // A compiled model file (`parity convert --openvino -o m.ovc`) is imported instead of compiled.
+    if (use_openvino && is_openvino_compiled_file(model_path)) openvino.compiled_file = model_path;
     if (use_ref)
       runner = std::make_unique<RefRunner>(ModelFromPath(model_path));
     else if (use_openvino)

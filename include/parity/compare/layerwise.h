@@ -61,6 +61,9 @@ struct LayerwiseEntry {
   std::size_t order = 0;   // topological position (first runner's production order)
   int64_t iteration = 0;
   std::string tensor, node, op;
+  // What the engine under test executed to produce the tensor, when the caller knows (OpenVINO's
+  // fused layer and the ONNX nodes it covers, with --ov-outputs mark fused); "" otherwise.
+  std::string engine_layer;
   OutputComparison comparison;
   // How many times over its tolerance the tensor's error is: min(required atol / atol, required
   // rtol / rtol) for `simple` (0 when it passed; infinity for NaN errors, shape mismatches and

@@ -20,11 +20,14 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "parity/core/tensor_metadata.h"
 #include "parity/runtime/openvino_compiled_file.h"
+#include "parity/runtime/openvino_fused_outputs.h"
 #include "parity/runtime/loader.h"
 #include "parity/runtime/runner.h"
 
@@ -52,6 +55,10 @@ struct OpenvinoOptions {
   // --ov-outputs: tensors added as model outputs besides the graph outputs (ONNX tensor names, or
   // every tensor with "mark all"). Overrides the runner's intermediate outputs when set.
   IntermediateOutputs outputs;
+  // --ov-outputs mark fused: the fusion-preserving layerwise mode (parity/runtime/openvino_fused_outputs.h):
+  // activation compiles the plain model, then marks only the tensors its executed layers write out,
+  // so the marked model runs the same fused kernels. `outputs` must be none.
+  bool fused_outputs = false;
   // --ov-exclude-outputs: tensors never marked (with "mark all" or a list).
   std::vector<std::string> exclude_outputs;
   // A compiled model file (parity/runtime/openvino_compiled_file.h) to import instead of compiling
@@ -102,6 +109,11 @@ class OpenvinoRunner : public Runner {
   OpenvinoCompiledFile compiled_file() const;
   // After activation: the runtime model's ops in execution order (what OpenVINO executes).
   std::vector<openvino::ExecutedLayer> executed_layers() const;
+  // With OpenvinoOptions::fused_outputs, after activation (kept after deactivation): the tensors the
+  // plain model's layers write out, each with its layer (marked or not), in execution order.
+  const std::vector<FusedLayerOutput>& fused_outputs() const { return fused_outputs_; }
+  // The entry of fused_outputs() for a marked tensor, or nullptr.
+  const FusedLayerOutput* fused_output(const std::string& tensor) const;
 
  protected:
   void activate_impl() override;
@@ -114,6 +126,9 @@ class OpenvinoRunner : public Runner {
   // is set) every tensor.
   IntermediateOutputs marked_outputs() const;
   void compile(const IntermediateOutputs& marked);
+  // OpenvinoOptions::fused_outputs: compiles the plain model, reads its layers, marks their output
+  // tensors and compiles again, dropping marks around layers that marking changed.
+  void compile_fusion_preserving();
   // Imports options_.compiled_file, read by activation (its OpenVINO version checked against the loaded one).
   void import_compiled_file(OpenvinoCompiledFile file);
   void check_bounds(const NamedTensors& feed) const;
@@ -130,6 +145,11 @@ class OpenvinoRunner : public Runner {
   std::string inference_precision_;
   std::string source_model_hash_;  // of an imported compiled model file (its header's)
   std::vector<std::string> unmarkable_;
+  std::vector<FusedLayerOutput> fused_outputs_;  // OpenvinoOptions::fused_outputs: see fused_outputs()
+  std::vector<std::string> fused_marks_;         // the tensors of fused_outputs_ marked, in order
+  std::set<std::string> fused_unmarked_;         // tensors of fused_outputs_ not marked (dropped, excluded, unknown)
+  // Marked tensors returned in their layer's reduced type (bf16/f16) and widened to float32 here.
+  std::unordered_map<std::string, std::string> marked_precisions_;
   // Producer (node name, op type) of each ONNX tensor, for streamed tensors.
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>> tensor_order_;
   // --ov-profile-layers: microseconds per runtime layer (name, type, kernel), summed over inferences.

@@ -34,9 +34,11 @@ void OpenvinoArgs::add_to(CLI::App& app) {
   app.add_option("--ov-max-shapes", max_shapes_, "Dynamic shapes: the largest shape of each bounded input")
       ->group(group);
   app.add_option("--ov-outputs", outputs_,
-                 "Tensors OpenVINO returns besides the graph outputs: 'mark all', names, or @file (one name a "
-                 "line); marking a tensor keeps OpenVINO from fusing it away. Tensors OpenVINO folded away "
-                 "(constants) are skipped")
+                 "Tensors OpenVINO returns besides the graph outputs: 'mark all', 'mark fused', names, or @file "
+                 "(one name a line). Marking a tensor keeps OpenVINO from fusing it away, so 'mark all' may change "
+                 "what runs; 'mark fused' (fusion-preserving) compiles the plain model first and marks only the "
+                 "tensors its executed layers write out, each compared tensor naming its layer and the ONNX nodes "
+                 "that layer covers. Tensors OpenVINO folded away (constants) are skipped")
       ->group(group);
   app.add_option("--ov-exclude-outputs", exclude_outputs_, "Tensors --ov-outputs never marks (with 'mark all')")
       ->group(group);
@@ -62,7 +64,9 @@ void OpenvinoArgs::parse(int openvino_runners) {
   options_.min_shapes = parse_input_shapes(min_shapes_, "--ov-min-shapes");
   options_.opt_shapes = parse_input_shapes(opt_shapes_, "--ov-opt-shapes");
   options_.max_shapes = parse_input_shapes(max_shapes_, "--ov-max-shapes");
-  options_.outputs = parse_output_marks(outputs_, "--ov-outputs");
+  options_.fused_outputs = outputs_ == std::vector<std::string>{"mark", "fused"};
+  options_.outputs = options_.fused_outputs ? runtime::IntermediateOutputs::none()
+                                            : parse_output_marks(outputs_, "--ov-outputs");
   options_.exclude_outputs = exclude_outputs_;
   if (profile_layers_ < 0) raise<InvalidInputError>("--ov-profile-layers must be >= 0, got {}", profile_layers_);
   options_.profile_layers = profile_layers_;

@@ -28,6 +28,13 @@ class OpenvinoArgs {
   // --ov-outputs as parsed (none when not given), for the layerwise comparison.
   const runtime::IntermediateOutputs& outputs() const { return options_.outputs; }
   const std::vector<std::string>& exclude_outputs() const { return options_.exclude_outputs; }
+  // --ov-outputs mark fused (the fusion-preserving layerwise mode).
+  bool fused_outputs() const { return options_.fused_outputs; }
+  // Whether any tensor would be marked (--ov-outputs in any form, --ov-exclude-outputs).
+  bool marks_tensors() const {
+    return options_.outputs.mode != runtime::IntermediateOutputs::Mode::kNone || options_.fused_outputs ||
+           !options_.exclude_outputs.empty();
+  }
 
  private:
   std::string precision_, perf_hint_, cache_dir_;

@@ -114,8 +114,7 @@ class ConvertCommand : public Command {
     if (report_error_ || !keep_fp32_.empty() || no_default_keep_ || no_keep_io_types_)
       raise<InvalidInputError>("convert --openvino: --report-error, --keep-fp32, --no-default-keep and "
                                "--no-keep-io-types apply to --fp-to-fp16/--fp-to-bf16 only");
-    if (openvino_args_.outputs().mode != runtime::IntermediateOutputs::Mode::kNone ||
-        !openvino_args_.exclude_outputs().empty())
+    if (openvino_args_.marks_tensors())
       raise<InvalidInputError>("convert --openvino: a compiled model file marks no tensors (--ov-outputs, "
                                "--ov-exclude-outputs)");
     runtime::OpenvinoRunner runner([this] { return model_.load_once({.lazy_weights = true}); },

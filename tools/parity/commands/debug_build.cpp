@@ -58,8 +58,7 @@ class DebugBuildCommand : public Command {
     checks_.parse(/*required=*/true);
     if (!openvino_) raise<InvalidInputError>("debug build: give --openvino (the builder to repeat)");
     openvino_args_.parse(1);
-    if (openvino_args_.outputs().mode != runtime::IntermediateOutputs::Mode::kNone ||
-        !openvino_args_.exclude_outputs().empty())
+    if (openvino_args_.marks_tensors())
       raise<InvalidInputError>("debug build: a compiled model file marks no tensors (--ov-outputs, "
                                "--ov-exclude-outputs)");
     const auto until = debug::Until::parse(until_);

@@ -32,6 +32,7 @@
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 #include "parity/runtime/openvino_compiled_file.h"
+#include "parity/runtime/openvino_runner.h"
 
 namespace parity::cli {
 namespace {
@@ -88,7 +89,9 @@ class RunCommand : public Command {
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     runners_.parse();
     // The tensors compared layerwise: --onnx-outputs, else those OpenVINO marks (--ov-outputs).
+    // With --ov-outputs mark fused every tensor is compared that OpenVINO's layers write out.
     compared_ = intermediates_.mode != runtime::IntermediateOutputs::Mode::kNone ? intermediates_
+                : runners_.openvino().fused_outputs()                          ? runtime::IntermediateOutputs::all()
                                                                                 : runners_.openvino().outputs();
   }
 
@@ -282,6 +285,7 @@ class RunCommand : public Command {
         }
       }
     }
+    annotate_fused_layers(live, layerwise_results);
     for (const auto& result : layerwise_results)
       compare::log_layerwise_summary(result, static_cast<std::size_t>(layerwise_worst_));
 
@@ -297,6 +301,22 @@ class RunCommand : public Command {
     }
     if (!comparison_.report().empty()) write_report(accuracy, validation, layerwise_results, streamed_validation, passed);
     return passed;
+  }
+
+  // --ov-outputs mark fused: each compared tensor names the OpenVINO layer that wrote it and the
+  // ONNX nodes that layer covers (in the first divergence and the JSON report).
+  static void annotate_fused_layers(const std::vector<std::unique_ptr<runtime::Runner>>& live,
+                                    std::vector<compare::LayerwiseResult>& results) {
+    for (const auto& runner : live) {
+      const auto* openvino = dynamic_cast<const runtime::OpenvinoRunner*>(runner.get());
+      if (!openvino || openvino->fused_outputs().empty()) continue;
+      for (auto& result : results) {
+        if (result.runner0 != openvino->name() && result.runner1 != openvino->name()) continue;
+        for (auto& entry : result.entries)
+          if (const auto* output = openvino->fused_output(entry.tensor))
+            entry.engine_layer = "OpenVINO " + output->description();
+      }
+    }
   }
 
   void write_report(const std::optional<compare::AccuracyResult>& accuracy,

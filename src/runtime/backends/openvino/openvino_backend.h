@@ -24,7 +24,8 @@ namespace parity::runtime::openvino {
 
 // Bumped whenever anything in this header changes: a module from another build is refused.
 // 4: Backend::query_model (which parts of a model OpenVINO can run).
-inline constexpr int kBackendInterfaceVersion = 4;
+// 5: CompileRequest::marked_output_precisions (marked tensors in the type their layer writes).
+inline constexpr int kBackendInterfaceVersion = 5;
 
 struct BackendFailure : std::runtime_error {
   enum class Kind { kInvalidInput, kUnsupported, kOther };
@@ -65,6 +66,10 @@ struct CompileRequest {
   // Tensors added as model outputs (ONNX tensor names), in order. Those OpenVINO's conversion
   // no longer has (constants folded away) are skipped and listed by unmarkable_tensors().
   std::vector<std::string> marked_outputs;
+  // Empty, or one per marked_outputs entry: "bf16" or "f16" returns that float32 tensor in this
+  // type (an exact copy of what its layer writes) instead of float32, whose Result would make the
+  // layer write float32 where the plain model writes the reduced type; "" keeps the model's type.
+  std::vector<std::string> marked_output_precisions;
 };
 
 struct InputDescription {

@@ -14,8 +14,10 @@
 #include "openvino_backend.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
+#include "parity/core/half.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/model.h"
+#include "parity/runtime/openvino_engine_report.h"
 #include "parity/runtime/openvino_runner.h"
 
 namespace parity::runtime {
@@ -55,6 +57,18 @@ auto translated(const std::string& model_label, Body&& body) -> decltype(body())
 }
 
 std::string shape_text(const Shape& shape) { return shape_to_string(shape); }
+
+// A bfloat16/float16 tensor OpenVINO returned for a marked float32 tensor, as float32 (exactly).
+Tensor widened_to_float32(DType dtype, Shape shape, const void* data, std::size_t bytes) {
+  Tensor result = Tensor::zeros(DType::kFloat32, std::move(shape));
+  auto values = result.mutable_span<float>();
+  if (bytes != values.size() * sizeof(uint16_t))
+    raise<InternalError>("OpenVINO returned {} bytes for {} {} values", bytes, values.size(), dtype_name(dtype));
+  const auto* bits = static_cast<const uint16_t*>(data);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = dtype == DType::kBFloat16 ? bfloat16_bits_to_float(bits[i]) : float16_bits_to_float(bits[i]);
+  return result;
+}
 
 std::string bounds_text(const std::vector<Dim>& dims, bool maximum) {
   std::vector<std::string> parts;
@@ -135,12 +149,16 @@ OpenvinoRunner::OpenvinoRunner(ModelLoader model, OpenvinoOptions options)
   if (options_.threads && *options_.threads < 0) raise<InvalidInputError>("--ov-threads must be >= 0");
   if (options_.profile_layers < 0) raise<InvalidInputError>("--ov-profile-layers must be >= 0");
   (void)input_bounds(options_);
+  if (options_.fused_outputs && options_.outputs.mode != IntermediateOutputs::Mode::kNone)
+    raise<InvalidInputError>("--ov-outputs: 'mark fused' marks the tensors of the compiled model's layers; it "
+                             "cannot be combined with 'mark all' or names");
   if (!options_.compiled_file.empty()) {
     std::vector<std::string> fixed;
     if (options_.precision) fixed.push_back("--ov-precision");
     if (!options_.min_shapes.empty()) fixed.push_back("--ov-min/opt/max-shapes");
     if (options_.cache_dir) fixed.push_back("--ov-cache-dir");
-    if (options_.outputs.mode != IntermediateOutputs::Mode::kNone || !options_.exclude_outputs.empty())
+    if (options_.outputs.mode != IntermediateOutputs::Mode::kNone || options_.fused_outputs ||
+        !options_.exclude_outputs.empty())
       fixed.push_back("--ov-outputs/--ov-exclude-outputs");
     if (!fixed.empty())
       raise<InvalidInputError>("{}: a compiled model file was compiled with its precision and shapes fixed and "
@@ -154,6 +172,7 @@ OpenvinoRunner::~OpenvinoRunner() {
 }
 
 IntermediateOutputs OpenvinoRunner::marked_outputs() const {
+  if (options_.fused_outputs) return IntermediateOutputs::list(fused_marks_);
   if (options_.outputs.mode != IntermediateOutputs::Mode::kNone) return options_.outputs;
   if (intermediates_.mode != IntermediateOutputs::Mode::kNone) return intermediates_;
   if (callback_) return IntermediateOutputs::all();
@@ -168,6 +187,7 @@ void OpenvinoRunner::activate_impl() {
   backend_ = handle.backend;
   library_ = handle.info;
   if (file) import_compiled_file(std::move(*file));
+  else if (options_.fused_outputs) compile_fusion_preserving();
   else compile(marked_outputs());
 }
 
@@ -280,6 +300,11 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
     for (const auto& name : marked.names)
       if (!excluded.count(name)) request.marked_outputs.push_back(name);
   }
+  if (!marked_precisions_.empty())
+    for (const auto& name : request.marked_outputs) {
+      auto it = marked_precisions_.find(name);
+      request.marked_output_precisions.push_back(it == marked_precisions_.end() ? "" : it->second);
+    }
   compiled_for_ = fmt::format("{}", fmt::join(request.marked_outputs, "\n"));
 
   compiled_.reset();
@@ -310,6 +335,97 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
             model_label_, inference_precision_, options_.precision ? "" : " (OpenVINO's default on this machine)",
             request.marked_outputs.empty() ? "" : fmt::format(" | {} tensor(s) marked as outputs",
                                                               request.marked_outputs.size() - unmarkable_.size()));
+}
+
+const FusedLayerOutput* OpenvinoRunner::fused_output(const std::string& tensor) const {
+  if (fused_unmarked_.count(tensor)) return nullptr;
+  auto it = std::find_if(fused_outputs_.begin(), fused_outputs_.end(),
+                         [&](const FusedLayerOutput& output) { return output.tensor == tensor; });
+  return it == fused_outputs_.end() ? nullptr : &*it;
+}
+
+void OpenvinoRunner::compile_fusion_preserving() {
+  fused_marks_.clear();
+  marked_precisions_.clear();
+  compile(IntermediateOutputs::none());
+  onnx::Model model = loader_();
+  const std::vector<openvino::ExecutedLayer> plain = executed_layers();
+  fused_outputs_ = fused_layer_outputs(describe_openvino_engine(*this, &model), model);
+  std::set<std::string> graph_outputs;
+  for (const auto& output : model->graph().output()) graph_outputs.insert(output.name());
+  std::set<std::string> excluded(options_.exclude_outputs.begin(), options_.exclude_outputs.end());
+  std::vector<std::string> candidates;
+  for (const auto& output : fused_outputs_) {
+    if (graph_outputs.count(output.tensor) || excluded.count(output.tensor)) continue;
+    candidates.push_back(output.tensor);
+    if (output.output_precision == "bf16" || output.output_precision == "f16")
+      marked_precisions_.emplace(output.tensor, output.output_precision);
+  }
+  // Marks whose Result changed a layer of the plain model, with the layers that changed.
+  std::set<std::string> dropped;
+  std::vector<ChangedLayer> changed;
+  constexpr int kMaxRounds = 64, kMaxHops = 3;
+  for (int round = 0;; ++round) {
+    fused_marks_.clear();
+    for (const auto& tensor : candidates)
+      if (!dropped.count(tensor)) fused_marks_.push_back(tensor);
+    compile(IntermediateOutputs::list(fused_marks_));
+    changed = changed_layers(plain, executed_layers());
+    if (changed.empty()) break;
+    // The marks around the first changed layer (later changes may follow from it), widened step by
+    // step along the dataflow until some are new.
+    std::size_t before = dropped.size();
+    for (int hops = 0; hops <= kMaxHops && dropped.size() == before; ++hops)
+      for (const auto& tensor : marks_around({changed.front()}, fused_outputs_, hops))
+        if (std::find(candidates.begin(), candidates.end(), tensor) != candidates.end()) dropped.insert(tensor);
+    // A changed layer of OpenVINO's own ops writes no ONNX tensor: the nearest marked layer after it
+    // (else before it) in execution order loses its marks.
+    if (dropped.size() == before) {
+      auto is_changed = [&](const openvino::ExecutedLayer& layer) { return layer.name == changed.front().layer; };
+      auto position = static_cast<std::size_t>(std::find_if(plain.begin(), plain.end(), is_changed) - plain.begin());
+      auto drop_layer = [&](const std::string& layer) {
+        for (const auto& output : fused_outputs_)
+          if (output.layer == layer &&
+              std::find(candidates.begin(), candidates.end(), output.tensor) != candidates.end())
+            dropped.insert(output.tensor);
+        return dropped.size() != before;
+      };
+      bool found = false;
+      for (std::size_t p = position + 1; !found && p < plain.size(); ++p) found = drop_layer(plain[p].name);
+      for (std::size_t p = position; !found && p-- > 0;) found = drop_layer(plain[p].name);
+    }
+    std::vector<std::string> lines;
+    for (const auto& layer : changed) lines.push_back(fmt::format("\n    layer '{}': {}", layer.layer, layer.change));
+    if (dropped.size() == before || round + 1 == kMaxRounds) {
+      log::warning("{}: --ov-outputs mark fused: marking still changes {} layer(s) of the plain model, so the "
+                   "marked run may compute differently there:{}",
+                   name(), changed.size(), fmt::join(lines, ""));
+      break;
+    }
+    log::verbose("{}: --ov-outputs mark fused: marking changed {} layer(s); compiling again without the marks "
+                 "around them:{}",
+                 name(), changed.size(), fmt::join(lines, ""));
+  }
+  std::set<std::string> unmarkable(unmarkable_.begin(), unmarkable_.end());
+  fused_unmarked_ = dropped;
+  fused_unmarked_.insert(unmarkable.begin(), unmarkable.end());
+  fused_unmarked_.insert(excluded.begin(), excluded.end());
+  std::string lines;
+  std::size_t marked = 0;
+  for (const auto& output : fused_outputs_) {
+    std::string status;
+    if (excluded.count(output.tensor)) status = " (excluded)";
+    else if (dropped.count(output.tensor)) status = " (not marked: marking it changed a layer)";
+    else if (unmarkable.count(output.tensor)) status = " (not marked: OpenVINO's model has no such tensor)";
+    else ++marked;
+    lines += fmt::format("\n    '{}' <- {}{}", output.tensor, output.description(), status);
+  }
+  log::info("{}: --ov-outputs mark fused: {} of the {} tensor(s) the compiled model's layers write out are "
+            "compared{}:{}",
+            name(), marked, fused_outputs_.size(),
+            dropped.empty() ? ""
+                            : fmt::format("; {} left unmarked because marking them changed a layer", dropped.size()),
+            lines);
 }
 
 void OpenvinoRunner::log_slowest_layers() {
@@ -410,6 +526,11 @@ NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
   for (auto& output : produced) {
     DType dtype = dtype_from_onnx(output.element_type);
     Shape shape(output.shape.begin(), output.shape.end());
+    if ((dtype == DType::kBFloat16 || dtype == DType::kFloat16) && marked_precisions_.count(output.name)) {
+      index_of.emplace(output.name, outputs.size());
+      outputs.emplace_back(output.name, widened_to_float32(dtype, std::move(shape), output.data, output.bytes));
+      continue;
+    }
     if (storage_bytes(dtype, checked_element_count(shape)) != output.bytes)
       raise<InternalError>("{}: OpenVINO's output '{}' holds {} bytes, {} of shape {} needs {}", model_label_,
                            output.name, output.bytes, dtype_name(dtype), shape_text(shape),

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
+#include <openvino/core/preprocess/pre_post_process.hpp>
 #include <openvino/frontend/manager.hpp>
 
 #include "element_types.h"
@@ -126,6 +129,7 @@ ov::AnyMap compile_properties(const CompileRequest& request) {
 OpenvinoCompiledModel::OpenvinoCompiledModel(ov::Core& core, const CompileRequest& request, const LogFunction& log) {
   std::shared_ptr<ov::Model> model = read_onnx_model(request);
   outputs_ = mark_outputs(*model, request);
+  keep_marked_precisions(model, request);
   if (!unmarkable_.empty() && log)
     log(LogLevel::kVerbose, "OpenVINO has no tensor called: " + [&] {
       std::string names;
@@ -174,6 +178,28 @@ std::vector<std::pair<std::string, std::size_t>> OpenvinoCompiledModel::mark_out
     outputs.emplace_back(name, existing->second);
   }
   return outputs;
+}
+
+void OpenvinoCompiledModel::keep_marked_precisions(std::shared_ptr<ov::Model>& model, const CompileRequest& request) {
+  if (request.marked_output_precisions.empty()) return;
+  if (request.marked_output_precisions.size() != request.marked_outputs.size())
+    throw BackendFailure(BackendFailure::Kind::kOther,
+                         "marked_output_precisions must give one entry per marked output");
+  std::optional<ov::preprocess::PrePostProcessor> processor;
+  std::set<std::size_t> done;
+  for (std::size_t i = 0; i < request.marked_outputs.size(); ++i) {
+    const std::string& precision = request.marked_output_precisions[i];
+    if (precision.empty()) continue;
+    auto output = std::find_if(outputs_.begin(), outputs_.end(),
+                               [&](const auto& entry) { return entry.first == request.marked_outputs[i]; });
+    // Unmarkable tensors have no output; graph outputs keep their type.
+    if (output == outputs_.end() || output->second < request.graph_outputs.size()) continue;
+    if (!done.insert(output->second).second) continue;
+    if (model->output(output->second).get_element_type() != ov::element::f32) continue;
+    if (!processor) processor.emplace(model);
+    processor->output(output->second).tensor().set_element_type(precision_type(precision));
+  }
+  if (processor) model = processor->build();
 }
 
 OpenvinoCompiledModel::OpenvinoCompiledModel(ov::Core& core, const ImportRequest& request) {

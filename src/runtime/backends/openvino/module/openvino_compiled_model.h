@@ -44,6 +44,8 @@ class OpenvinoCompiledModel : public CompiledModel {
  private:
   // Marks request.marked_outputs on `model`; returns (name, index among the model's results).
   std::vector<std::pair<std::string, std::size_t>> mark_outputs(ov::Model& model, const CompileRequest& request);
+  // Sets the element type of marked outputs that request.marked_output_precisions gives one for.
+  void keep_marked_precisions(std::shared_ptr<ov::Model>& model, const CompileRequest& request);
 
   ov::CompiledModel compiled_;
   ov::InferRequest request_;

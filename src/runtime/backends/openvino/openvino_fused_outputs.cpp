@@ -1,0 +1,238 @@
+// The tensors of the compiled plain model's layers, for `--ov-outputs mark fused`
+// (parity/runtime/openvino_fused_outputs.h).
+#include "parity/runtime/openvino_fused_outputs.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "openvino_backend.h"
+
+namespace parity::runtime {
+namespace {
+
+bool is_compute(const std::string& layer_type) {
+  static const std::set<std::string> not_compute = {"Input", "Parameter", "Output", "Result",
+                                                    "Const", "Constant",  "Reorder"};
+  return !layer_type.empty() && !not_compute.count(layer_type);
+}
+
+// A node's identifier as the engine report gives it: its name, else its first output.
+std::string node_id(const ::onnx::NodeProto& node) {
+  return !node.name().empty() ? node.name() : node.output_size() ? node.output(0) : "";
+}
+
+// A name with its digits dropped ("Multiply_3695" -> "Multiply_").
+std::string without_digits(const std::string& name) {
+  std::string result;
+  for (char c : name)
+    if (c < '0' || c > '9') result += c;
+  return result;
+}
+
+}  // namespace
+
+std::string FusedLayerOutput::description() const {
+  return fmt::format("layer '{}' [{} | {} | {}] covering ONNX node{} {}", layer, layer_type, kernel, precision,
+                     onnx_nodes.size() == 1 ? "" : "s", fmt::join(onnx_nodes, ", "));
+}
+
+std::vector<FusedLayerOutput> fused_layer_outputs(const EngineReport& report, const onnx::Model& model) {
+  // Which layer each ONNX node belongs to, in three passes: (1) a layer naming the node exactly (its
+  // name or an output's among originalLayersNames; the last such layer, as a node OpenVINO splits is
+  // finished by the later one); (2) the layer every consumer of a node not owned yet belongs to (the
+  // node was fused into it; OpenVINO does not always name what it fuses: a MatMul fused with its Add
+  // into a FullyConnected is named only by the Add); (3) the report's mapping otherwise (a name with
+  // a "/suffix", attributed by dataflow). Pass 2 keeps "matmul/transpose_b", the transposed
+  // weights, from owning "matmul", which would mark a tensor inside the FullyConnected.
+  std::unordered_map<std::string, const ::onnx::NodeProto*> node_of;
+  for (const auto& node : model->graph().node()) node_of.emplace(node_id(node), &node);
+  std::unordered_map<std::string, std::size_t> layer_of;
+  for (std::size_t l = 0; l < report.layers.size(); ++l) {
+    const EngineLayer& layer = report.layers[l];
+    if (layer.kind != EngineLayer::Kind::kCompute) continue;
+    std::set<std::string> names(layer.original_names.begin(), layer.original_names.end());
+    for (const auto& id : layer.onnx_nodes) {
+      const ::onnx::NodeProto& node = *node_of.at(id);
+      bool exact = names.count(node.name()) > 0;
+      for (const auto& output : node.output()) exact = exact || names.count(output) > 0;
+      if (exact) layer_of[id] = l;
+    }
+  }
+  std::set<std::string> graph_output_names;
+  for (const auto& output : model->graph().output()) graph_output_names.insert(output.name());
+  std::unordered_map<std::string, std::vector<std::string>> consumers;  // tensor -> reading node ids
+  for (const auto& node : model->graph().node())
+    for (const auto& input : node.input())
+      if (!input.empty()) consumers[input].push_back(node_id(node));
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto node = model->graph().node().rbegin(); node != model->graph().node().rend(); ++node) {
+      std::string id = node_id(*node);
+      if (layer_of.count(id) || !node_of.count(id)) continue;
+      std::optional<std::size_t> layer;
+      bool single = true, any = false;
+      for (const auto& output : node->output()) {
+        if (output.empty()) continue;
+        if (graph_output_names.count(output)) single = false;
+        for (const auto& consumer : consumers[output]) {
+          auto owner = layer_of.find(consumer);
+          if (owner == layer_of.end() || (layer && *layer != owner->second)) single = false;
+          else layer = owner->second;
+          any = true;
+        }
+      }
+      if (!single || !any || !layer) continue;
+      // Only where the report puts the node in an executed layer (not folded into constants).
+      bool executed = false;
+      for (const auto& entry : report.covered_nodes) executed = executed || entry == id;
+      if (!executed) continue;
+      layer_of[id] = *layer;
+      changed = true;
+    }
+  }
+  for (std::size_t l = 0; l < report.layers.size(); ++l) {
+    const EngineLayer& layer = report.layers[l];
+    if (layer.kind != EngineLayer::Kind::kCompute) continue;
+    for (const auto& node : layer.onnx_nodes) layer_of.emplace(node, l);
+    for (const auto& node : layer.dataflow_nodes) layer_of.emplace(node, l);
+  }
+  std::set<std::string> graph_outputs;
+  for (const auto& output : model->graph().output()) graph_outputs.insert(output.name());
+  // Tensor -> the layer of its producer; tensor -> the layers of its readers (SIZE_MAX: a node of no layer).
+  std::unordered_map<std::string, std::size_t> producer_layer;
+  std::unordered_map<std::string, std::set<std::size_t>> reader_layers;
+  std::map<std::size_t, std::vector<std::string>> outputs_in_order, inputs_of;
+  for (const auto& node : model->graph().node()) {
+    auto owner = layer_of.find(node_id(node));
+    std::size_t layer = owner == layer_of.end() ? SIZE_MAX : owner->second;
+    for (const auto& input : node.input())
+      if (!input.empty()) reader_layers[input].insert(layer);
+    if (layer == SIZE_MAX) continue;
+    for (const auto& output : node.output())
+      if (!output.empty()) producer_layer.emplace(output, layer);
+  }
+  for (const auto& node : model->graph().node()) {
+    auto owner = layer_of.find(node_id(node));
+    if (owner == layer_of.end()) continue;
+    std::size_t layer = owner->second;
+    for (const auto& output : node.output()) {
+      if (output.empty()) continue;
+      const auto& readers = reader_layers[output];
+      bool leaves = graph_outputs.count(output) ||
+                    std::any_of(readers.begin(), readers.end(), [&](std::size_t reader) { return reader != layer; });
+      if (leaves) outputs_in_order[layer].push_back(output);
+    }
+    for (const auto& input : node.input()) {
+      auto producer = producer_layer.find(input);
+      if (producer == producer_layer.end() || producer->second == layer) continue;
+      auto& inputs = inputs_of[layer];
+      if (std::find(inputs.begin(), inputs.end(), input) == inputs.end()) inputs.push_back(input);
+    }
+  }
+  std::unordered_map<std::string, std::size_t> position;  // ONNX node -> graph order
+  for (const auto& node : model->graph().node()) position.emplace(node_id(node), position.size());
+  std::vector<FusedLayerOutput> result;
+  for (const auto& [l, tensors] : outputs_in_order) {
+    const EngineLayer& layer = report.layers[l];
+    FusedLayerOutput base;
+    base.layer = layer.name;
+    base.layer_type = layer.layer_type;
+    base.kernel = layer.kernel;
+    base.precision = layer.runtime_precision;
+    base.output_precision = layer.output_precisions.substr(0, layer.output_precisions.find(','));
+    for (const auto& [node, owner] : layer_of)
+      if (owner == l) base.onnx_nodes.push_back(node);
+    std::stable_sort(base.onnx_nodes.begin(), base.onnx_nodes.end(),
+                     [&](const std::string& a, const std::string& b) { return position[a] < position[b]; });
+    base.inputs = inputs_of[l];
+    for (const auto& tensor : tensors) {
+      FusedLayerOutput output = base;
+      output.tensor = tensor;
+      result.push_back(std::move(output));
+    }
+  }
+  return result;
+}
+
+std::vector<ChangedLayer> changed_layers(const std::vector<openvino::ExecutedLayer>& plain,
+                                         const std::vector<openvino::ExecutedLayer>& marked) {
+  auto compute = [](const std::vector<openvino::ExecutedLayer>& layers) {
+    std::vector<const openvino::ExecutedLayer*> result;
+    for (const auto& layer : layers)
+      if (is_compute(layer.layer_type)) result.push_back(&layer);
+    return result;
+  };
+  const auto before = compute(plain), after = compute(marked);
+  // Aligned in execution order by name (digits ignored): a plain layer matches the next marked layer
+  // of its name; marked layers skipped on the way are extra layers, counted against the plain layer
+  // matched after them.
+  std::vector<ChangedLayer> changed;
+  std::size_t next = 0;
+  for (const auto* layer_pointer : before) {
+    const openvino::ExecutedLayer& layer = *layer_pointer;
+    std::size_t match = next;
+    while (match < after.size() && without_digits(after[match]->name) != without_digits(layer.name)) ++match;
+    if (match == after.size()) {
+      changed.push_back({layer.name, "not executed in the marked model"});
+      continue;
+    }
+    std::vector<std::string> changes;
+    for (std::size_t extra = next; extra < match; ++extra)
+      changes.push_back(fmt::format("the marked model executes '{}' [{}] before it", after[extra]->name,
+                                    after[extra]->layer_type));
+    next = match + 1;
+    const openvino::ExecutedLayer& other = *after[match];
+    auto check = [&](const char* what, const std::string& was, const std::string& is) {
+      if (was != is) changes.push_back(fmt::format("{} {} -> {}", what, was, is));
+    };
+    check("type", layer.layer_type, other.layer_type);
+    check("kernel", layer.primitive_type, other.primitive_type);
+    check("runtime precision", layer.runtime_precision, other.runtime_precision);
+    check("output precisions", layer.output_precisions, other.output_precisions);
+    std::multiset<std::string> fused, fused_marked;
+    for (const auto& name : layer.original_layers) fused.insert(without_digits(name));
+    for (const auto& name : other.original_layers) fused_marked.insert(without_digits(name));
+    if (fused != fused_marked)
+      changes.push_back(fmt::format("fused ops {} -> {}", fmt::join(layer.original_layers, ","),
+                                    fmt::join(other.original_layers, ",")));
+    if (!changes.empty()) changed.push_back({layer.name, fmt::format("{}", fmt::join(changes, "; "))});
+  }
+  for (std::size_t extra = next; extra < after.size(); ++extra)
+    changed.push_back(
+        {after[extra]->name, fmt::format("executed in the marked model only [{}]", after[extra]->layer_type)});
+  return changed;
+}
+
+std::set<std::string> marks_around(const std::vector<ChangedLayer>& changed,
+                                   const std::vector<FusedLayerOutput>& outputs, int hops) {
+  std::set<std::string> layers;
+  for (const auto& layer : changed) layers.insert(layer.layer);
+  for (int hop = 0; hop < hops; ++hop) {
+    std::set<std::string> tensors, reads;  // written and read by the layers so far
+    for (const auto& output : outputs)
+      if (layers.count(output.layer)) {
+        tensors.insert(output.tensor);
+        reads.insert(output.inputs.begin(), output.inputs.end());
+      }
+    std::set<std::string> wider = layers;
+    for (const auto& output : outputs) {
+      if (reads.count(output.tensor)) wider.insert(output.layer);  // a producer
+      for (const auto& input : output.inputs)
+        if (tensors.count(input)) wider.insert(output.layer);  // a consumer
+    }
+    layers = std::move(wider);
+  }
+  std::set<std::string> marks;
+  for (const auto& output : outputs) {
+    if (!layers.count(output.layer)) continue;
+    marks.insert(output.tensor);
+    marks.insert(output.inputs.begin(), output.inputs.end());
+  }
+  return marks;
+}
+
+}  // namespace parity::runtime
