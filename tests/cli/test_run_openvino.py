@@ -11,6 +11,7 @@ package, through the backend module built beside the binary).
   or agrees (f32); tensors OpenVINO's model no longer has are skipped with one info line.
 """
 
+import json
 import re
 
 import numpy as np
@@ -209,6 +210,40 @@ def test_layerwise_list_and_exclude(run_parity, examples_dir):
     assert run.returncode == 0, run.describe()
     assert "9 tensor(s) marked as outputs" in run.output
     assert "| 3 tensor(s) compared" in run.output, run.describe()
+
+
+def test_mark_fused_compares_the_tensors_of_the_plain_models_layers(run_parity, examples_dir, tmp_path):
+    """--ov-outputs mark fused: the bf16 run marks the six tensors small_cnn's compiled layers write out (conv1,
+    bn1 and relu1 are one Convolution layer, so bn1_out and conv1_out are not compared), names each layer, and
+    the first divergence says which layer wrote it; the JSON report maps each compared tensor to its layer."""
+    report = tmp_path / "report.json"
+    run = run_parity("run", examples_dir / "small_cnn.onnx", "--ref", "--openvino", "--ov-precision", "bf16",
+                     "--ov-outputs", "mark", "fused", "--report", report)
+    assert run.returncode == 1, run.describe()
+    assert "mark fused: 7 of the 7 tensor(s) the compiled model's layers write out are compared" in run.output
+    assert re.search(r"'relu1_out' <- layer '\S+' \[Convolution \| \S+ \| bf16\] covering ONNX nodes conv1, bn1, "
+                     r"relu1", run.output), run.describe()
+    assert "6 tensor(s) marked as outputs" in run.output
+    assert "| 7 tensor(s) compared" in run.output, run.describe()
+    first = [line for line in run.lines("[E] ") if "First divergence" in line]
+    assert first and "tensor 'relu1_out'" in first[0], run.describe()
+    assert re.search(r"written by OpenVINO layer '\S+' \[Convolution", run.output), run.describe()
+    layers = json.loads(report.read_text())["layerwise"][0]["engine_layers"]
+    assert sorted(layers) == ["flatten_out", "logits", "pool1_out", "pool2_out", "probabilities", "relu1_out",
+                              "relu2_out"]
+    assert "covering ONNX nodes conv2, bn2, relu2" in layers["relu2_out"]
+
+
+@pytest.mark.parametrize("command", ["convert", "mix"])
+def test_mark_fused_refused_where_it_cannot_apply(run_parity, examples_dir, tmp_path, command):
+    if command == "convert":
+        run = run_parity("convert", examples_dir / "small_cnn.onnx", "--openvino", "--ov-outputs", "mark", "fused",
+                         "-o", tmp_path / "m.ovc")
+        assert run.returncode == 1 and "a compiled model file marks no tensors" in run.output, run.describe()
+    else:
+        run = run_parity("run", examples_dir / "small_cnn.onnx", "--openvino", "--ov-outputs", "mark", "fused",
+                         "relu1_out")
+        assert run.returncode == 1, run.describe()
 
 
 @pytest.mark.parametrize("flag", ["--ov-outputs", "--ov-exclude-outputs"])
