@@ -156,6 +156,10 @@ commands). `silero_vad_v5.onnx` is left out: OpenVINO's ONNX frontend cannot con
   tolerances. Marking every tensor keeps OpenVINO from fusing them away, so that run's kernels
   differ from the plain run's. At run's default tolerances (1e-5) a bf16 run diverges at once
   (`small_cnn`: its first Conv, 8161 of 8192 elements), hence the bf16-scale tolerance.
+- **plain vs marked**: how far `--ov-outputs mark all` moves the final outputs against the plain run
+  (per model, f32 and bf16), and the fusion-preserving `--ov-outputs mark fused` that leaves them
+  bit-identical, are in [openvino-layerwise.md](openvino-layerwise.md)
+  (`python bench/openvino_mark_all_drift.py`).
 
 ## Summary
 
