@@ -85,7 +85,7 @@ def test_every_compute_node_is_in_one_layer_or_folded_or_removed(run_parity, exa
 def test_fused_convolution_is_shown_with_its_onnx_nodes(run_parity, examples_dir, tmp_path):
     report_path = tmp_path / "layers.json"
     run = run_parity("inspect", "model", examples_dir / "small_cnn.onnx", "--openvino", "--ov-precision", "f32",
-                     "--json", report_path)
+                     "--json", report_path, "--show", "layers")
     assert run.returncode == 0, run.describe()
     layers = json.loads(report_path.read_text())["layers"]
     conv = [layer for layer in layers if "bn1" in layer["onnx_nodes"]]
@@ -95,6 +95,20 @@ def test_fused_convolution_is_shown_with_its_onnx_nodes(run_parity, examples_dir
     assert any(layer["kind"] == "reorder" and layer["layer_type"] == "Reorder" for layer in layers)
     assert "(reorder) | kernel: reorder_f32" in run.output
     assert "ONNX nodes: bn1, relu1" in run.output and "ONNX nodes (by dataflow): conv1" in run.output
+
+
+def test_show_layers_and_attrs_as_for_onnx(run_parity, examples_dir):
+    """Polygraphy's `inspect model`: the summary alone by default, the layers with --show layers, and each layer's
+    attributes (OpenVINO's originalLayersNames) with --show layers attrs."""
+    path = examples_dir / "small_cnn.onnx"
+    plain = run_parity("inspect", "model", path, "--openvino", "--ov-precision", "f32")
+    assert plain.returncode == 0, plain.describe()
+    assert "---- Summary ----" in plain.output and "Layer 0 " not in plain.output, plain.describe()
+    layers = run_parity("inspect", "model", path, "--openvino", "--ov-precision", "f32", "--show", "layers")
+    assert "Layer 0 " in layers.output and "ONNX nodes: bn1, relu1" in layers.output, layers.describe()
+    assert "originalLayersNames" not in layers.output
+    attrs = run_parity("inspect", "model", path, "--openvino", "--ov-precision", "f32", "--show", "layers", "attrs")
+    assert re.search(r"originalLayersNames: Multiply_\d+, bn1, relu1", attrs.output), attrs.describe()
 
 
 def test_bf16_layers_say_so(run_parity, examples_dir, tmp_path):
@@ -141,7 +155,8 @@ def test_unconvertible_model_one_clear_error(run_parity):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--show", "layers"], "--show describes the ONNX graph"),
+    (["--show", "weights"], "--show weights describes the ONNX graph's weights"),
+    (["--show", "attrs"], "--show attrs needs --show layers"),
     (["--ov-precision", "f32"], "--ov-precision cannot apply to it"),
 ])
 def test_options_for_a_compiled_file_are_checked(run_parity, examples_dir, tmp_path, flags, message):

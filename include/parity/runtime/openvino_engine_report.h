@@ -62,8 +62,10 @@ struct EngineReport {
   std::size_t executed_layers() const;  // compute layers and reorders (not inputs, outputs, constants)
   std::map<std::string, std::size_t> layers_per_precision() const;  // executed layers by runtimePrecision
   std::map<std::string, std::size_t> layers_per_kernel() const;     // executed layers by primitiveType
-  // Polygraphy-style text: the layer list (constants counted, not listed), then the summary.
-  std::string to_text() const;
+  // Polygraphy-style text (its `inspect model model.engine`): the header and the summary; with
+  // `layers` also the layer list (constants counted, not listed) with the ONNX nodes of each; with
+  // `attrs` (and layers) also each layer's originalLayersNames as OpenVINO gives them.
+  std::string to_text(bool layers, bool attrs) const;
   nlohmann::ordered_json to_json() const;
 };
 

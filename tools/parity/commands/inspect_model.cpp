@@ -39,9 +39,10 @@ class InspectModelCommand : public Command {
         ->check(CLI::IsMember({"layers", "attrs", "weights"}))
         ->group("Display");
     app.add_flag("--openvino", openvino_,
-                 "Compile the ONNX model with OpenVINO (with the --ov-* options) and show what it executes: the "
-                 "layers in order with their kernels, precisions and the ONNX nodes fused into each, and a "
-                 "summary. Implied for a compiled model file (.ovc)")
+                 "Compile the ONNX model with OpenVINO (with the --ov-* options) and show what it executes: a "
+                 "summary, and with --show layers the layers in order with their kernels, precisions and the ONNX "
+                 "nodes fused into each (--show layers attrs: also OpenVINO's original op names). Implied for a "
+                 "compiled model file (.ovc)")
         ->group("OpenVINO Compilation");
     openvino_args_.add_to(app);
     app.add_option("--json", json_,
@@ -79,9 +80,12 @@ class InspectModelCommand : public Command {
 
  private:
   int inspect_openvino(bool compiled_file) {
-    if (!show_.empty())
-      raise<InvalidInputError>("--show describes the ONNX graph; with --openvino or a .ovc file the executed layers "
-                               "are always shown");
+    auto has = [&](const char* what) { return std::find(show_.begin(), show_.end(), what) != show_.end(); };
+    if (has("weights"))
+      raise<InvalidInputError>("--show weights describes the ONNX graph's weights; with --openvino or a .ovc file "
+                               "give --show layers (the executed layers) and attrs (their original op names)");
+    if (has("attrs") && !has("layers"))
+      raise<InvalidInputError>("--show attrs needs --show layers (the attributes are shown per layer)");
     if (list_unbounded_dds_ || style_ != "polygraphy")
       raise<InvalidInputError>("--style and --list-unbounded-dds describe the ONNX graph's text; with --openvino or "
                                "a .ovc file the executed layers are shown");
@@ -92,7 +96,7 @@ class InspectModelCommand : public Command {
     runtime::OpenvinoRunner runner([&] { return *model; }, options);
     runner.activate();
     runtime::EngineReport report = runtime::describe_openvino_engine(runner, model ? &*model : nullptr);
-    log::info("{}", report.to_text());
+    log::info("{}", report.to_text(has("layers"), has("attrs")));
     if (!json_.empty()) {
       write_file_atomic(json_, report.to_json().dump(2) + "\n");
       log::info("Saved the executed layers to {}", json_);

@@ -157,16 +157,17 @@ std::map<std::string, std::size_t> EngineReport::layers_per_kernel() const {
   return counts;
 }
 
-std::string EngineReport::to_text() const {
+std::string EngineReport::to_text(bool show_layers, bool show_attrs) const {
   std::string out = "==== OpenVINO Compiled Model ====\n";
   out += fmt::format("Model: {} | OpenVINO: {} | Device: {} | Inference precision: {}\n", model, openvino_version,
                      device, inference_precision);
   std::size_t constants = 0, listed = 0;
   for (const auto& layer : layers) constants += layer.kind == EngineLayer::Kind::kConstant;
-  out += fmt::format("\n---- {} Layer(s) in execution order ({} constant(s) not listed) ----",
-                     layers.size() - constants, constants);
+  if (show_layers)
+    out += fmt::format("\n---- {} Layer(s) in execution order ({} constant(s) not listed) ----",
+                       layers.size() - constants, constants);
   for (const auto& layer : layers) {
-    if (layer.kind == EngineLayer::Kind::kConstant) continue;
+    if (!show_layers || layer.kind == EngineLayer::Kind::kConstant) continue;
     std::string kind = layer.kind == EngineLayer::Kind::kCompute ? "" : fmt::format(" ({})", kind_name(layer.kind));
     out += fmt::format("\nLayer {:<4} | {} [{}]{} | kernel: {} | precision: {} -> {} | output shapes: {}", listed++,
                        layer.name, layer.layer_type, kind, layer.kernel, layer.runtime_precision,
@@ -180,10 +181,13 @@ std::string EngineReport::to_text() const {
                layer.kind != EngineLayer::Kind::kOutput) {
       out += fmt::format("\n    Original ops: {}", join(layer.original_names));
     }
+    if (show_attrs && has_onnx && !layer.original_names.empty())
+      out += fmt::format("\n    originalLayersNames: {}", join(layer.original_names));
   }
   auto is_reorder = [](const EngineLayer& layer) { return layer.kind == EngineLayer::Kind::kReorder; };
   std::size_t reorders = std::count_if(layers.begin(), layers.end(), is_reorder);
-  out += fmt::format("\n\n---- Summary ----\nExecuted layers: {} ({} reorder(s))", executed_layers(), reorders);
+  out += fmt::format("{}---- Summary ----\nExecuted layers: {} ({} reorder(s))", show_layers ? "\n\n" : "\n",
+                     executed_layers(), reorders);
   if (has_onnx) {
     out += fmt::format("\nONNX compute nodes: {} | covered by executed layers: {} ({} by dataflow) | folded into "
                        "constants: {} | removed: {}",
