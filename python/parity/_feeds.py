@@ -1,5 +1,6 @@
 """Feeds and outputs on their way into the C++ library: numpy arrays (or anything numpy can take,
-torch CPU tensors included) as C-contiguous, native-byte-order arrays the library reads in place."""
+CPU torch tensors included, bfloat16 and float8 too) as C-contiguous, native-byte-order arrays the
+library reads in place."""
 import numpy as np
 
 from parity._parity import InvalidInputError, UnsupportedError
@@ -12,6 +13,30 @@ _DIRECT = {
 }
 
 
+# torch dtypes numpy has only through ml_dtypes: their bits are viewed as integers of the same
+# width (torch's .numpy() refuses them), then as the ml_dtypes type. No copy either way.
+_TORCH_ML_DTYPES = {
+    "torch.bfloat16": ("int16", "bfloat16"),
+    "torch.float8_e4m3fn": ("int8", "float8_e4m3fn"),
+    "torch.float8_e4m3fnuz": ("int8", "float8_e4m3fnuz"),
+    "torch.float8_e5m2": ("int8", "float8_e5m2"),
+    "torch.float8_e5m2fnuz": ("int8", "float8_e5m2fnuz"),
+}
+
+
+def _torch_as_numpy(tensor):
+    """A CPU torch tensor as a numpy array over its memory (strided as the tensor is)."""
+    tensor = tensor.detach()
+    ml_dtype = _TORCH_ML_DTYPES.get(str(tensor.dtype))
+    if ml_dtype is None:
+        return tensor.numpy()
+    import ml_dtypes
+    import torch
+
+    bits, name = ml_dtype
+    return tensor.view(getattr(torch, bits)).numpy().view(getattr(ml_dtypes, name))
+
+
 def as_native_array(value, what):
     """Returns (array, dtype_name): `value` as an array the library can borrow. Non-contiguous or
     byte-swapped arrays are copied; a tensor on a GPU is an error naming it."""
@@ -20,7 +45,7 @@ def as_native_array(value, what):
         if device is not None and getattr(device, "type", "cpu") != "cpu":
             raise InvalidInputError(f"{what}: a tensor on device '{device}': copy it to the CPU (.cpu()) first")
         if hasattr(value, "numpy") and callable(value.numpy):
-            value = value.detach().numpy() if hasattr(value, "detach") else value.numpy()
+            value = _torch_as_numpy(value) if hasattr(value, "detach") else value.numpy()
         else:
             value = np.asarray(value)
     if value.dtype.kind in "OUS":
