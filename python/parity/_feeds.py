@@ -1,6 +1,7 @@
 """Feeds and outputs on their way into the C++ library: numpy arrays (or anything numpy can take,
 CPU torch tensors included, bfloat16 and float8 too) as C-contiguous, native-byte-order arrays the
-library reads in place."""
+library reads in place. (The C++ side reads plain contiguous numpy arrays itself and sends only the
+others here.)"""
 import numpy as np
 
 from parity._parity import InvalidInputError, UnsupportedError

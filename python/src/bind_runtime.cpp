@@ -77,7 +77,7 @@ class PythonRunner final : public runtime::Runner {
   NamedTensors infer_impl(const NamedTensors& feed) override {
     nb::gil_scoped_acquire gil;
     nb::object outputs = nb::borrow(runner_).attr("infer")(dict_from_tensors(feed), "check_inputs"_a = false);
-    return feed_from_python(nb::module_::import_("parity._feeds").attr("native_items")(outputs, "output"));
+    return feed_from_dict(outputs, "output");
   }
 
  private:
@@ -142,8 +142,8 @@ void bind_runtime(nb::module_& m) {
              return metadata_to_python(metadata);
            })
       .def("infer",
-           [](runtime::Runner& runner, nb::handle items) {
-             NamedTensors feed = feed_from_python(items);
+           [](runtime::Runner& runner, nb::handle feed_dict) {
+             NamedTensors feed = feed_from_dict(feed_dict, "input");
              NamedTensors outputs;
              {
                nb::gil_scoped_release release;

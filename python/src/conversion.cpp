@@ -2,7 +2,9 @@
 
 #include <Python.h>
 
+#include <bit>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 #include <nanobind/ndarray.h>
@@ -151,6 +153,105 @@ NamedTensors feed_from_python(nb::handle items) {
     std::string name = nb::cast<std::string>(entry[0]);
     std::string dtype = nb::cast<std::string>(entry[2]);
     feed.emplace_back(name, tensor_from_array(entry[1], dtype, fmt::format("input '{}'", name)));
+  }
+  return feed;
+}
+
+namespace {
+
+// The dtype of a buffer-protocol format string in native byte order ("f", "<f", "=q", "Zd"...);
+// nullopt for anything else (big-endian, structured, ml_dtypes' types).
+std::optional<DType> dtype_of_buffer_format(const char* format, Py_ssize_t itemsize) {
+  if (format == nullptr) return DType::kUInt8;  // no format requested means unsigned bytes
+  if (*format == '@' || *format == '=' || (*format == '<' && std::endian::native == std::endian::little)) ++format;
+  bool complex = *format == 'Z';
+  if (complex) ++format;
+  if (format[0] == '\0' || format[1] != '\0') return std::nullopt;
+  char code = format[0];
+  if (complex) {
+    if (code == 'f' && itemsize == 8) return DType::kComplex64;
+    if (code == 'd' && itemsize == 16) return DType::kComplex128;
+    return std::nullopt;
+  }
+  switch (code) {
+    case '?': return DType::kBool;
+    case 'e': return DType::kFloat16;
+    case 'f': return DType::kFloat32;
+    case 'd': return DType::kFloat64;
+    case 'b': case 'h': case 'i': case 'l': case 'q':
+      switch (itemsize) {
+        case 1: return DType::kInt8;
+        case 2: return DType::kInt16;
+        case 4: return DType::kInt32;
+        case 8: return DType::kInt64;
+        default: return std::nullopt;
+      }
+    case 'B': case 'H': case 'I': case 'L': case 'Q':
+      switch (itemsize) {
+        case 1: return DType::kUInt8;
+        case 2: return DType::kUInt16;
+        case 4: return DType::kUInt32;
+        case 8: return DType::kUInt64;
+        default: return std::nullopt;
+      }
+    default: return std::nullopt;
+  }
+}
+
+// numpy.ndarray (the type object; imported once, never freed).
+PyTypeObject* numpy_array_type() {
+  static PyTypeObject* type = [] {
+    nb::object ndarray = nb::module_::import_("numpy").attr("ndarray");
+    return reinterpret_cast<PyTypeObject*>(ndarray.release().ptr());
+  }();
+  return type;
+}
+
+// A numpy array (exactly numpy.ndarray) borrowed through the buffer protocol when it is C-contiguous
+// and of a native-endian standard dtype; nullopt when it needs parity._feeds.as_native_array.
+std::optional<Tensor> tensor_from_plain_array(nb::handle value) {
+  if (Py_TYPE(value.ptr()) != numpy_array_type()) return std::nullopt;
+  Py_buffer view;
+  if (PyObject_GetBuffer(value.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();  // not contiguous, or a dtype the buffer protocol cannot describe
+    return std::nullopt;
+  }
+  std::optional<DType> dtype = dtype_of_buffer_format(view.format, view.itemsize);
+  Shape shape(view.shape, view.shape + view.ndim);
+  auto* data = static_cast<std::byte*>(view.buf);
+  auto bytes = static_cast<std::size_t>(view.len);
+  PyBuffer_Release(&view);  // the array object, held by the storage, keeps its memory
+  if (!dtype) return std::nullopt;
+  if (bytes == 0) return Tensor::zeros(*dtype, shape);
+  auto storage = std::make_shared<PythonStorage>(PythonObject(nb::borrow(value)), data, bytes);
+  return Tensor::borrow(*dtype, std::move(shape), std::move(storage));
+}
+
+}  // namespace
+
+NamedTensors feed_from_dict(nb::handle mapping, const char* kind) {
+  if (!PyDict_Check(mapping.ptr()))  // other mappings, and the error for non-mappings, in Python
+    return feed_from_python(nb::module_::import_("parity._feeds").attr("native_items")(mapping, kind));
+  NamedTensors feed;
+  feed.reserve(static_cast<std::size_t>(PyDict_Size(mapping.ptr())));
+  PyObject* key = nullptr;
+  PyObject* value = nullptr;
+  Py_ssize_t position = 0;
+  while (PyDict_Next(mapping.ptr(), &position, &key, &value)) {
+    if (!PyUnicode_Check(key))
+      raise<InvalidInputError>("{} names must be strings, got {}", kind, nb::cast<std::string>(nb::repr(key)));
+    Py_ssize_t length = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(key, &length);
+    if (text == nullptr) throw nb::python_error();
+    std::string name(text, static_cast<std::size_t>(length));
+    if (std::optional<Tensor> tensor = tensor_from_plain_array(value)) {
+      feed.emplace_back(std::move(name), std::move(*tensor));
+      continue;
+    }
+    std::string what = fmt::format("{} '{}'", kind, name);
+    nb::object converted = nb::module_::import_("parity._feeds").attr("as_native_array")(nb::handle(value), what);
+    auto pair = nb::cast<nb::tuple>(converted);
+    feed.emplace_back(std::move(name), tensor_from_array(pair[0], nb::cast<std::string>(pair[1]), what));
   }
   return feed;
 }

@@ -53,6 +53,11 @@ nb::object array_from_tensor(const Tensor& tensor);
 
 // [(name, array, dtype_name), ...] -> NamedTensors (zero-copy).
 NamedTensors feed_from_python(nb::handle items);
+// A feed dict {name: array} -> NamedTensors (zero-copy), `kind` ("input"/"output") naming its
+// entries in errors. C-contiguous native-endian numpy arrays of the dtypes the buffer protocol
+// describes are read here; anything else (torch tensors, ml_dtypes types, non-contiguous or
+// byte-swapped arrays, lists) goes through parity._feeds.as_native_array, which copies or refuses.
+NamedTensors feed_from_dict(nb::handle mapping, const char* kind);
 // NamedTensors -> {name: array} (a dict, insertion-ordered).
 nb::dict dict_from_tensors(const NamedTensors& tensors);
 

@@ -122,10 +122,11 @@ class NativeRunner(BaseRunner):
     Inference runs without the GIL; outputs are numpy arrays over buffers made for that call
     (never reused, never changed later), valid after deactivate()."""
 
+    _inferred = False
+
     def __init__(self, native, name=None):
         self._native = native
         self._user_name = name
-        self.inference_time = None
 
     @property
     def name(self):
@@ -134,6 +135,11 @@ class NativeRunner(BaseRunner):
     @name.setter
     def name(self, value):
         self._user_name = value
+
+    @property
+    def inference_time(self):
+        """Seconds the last infer() took in the backend (None before the first)."""
+        return self._native.last_inference_time if self._inferred else None
 
     @property
     def is_active(self):
@@ -149,10 +155,10 @@ class NativeRunner(BaseRunner):
         return TensorMetadata._from_entries(self._native.input_metadata())
 
     def infer(self, feed_dict, check_inputs=True, *args, **kwargs):
-        from parity._feeds import native_items
-
-        outputs = self._native.infer(native_items(feed_dict, "input"))
-        self.inference_time = self._native.last_inference_time
+        # The feed dict goes to C++ as it is: arrays are read in place there, others converted by
+        # parity._feeds; the C++ runner validates names, dtypes and shapes.
+        outputs = self._native.infer(feed_dict)
+        self._inferred = True
         return outputs
 
     def last_inference_time(self):
