@@ -25,11 +25,12 @@ def _evaluated(value):
 
 
 def model_source(model):
-    """What the C++ runners accept: str path, bytes, or a callable giving str or bytes."""
+    """What the C++ runners accept: str path, (path, external data folder), bytes, or a callable
+    giving str or bytes."""
     from parity.backend.onnx.loader import OnnxFromPath
 
     if isinstance(model, OnnxFromPath) and model.is_plain_path():
-        return model.path
+        return (model.path, model.external_data_dir) if model.external_data_dir else model.path
     if isinstance(model, (str, os.PathLike)):
         return os.fspath(model)
     if isinstance(model, (bytes, bytearray, memoryview)) or hasattr(model, "SerializeToString"):

@@ -29,17 +29,19 @@ onnx::Model from_bytes(const std::string& bytes) { return onnx::load_model_from_
 
 void bind_onnx(nb::module_& m) {
   m.def("load_model_bytes",
-        [](const std::string& path) {
+        [](const std::string& path, const std::string& external_data_dir) {
           std::string bytes;
           {
             nb::gil_scoped_release release;
-            onnx::Model model = onnx::load_model(path);
+            onnx::LoadOptions options;
+            options.external_data_dir = external_data_dir;
+            onnx::Model model = onnx::load_model(path, options);
             onnx::load_external_data(model);
             bytes = onnx::serialize_model(*model);
           }
           return to_bytes(bytes);
         },
-        "path"_a);
+        "path"_a, "external_data_dir"_a = "");
   m.def("save_model_bytes",
         [](nb::bytes model_bytes, const std::string& path, std::optional<bool> external_data,
            std::size_t size_threshold, std::string location) {

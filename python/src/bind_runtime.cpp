@@ -23,11 +23,17 @@ using namespace nb::literals;
 
 namespace {
 
-// A model given from Python: a path, the serialized bytes, or a callable returning either (called
-// with the GIL at every load). ONNX ModelProtos and Parity's loaders are reduced to these forms by
-// parity/_models.py before they get here.
+// A model given from Python: a path, a (path, external data folder) pair, the serialized bytes, or
+// a callable returning a path or bytes (called with the GIL at every load). ONNX ModelProtos and
+// Parity's loaders are reduced to these forms by parity/_models.py before they get here.
 runtime::ModelLoader model_loader_from(nb::object source) {
   if (nb::isinstance<nb::str>(source)) return runtime::ModelFromPath(nb::cast<std::string>(source));
+  if (nb::isinstance<nb::tuple>(source)) {
+    auto [path, external_data_dir] = nb::cast<std::pair<std::string, std::string>>(source);
+    onnx::LoadOptions options;
+    options.external_data_dir = external_data_dir;
+    return runtime::ModelFromPath(std::move(path), options);
+  }
   if (nb::isinstance<nb::bytes>(source)) {
     auto bytes = std::make_shared<std::string>(bytes_of(source));
     return [bytes] { return onnx::load_model_from_bytes(*bytes, {}, {}, "<bytes>"); };
@@ -154,7 +160,7 @@ void bind_runtime(nb::module_& m) {
              record_output_buffers(outputs);
              return dict_from_tensors(outputs);
            },
-           "feed"_a)
+           "feed_dict"_a)
       .def_prop_ro("last_inference_time", &runtime::Runner::last_inference_time)
       .def("set_intermediate_outputs",
            [](runtime::Runner& runner, std::optional<std::vector<std::string>> names, bool all) {

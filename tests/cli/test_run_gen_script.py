@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from conftest import lines_with_prefix, run_binary
 from run_util import chain_model
@@ -141,6 +141,44 @@ def test_data_loader_from_json_and_warm_up(parity_bin, tmp_path, examples_dir):
     assert command.returncode == 0 and code == 0, output
     assert "load_json(input_data_path, description='input data')" in text and "warm_up=1" in text
     assert "Passed: 2/2 iterations" in output, output
+
+
+def model_with_data_elsewhere(tmp_path):
+    """y = MatMul(x, w) with w (32x32 floats) in external data kept in another folder than the model's."""
+    weight = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")], "matmul",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 32])],
+                              [numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "data").mkdir()
+    onnx.save_model(model, tmp_path / "data" / "m.onnx", save_as_external_data=True, location="weights.bin",
+                    size_threshold=1024)
+    (tmp_path / "data" / "m.onnx").rename(tmp_path / "model" / "m.onnx")
+    return "model/m.onnx", weight
+
+
+@pytest.mark.parametrize("runners", [["--onnxrt"], ["--ref", "--onnxrt"]])
+def test_external_data_dir(parity_bin, tmp_path, runners):
+    model, weight = model_with_data_elsewhere(tmp_path)
+    command, code, output, text = generate_and_run(
+        parity_bin, tmp_path, [model, *runners, "--external-data-dir", "data", "--atol", "1e-4", "--seed", "2",
+                               "--save-inputs", "in.json", "--save-outputs", "out.json"])
+    assert command.returncode == 0, command.describe()
+    assert code == 0, output
+    assert "load_onnx = OnnxFromPath('model/m.onnx', external_data_dir='data')" in text, text
+    # The script (which wrote in.json and out.json last) read the weights from data/.
+    from polygraphy.json import load_json
+    feed = load_json(str(tmp_path / "in.json"))[0]
+    results = load_json(str(tmp_path / "out.json"))
+    assert len(results) == len(runners)
+    for name, iterations in results.items():
+        np.testing.assert_allclose(iterations[0]["y"], feed["x"] @ weight, rtol=1e-4, atol=1e-4, err_msg=name)
+    # Without the folder, the weights are not found.
+    (tmp_path / "script_without.py").write_text(text.replace(", external_data_dir='data'", ""))
+    code, output = run_script(parity_bin, tmp_path / "script_without.py", tmp_path)
+    assert code != 0 and "weights.bin" in output, output
 
 
 def test_standard_output(parity_bin, tmp_path):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import pytest
 from onnx import TensorProto, helper
 
@@ -69,6 +70,41 @@ def test_loaders_return_model_protos_and_compose(models, tmp_path):
         outputs = _run(source, FEED)
         for name in expected:
             assert np.array_equal(outputs[name], expected[name])
+
+
+def test_external_data_in_another_folder(tmp_path):
+    """OnnxFromPath(external_data_dir=...): weights kept in another folder than the model's are read
+    from there, by the loader and by runners given the loader (not without the folder)."""
+    from parity.exception import ParityException
+
+    weight = np.random.default_rng(1).standard_normal((32, 32)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "matmul",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 32])],
+                              [onnx.numpy_helper.from_array(weight, "w")])
+    model_dir, data_dir = tmp_path / "model", tmp_path / "data"
+    model_dir.mkdir()
+    data_dir.mkdir()
+    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                    data_dir / "m.onnx", save_as_external_data=True, location="weights.bin", size_threshold=1024)
+    (data_dir / "m.onnx").rename(model_dir / "m.onnx")
+    path = model_dir / "m.onnx"
+
+    proto = onnx_from_path(path, external_data_dir=data_dir)
+    assert np.array_equal(onnx.numpy_helper.to_array(proto.graph.initializer[0]), weight)
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(2, 32)
+    loader = OnnxFromPath(path, external_data_dir=str(data_dir))
+    for runner in (RefRunner(loader), OnnxrtRunner(SessionFromOnnx(loader)),
+                   OnnxrtRunner(SessionFromOnnx(BytesFromOnnx(loader)))):
+        with runner:
+            np.testing.assert_allclose(runner.infer({"x": x})["y"], x @ weight, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ParityException, match="weights.bin"):
+        onnx_from_path(path)
+    with pytest.raises(ParityException, match="weights.bin"):
+        with RefRunner(OnnxFromPath(path)):
+            pass
+    with pytest.raises(NotImplementedError, match="ignore_external_data"):
+        OnnxFromPath(path, ignore_external_data=True)
 
 
 def test_fold_constants_and_infer_shapes(tmp_path):

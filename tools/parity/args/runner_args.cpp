@@ -120,14 +120,16 @@ std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const run
 void RunnerArgs::add_to_script(GeneratedScript& script, const ScriptModel& model) const {
   std::vector<std::string> loaders, runners, names;
   const bool edits = model.outputs.mode != runtime::IntermediateOutputs::Mode::kNone || !model.exclude_outputs.empty();
-  // ONNX Runtime alone, on the unchanged model, takes the path (as Polygraphy's scripts do).
-  const bool onnx_loader = edits || ref_count_ > 0 || openvino_count_ > 0;
-  // The Python API's OnnxFromPath reads external data from beside the model only.
-  if (!model.external_data_dir.empty()) script.cannot_express("--external-data-dir");
+  // ONNX Runtime alone, on the unchanged model with its external data beside it, takes the path
+  // (as Polygraphy's scripts do).
+  const bool onnx_loader = edits || ref_count_ > 0 || openvino_count_ > 0 || !model.external_data_dir.empty();
   std::string onnx_model = python_string(model.path);
   if (onnx_loader) {
     script.add_import("parity.backend.onnx", "OnnxFromPath");
-    loaders.push_back(fmt::format("load_onnx = OnnxFromPath({})", onnx_model));
+    std::string external_data;
+    if (!model.external_data_dir.empty())
+      external_data = ", external_data_dir=" + python_string(model.external_data_dir);
+    loaders.push_back(fmt::format("load_onnx = OnnxFromPath({}{})", onnx_model, external_data));
     onnx_model = "load_onnx";
     if (edits) {
       script.add_import("parity.backend.onnx", "ModifyOutputs as ModifyOnnxOutputs");

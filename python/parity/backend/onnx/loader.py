@@ -16,21 +16,22 @@ def _proto(data):
 
 
 class OnnxFromPath(BaseLoader):
-    """Loads an ONNX model from a file (external data read in)."""
+    """Loads an ONNX model from a file (external data read in, relative to external_data_dir when
+    given, else to the model's folder)."""
 
     def __init__(self, path, external_data_dir=None, ignore_external_data=None):
-        if external_data_dir is not None or ignore_external_data:
+        if ignore_external_data:
             raise NotImplementedError(
-                "OnnxFromPath: external_data_dir and ignore_external_data are not supported; external data is "
-                "read relative to the model's folder"
+                "OnnxFromPath: ignore_external_data is not supported; external data is always read"
             )
         self.path = os.fspath(path)
+        self.external_data_dir = os.fspath(external_data_dir) if external_data_dir is not None else None
 
     def is_plain_path(self):
         return True
 
     def call_impl(self):
-        return _proto(_parity.load_model_bytes(evaluate(self.path)))
+        return _proto(_parity.load_model_bytes(evaluate(self.path), self.external_data_dir or ""))
 
 
 class OnnxFromBytes(BaseLoader):
