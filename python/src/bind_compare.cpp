@@ -230,6 +230,7 @@ void bind_compare(nb::module_& m) {
             } else {
               std::string name = nb::cast<std::string>(entry[0].attr("name"));
               adapters.emplace_back(python_runner_adapter(nb::borrow(entry[0]), name));
+              adapters.back()->set_name(name);  // the log lines carry the runner's own name
               pointers.push_back(adapters.back().get());
             }
             names.push_back(entry[1].is_none() ? pointers.back()->name() : nb::cast<std::string>(entry[1]));

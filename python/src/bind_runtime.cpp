@@ -134,7 +134,8 @@ runtime::Runner* python_runner_adapter(nb::object runner, const std::string& nam
 void bind_runtime(nb::module_& m) {
   m.def("last_output_buffers", [] { return last_output_buffers(); });
   nb::class_<runtime::Runner>(m, "Runner")
-      .def_prop_ro("name", &runtime::Runner::name)
+      .def_prop_rw("name", &runtime::Runner::name,
+                   [](runtime::Runner& runner, std::string name) { runner.set_name(std::move(name)); })
       .def("activate", &runtime::Runner::activate, nb::call_guard<nb::gil_scoped_release>())
       .def("deactivate", &runtime::Runner::deactivate, nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("is_active", &runtime::Runner::is_active)

@@ -95,6 +95,28 @@ def test_custom_python_runner_against_onnxrt(models, capsys):
     assert not bool(Comparator.compare_accuracy(run_results))
 
 
+class NamedIdentityInPython(IdentityInPython):
+    def __init__(self, name):
+        BaseRunner.__init__(self, name=name)
+        self.activations = 0
+
+
+def test_runners_given_a_name_show_it_in_log_lines(models, capsys):
+    """name=: the log lines and the results carry exactly that name, for Python and C++ runners."""
+    runners = [NamedIdentityInPython("my-python-runner"),
+               OnnxrtRunner(SessionFromOnnx(models["identity"]), name="my-ort")]
+    run_results = Comparator.run(runners)
+    output = capsys.readouterr().out
+    for name in ("my-python-runner", "my-ort"):
+        assert f"[I] {name:35} | Activating and starting inference" in output, output
+        assert f"{name}-N" not in output, output
+    assert list(run_results.keys()) == ["my-python-runner", "my-ort"]
+    renamed = RefRunner(models["identity"])
+    renamed.name = "renamed-ref"
+    Comparator.run([renamed])
+    assert f"[I] {'renamed-ref':35} | Activating and starting inference" in capsys.readouterr().out
+
+
 def test_custom_data_loaders_warm_up_and_saved_inputs(models, tmp_path):
     """data_loader may be any iterable of feed dicts (seed 002's TIP), e.g. a generator or a list."""
     from parity.json import load_json

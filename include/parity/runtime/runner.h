@@ -45,6 +45,9 @@ class Runner {
 
   // "ref-runner-N0-11/21/26-18:06:00", like Polygraphy's names.
   const std::string& name() const { return name_; }
+  // Renames the runner (a name the user gave, e.g. through the Python API's name=): later log lines
+  // and results carry it.
+  void set_name(std::string name) { name_ = std::move(name); }
 
   void activate();
   void deactivate();

@@ -127,6 +127,8 @@ class NativeRunner(BaseRunner):
     def __init__(self, native, name=None):
         self._native = native
         self._user_name = name
+        if name is not None:
+            native.name = name  # the C++ runner's log lines carry it too
 
     @property
     def name(self):
@@ -135,6 +137,8 @@ class NativeRunner(BaseRunner):
     @name.setter
     def name(self, value):
         self._user_name = value
+        if value is not None:
+            self._native.name = value
 
     @property
     def inference_time(self):
