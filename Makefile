@@ -41,6 +41,7 @@ test-asan: build-asan
 
 # Checks against the peers (the onnxruntime and polygraphy Python packages) on the same inputs.
 test-peers: build
+	PARITY_BIN=$(CURDIR)/$(PARITY) \
 	PARITY_RUN_BACKEND=$(CURDIR)/build/$(PRESET)/tests/peers/parity_run_backend \
 	PARITY_COMPARE_TOOL=$(CURDIR)/build/$(PRESET)/tests/peers/parity_compare_tool \
 	  python -m pytest -q tests/peers
