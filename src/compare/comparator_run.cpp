@@ -42,8 +42,11 @@ std::vector<NamedTensors> make_feeds(runtime::Runner& first, const DataLoaderFun
                                      const std::function<void(const std::vector<NamedTensors>&)>& on_feeds) {
   TensorMetadata metadata = first.input_metadata();
   std::vector<NamedTensors> feeds = data_loader(metadata);
-  for (std::size_t i = 0; i < feeds.size(); ++i)
+  if (feeds.empty()) log::warning("Data loader did not yield any input data.");
+  for (std::size_t i = 0; i < feeds.size(); ++i) {
+    runtime::match_feed_names(metadata, feeds[i]);
     with_context(fmt::format("iteration {}", i), [&] { runtime::validate_feed(metadata, feeds[i], first.name()); });
+  }
   if (on_feeds) on_feeds(feeds);
   return feeds;
 }

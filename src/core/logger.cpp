@@ -86,6 +86,9 @@ void Logger::set_sink(std::shared_ptr<LogSink> sink) {
 }
 
 void Logger::set_log_file(const std::filesystem::path& path) {
+  // As Polygraphy does, the file's folder is created when missing.
+  std::error_code ignored;  // an uncreatable folder makes fopen fail just below, with the path named
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ignored);
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) raise<FileError>("cannot open log file '{}' for writing", path.string());
   std::lock_guard<std::mutex> lock(mutex_);

@@ -1,6 +1,7 @@
 #include "parity/runtime/runner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -86,6 +87,32 @@ std::optional<std::string> closest_name(const std::string& name, const std::vect
   }
   if (!best || best_distance > std::max<std::size_t>(2, name.size() / 3)) return std::nullopt;
   return *best;
+}
+
+namespace {
+
+bool equal_ignoring_case(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool feed_has(const NamedTensors& feed, const std::string& name) {
+  return std::any_of(feed.begin(), feed.end(), [&](const auto& entry) { return entry.first == name; });
+}
+
+}  // namespace
+
+void match_feed_names(const TensorMetadata& metadata, NamedTensors& feed) {
+  for (auto& [name, tensor] : feed) {
+    if (metadata.find(name)) continue;
+    for (const auto& [input, _] : metadata) {
+      if (!equal_ignoring_case(name, input) || feed_has(feed, input)) continue;
+      log::warning("Input tensor: {} | Buffer name ({}) does not match expected input name ({}).", input, name, input);
+      name = input;
+      break;
+    }
+  }
 }
 
 void validate_feed(const TensorMetadata& metadata, const NamedTensors& feed, const std::string& runner_name) {

@@ -101,6 +101,12 @@ class ActiveRunner {
 // Throws InvalidInputError naming the input (with a "did you mean" hint for unknown names).
 void validate_feed(const TensorMetadata& metadata, const NamedTensors& feed, const std::string& runner_name);
 
+// As Polygraphy's data loader does, a feed entry whose name is no input of the model but equals one,
+// ignoring case, that the feed lacks (`x` for the model's `X`) is renamed to it, with Polygraphy's
+// warning ("Input tensor: X | Buffer name (x) does not match expected input name (X)."). Anything
+// else is left for validate_feed to refuse.
+void match_feed_names(const TensorMetadata& metadata, NamedTensors& feed);
+
 // The name in `candidates` nearest to `name` by edit distance, when it is close enough to be a
 // likely misspelling (at most max(2, |name| / 3) edits); nullopt otherwise. For "did you mean"
 // hints about input and output names.

@@ -401,6 +401,7 @@ FoldReport fold_constants(onnx::Model& model, const FoldOptions& options) {
   bool warned = false;
   for (int pass = 0; pass < max_passes; ++pass) {
     int64_t before = onnx::count_nodes(graph);
+    if (options.log_passes) log::start("Folding Constants | Pass {}", pass + 1);
     if (options.shape_inference && (options.per_pass_shape_inference || pass == 0)) {
       onnx::clear_value_info(graph);
       auto result = onnx::infer_shapes(*model);
@@ -417,6 +418,9 @@ FoldReport fold_constants(onnx::Model& model, const FoldOptions& options) {
     ++report.passes;
     int64_t after = onnx::count_nodes(graph);
     log::verbose("Constant folding pass {}: {} -> {} nodes", pass + 1, before, after);
+    if (options.log_passes)
+      log::finish("    Total Nodes | Original: {:5}, After Folding: {:5} | {:5} Nodes Folded", before, after,
+                  before - after);
     if (!changed) break;
   }
   if (options.shape_inference) {

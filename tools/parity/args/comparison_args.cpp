@@ -90,6 +90,19 @@ void ComparisonArgs::parse() {
   quality_options_.snr_tolerance = per_output<double>(snr_tolerance_, 20.0, [](const std::string& s) {
     return parse_double(s, "--snr-tolerance");
   });
+  // Options of the simple and indices functions given with another function: Polygraphy's warning.
+  auto warn_unused = [this](const char* option_strings, const char* function, bool given) {
+    if (given && compare_func_ != function)
+      log::warning("Option: {} is only valid for comparison function: '{}'. The selected comparison function is: "
+                   "'{}', so this option will be ignored.",
+                   option_strings, function, compare_func_);
+  };
+  warn_unused("--rtol/--rel-tol", "simple", !rtol_.empty());
+  warn_unused("--atol/--abs-tol", "simple", !atol_.empty());
+  warn_unused("--check-error-stat", "simple", !check_error_stat_.empty());
+  warn_unused("--infinities-compare-equal", "simple", infinities_compare_equal_);
+  warn_unused("--error-quantile", "simple", !error_quantile_.empty());
+  warn_unused("--index-tolerance", "indices", !index_tolerance_.empty());
   for (auto [flag, given] : {std::pair{"--l2-tolerance", &l2_tolerance_},
                              std::pair{"--cosine-similarity-threshold", &cosine_threshold_}})
     if (!given->empty() && compare_func_ != "distance")

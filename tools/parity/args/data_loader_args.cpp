@@ -1,6 +1,10 @@
 #include "args/data_loader_args.h"
 
+#include <cstdlib>
+#include <optional>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "args/generated_script.h"
 #include "args/python_scripts.h"
@@ -34,8 +38,46 @@ void DataLoaderArgs::add_save_inputs_to(CLI::App& app, const char* group) {
       ->group(group);
 }
 
+namespace {
+
+std::optional<double> as_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return value;
+}
+
+// A value as Polygraphy's args_util.cast leaves it, in Python's repr: 1, 1.5, 'a'.
+std::string python_repr(const std::string& text) {
+  auto number = as_number(text);
+  if (!number) return "'" + text + "'";
+  if (text.find_first_of(".eEnN") == std::string::npos) return text;  // an int
+  std::string shown = fmt::format("{}", *number);
+  if (shown.find_first_of(".en") == std::string::npos) shown += ".0";
+  return shown;
+}
+
+// Polygraphy's checks of one --val-range entry, with its messages: exactly two values, both numbers.
+void check_range_values(const std::string& name, const std::vector<std::string>& values) {
+  std::vector<std::string> shown;
+  for (const auto& value : values) shown.push_back(python_repr(value));
+  std::string parsed = fmt::format("input: {}, range: ({}{})", name, fmt::join(shown, ", "), values.size() == 1 ? "," : "");
+  if (values.size() != 2)
+    raise<InvalidInputError>("In --val-range, for input: {}, expected to receive exactly 2 values, but received {}.\n"
+                             "Note: Option was parsed as: {}",
+                             name, values.size(), parsed);
+  if (!as_number(values[0]) || !as_number(values[1]))
+    raise<InvalidInputError>("In --val-range, for input: {}, one or more elements of the range could not be parsed as "
+                             "a number.\nNote: Option was parsed as: {}",
+                             name, parsed);
+}
+
+}  // namespace
+
 void DataLoaderArgs::parse() {
-  if (iterations_ < 1) raise<InvalidInputError>("--iterations must be at least 1, got {}", iterations_);
+  // 0 is allowed, as in Polygraphy: the runners activate and run nothing.
+  if (iterations_ < 0) raise<InvalidInputError>("--iterations must be 0 or more, got {}", iterations_);
   if (warm_up_ < 0) raise<InvalidInputError>("--warm-up must be 0 or more, got {}", warm_up_);
   if (seed_ < 0 || seed_ > 0xFFFFFFFFLL) raise<InvalidInputError>("--seed must be in [0, 2^32 - 1], got {}", seed_);
   // CLI11 splits a token that is entirely "[a,b]" into "a" and "b" (its list syntax); put the
@@ -49,17 +91,23 @@ void DataLoaderArgs::parse() {
       ranges.push_back("[" + token + "," + val_range_[i + 1] + "]");
       ++i;
     } else {
-      raise<InvalidInputError>("--val-range: expected [<name>:][min,max], got '{}'", token);
+      check_range_values("", {token});  // a default range of one value: Polygraphy's message
     }
   }
   for (const auto& arg : ranges) {
     auto [name, range] = split_named_bracket(arg, false, "--val-range");
+    if (range.back() != ']') raise<InvalidInputError>("--val-range: expected [<name>:][min,max], got '{}'", arg);
+    std::vector<std::string> values;
     std::string body = range.substr(1, range.size() - 2);
-    auto comma = body.find(',');
-    if (comma == std::string::npos || range.back() != ']')
-      raise<InvalidInputError>("--val-range: expected [<name>:][min,max], got '{}'", arg);
-    double low = parse_double(body.substr(0, comma), "--val-range");
-    double high = parse_double(body.substr(comma + 1), "--val-range");
+    for (std::size_t start = 0;;) {
+      auto comma = body.find(',', start);
+      values.push_back(body.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    check_range_values(name, values);
+    double low = parse_double(values[0], "--val-range");
+    double high = parse_double(values[1], "--val-range");
     options_.val_ranges.emplace_back(name, std::pair(low, high));
   }
   for (const auto& arg : input_shapes_) {

@@ -8,9 +8,9 @@
 
 namespace parity::cli {
 
-void ModelArgs::add_to(CLI::App& app, bool shape_inference_by_default, bool checker_flag) {
+void ModelArgs::add_to(CLI::App& app, bool shape_inference_by_default, bool checker_flag, bool model_required) {
   const char* group = "ONNX Model Loading";
-  app.add_option("model_file", path_, "Path to the ONNX model")->required();
+  app.add_option("model_file", path_, "Path to the ONNX model")->required(model_required);
   app.add_option("--external-data-dir,--load-external-data,--ext", external_data_dir_,
                  "Folder holding the model's external data (default: the model's folder)")->group(group);
   if (shape_inference_by_default) {
@@ -62,6 +62,7 @@ onnx::Model ModelArgs::load(const onnx::LoadOptions& options) const {
     log::verbose("Running ONNX shape inference (data propagation on)");
     auto result = onnx::infer_shapes(*model.proto);
     if (!result.ok) log::warning("ONNX shape inference exited with an error:\n{}", result.error);
+    else log::verbose("Shape inference completed successfully");  // Polygraphy's line, which its tests look for
     log::info("Loading model: {}", shown_path);
   }
   if (check_) {

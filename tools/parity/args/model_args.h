@@ -16,7 +16,10 @@ class ModelArgs {
   // `shape_inference_by_default`: true adds --no-shape-inference (surgeon, convert, check lint); false adds
   // --shape-inference, opt-in, as Polygraphy's `run` and `inspect model` have it.
   // `checker_flag`: false leaves out --check (the debug tools' --check is their check command).
-  void add_to(CLI::App& app, bool shape_inference_by_default = true, bool checker_flag = true);
+  // `model_required`: false lets the command run without a model (`run` with no runner is a no-op,
+  // as in Polygraphy); path() is then empty.
+  void add_to(CLI::App& app, bool shape_inference_by_default = true, bool checker_flag = true,
+              bool model_required = true);
   // Loads (and, unless disabled, shape-infers) the model, logging what it does as Polygraphy does:
   // "Loading model: <absolute path>" after shape inference and its warning, if any.
   onnx::Model load(const onnx::LoadOptions& options = {}) const;

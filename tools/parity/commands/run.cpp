@@ -48,9 +48,13 @@ class RunCommand : public Command {
   }
 
   void add_options(CLI::App& app) override {
-    model_.add_to(app, /*shape_inference_by_default=*/false);
+    model_.add_to(app, /*shape_inference_by_default=*/false, /*checker_flag=*/true, /*model_required=*/false);
     runners_.add_to(app);
     const char* onnx_load = "ONNX Model Loading";
+    app.add_option("--model-type", model_type_,
+                   "The model's type, as Polygraphy takes it: only 'onnx' (TensorFlow and TensorRT types are not "
+                   "supported; a compiled OpenVINO file is recognised by its content)")
+        ->group(onnx_load);
     app.add_option("--onnx-outputs,--outputs", onnx_outputs_,
                    "Tensors to compare besides the graph outputs: 'mark all', names, or @file (one name a line)")
         ->group(onnx_load);
@@ -81,6 +85,10 @@ class RunCommand : public Command {
  private:
   // All flags are checked before any inference, so bad flags fail fast.
   void parse_arguments() {
+    if (!model_type_.empty() && model_type_ != "onnx")
+      raise<InvalidInputError>("--model-type {}: Parity runs ONNX models only (Polygraphy's other model types need "
+                               "TensorFlow or TensorRT)",
+                               model_type_);
     compute_.apply();
     data_loader_.parse();
     excluded_.insert(onnx_exclude_outputs_.begin(), onnx_exclude_outputs_.end());
@@ -177,7 +185,9 @@ class RunCommand : public Command {
     GeneratedScript script;
     for (const char* flag : {"--layerwise-worst", "--report", "--threads", "--shape-inference", "--check"})
       if (app_->count(flag)) script.cannot_express(flag);
-    if (runtime::is_openvino_compiled_file(model_.path()) || std::filesystem::path(model_.path()).extension() == ".ovc")
+    check_model_given();
+    if (!model_.path().empty() &&
+        (runtime::is_openvino_compiled_file(model_.path()) || std::filesystem::path(model_.path()).extension() == ".ovc"))
       script.cannot_express("a compiled OpenVINO model (" + model_.path() + ")");
     if (!comparison_.load_outputs().empty())
       script.add_summary(fmt::format("It will check against outputs stored in {}", fmt::join(comparison_.load_outputs(), ", ")));
@@ -207,8 +217,17 @@ class RunCommand : public Command {
     return 0;
   }
 
+  // Without a model, as in Polygraphy: no runner is a no-op that passes (`run --silent`), a runner is an error.
+  void check_model_given() const {
+    if (model_.path().empty() && runners_.runner_count() > 0)
+      raise<InvalidInputError>("One or more runners was specified, but no model file was provided. Make sure you've "
+                               "specified the model path, and also that it's not being consumed as an argument for "
+                               "another parameter");
+  }
+
   bool execute() {
     parse_arguments();
+    check_model_given();
     compare::RunResults loaded;
     for (const auto& path : comparison_.load_outputs()) {
       auto more = compare::load_run_results(path);
@@ -218,8 +237,9 @@ class RunCommand : public Command {
     // Runners read large weights from the model file when they need them (LoadOptions::lazy_weights);
     // the model is parsed once, by whichever needs it first.
     // A compiled OpenVINO model file (`parity convert --openvino`) instead of an ONNX model.
-    const std::string compiled_file = runtime::is_openvino_compiled_file(model_.path()) ||
-                                              std::filesystem::path(model_.path()).extension() == ".ovc"
+    const std::string compiled_file = !model_.path().empty() &&
+                                              (runtime::is_openvino_compiled_file(model_.path()) ||
+                                               std::filesystem::path(model_.path()).extension() == ".ovc")
                                           ? model_.path()
                                           : "";
     if (!compiled_file.empty() && (!onnx_outputs_.empty() || !onnx_exclude_outputs_.empty()))
@@ -348,6 +368,7 @@ class RunCommand : public Command {
   std::string save_outputs_;
   std::string gen_script_;
   CLI::App* app_ = nullptr;
+  std::string model_type_;
 
   // Parsed.
   std::set<std::string> excluded_;

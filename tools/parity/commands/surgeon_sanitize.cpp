@@ -1,6 +1,9 @@
 // `parity surgeon sanitize`: clean up, constant-fold (evaluated by the reference interpreter),
 // override input shapes and topologically sort an ONNX model (Polygraphy's surgeon sanitize).
 #include <chrono>
+#include <set>
+
+#include <fmt/ranges.h>
 
 #include "args/compute_args.h"
 #include "args/model_args.h"
@@ -53,13 +56,17 @@ class SurgeonSanitizeCommand : public Command {
     compute_.apply();
     std::optional<int64_t> threshold;
     if (!fold_size_threshold_.empty()) threshold = parse_num_bytes(fold_size_threshold_, "--fold-size-threshold");
-    TensorMetadata overrides = parse_input_shapes(override_shapes_, "--override-input-shapes");
     onnx::Model model = model_.load();
     auto& graph = *model->mutable_graph();
+    TensorMetadata overrides = inputs_to_override(graph);
     if (!overrides.empty()) {
       onnx::override_input_shapes(graph, overrides);
       log::info("Overriding input shapes to:\n    {}", onnx::graph_inputs(graph).to_string());
+      // Every shape downstream of the inputs is stale, the graph outputs' included: shape inference
+      // (when on) derives them again from the new input shapes, as in Polygraphy.
       onnx::clear_value_info(graph);
+      for (auto& output : *graph.mutable_output())
+        if (output.type().has_tensor_type()) output.mutable_type()->mutable_tensor_type()->clear_shape();
       if (model_.shape_inference()) onnx::infer_shapes(*model);
     }
     if (fold_constants_) {
@@ -69,8 +76,8 @@ class SurgeonSanitizeCommand : public Command {
       options.fold_shapes = !no_fold_shapes_;
       options.per_pass_shape_inference = !no_per_pass_inference_;
       options.shape_inference = model_.shape_inference();
+      options.log_passes = true;
       auto start = std::chrono::steady_clock::now();
-      log::info("Folding Constants");
       auto report = runtime::fold_constants(model, options);
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       log::info("    Total Nodes | Original: {:5}, After Folding: {:5} | {:5} Nodes Folded ({} pass(es), {} "
@@ -87,12 +94,38 @@ class SurgeonSanitizeCommand : public Command {
       log::info("Cleanup: removed {} node(s), {} initializer(s), {} unused graph input(s)", report.nodes_removed,
                 report.initializers_removed, report.inputs_removed);
     }
-    if (toposort_) onnx::toposort(graph);
+    if (toposort_) {
+      onnx::toposort(graph);
+      // ONNX's shape inference reads nodes in order: sorted, it reaches the tensors an unsorted graph hid.
+      if (model_.shape_inference()) onnx::infer_shapes(*model);
+    }
     save_.save(model, output_);
     return 0;
   }
 
  private:
+  // --override-input-shapes for the graph's inputs. A tensor of the model that is no graph input is
+  // left out with a warning (Polygraphy does not refuse it either: it cuts the graph there, making
+  // the tensor an input); a name that is no tensor at all stays, for override_input_shapes to refuse
+  // (Polygraphy: "Tensor: ... does not exist in the model").
+  TensorMetadata inputs_to_override(const ::onnx::GraphProto& graph) const {
+    TensorMetadata requested = parse_input_shapes(override_shapes_, "--override-input-shapes");
+    TensorMetadata inputs = onnx::graph_inputs(graph), kept;
+    std::set<std::string> tensors;
+    for (const auto& node : graph.node()) tensors.insert(node.output().begin(), node.output().end());
+    for (const auto& [name, info] : requested) {
+      if (inputs.contains(name) || !tensors.count(name)) {
+        kept.add(name, info);
+        continue;
+      }
+      std::vector<std::string> names;
+      for (const auto& [input, _] : inputs) names.push_back(input);
+      log::warning("--override-input-shapes: '{}' is not an input of {}; its shape is not overridden (inputs: {})",
+                   name, model_.path(), fmt::join(names, ", "));
+    }
+    return kept;
+  }
+
   ModelArgs model_;
   ModelSaveArgs save_;
   ComputeArgs compute_;

@@ -21,6 +21,8 @@ struct FoldOptions {
   bool shape_inference = true;           // false: never run it (shape folding uses the value_info present)
   bool per_pass_shape_inference = true;
   bool flatten_subgraphs = true;          // inline If nodes whose condition is constant
+  // Log each pass as Polygraphy does: "Folding Constants | Pass N", then its "Total Nodes" line.
+  bool log_passes = false;
 };
 
 struct FoldReport {
