@@ -179,3 +179,17 @@ def test_lint_unknown_op_in_the_default_domain_fails_the_node(run_parity, tmp_pa
     assert result.returncode == 1, result.describe()
     assert report["summary"]["failing"] == ["the_node"]
     assert any(entry["level"] == "exception" and entry.get("nodes") == ["the_node"] for entry in report["lint_entries"])
+
+
+# ----- surgeon insert -------------------------------------------------------------------------------
+
+def test_insert_places_the_node_after_its_inputs_producer(run_parity, tmp_path):
+    """Polygraphy's single-path case: the new node sits right after the Add it reads, before the other
+    branch's Identity (which keeps reading add_out_4)."""
+    out = tmp_path / "inserted.onnx"
+    result = run_parity("surgeon", "insert", POLYGRAPHY_MODELS / "reducable.onnx", "-o", out, "--inputs=add_out_4",
+                        "--outputs=identity_out_8", "--op=FakeOp")
+    assert result.returncode == 0, result.describe()
+    nodes = onnx.load(str(out)).graph.node
+    assert [node.op_type for node in nodes] == ["Identity", "Identity", "Add", "FakeOp", "Identity"]
+    assert nodes[-1].name == "onnx_graphsurgeon_node_7" and list(nodes[-1].input) == ["add_out_4"]

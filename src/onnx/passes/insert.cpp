@@ -171,7 +171,14 @@ void insert_node(::onnx::ModelProto& model, const InsertNodeOptions& options) {
   for (const auto& in : node_inputs) node.add_input(in);
   for (const auto& out : node_outputs) node.add_output(out);
   for (const auto& a : options.attributes) *node.add_attribute() = a;
+  // As Polygraphy does, the node goes right after the last producer of its inputs (first when none
+  // is produced by a node), so the toposort below keeps it there in a sorted graph.
+  int position = 0;
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const auto& out : graph.node(i).output())
+      if (std::find(node_inputs.begin(), node_inputs.end(), out) != node_inputs.end()) position = i + 1;
   *graph.add_node() = std::move(node);
+  for (int i = graph.node_size() - 1; i > position; --i) graph.mutable_node()->SwapElements(i, i - 1);
   // Stale shapes of the replaced tensors would mislead shape inference.
   std::unordered_set<std::string> touched(options.outputs.begin(), options.outputs.end());
   auto* infos = graph.mutable_value_info();

@@ -62,7 +62,8 @@ std::string python_repr(const std::string& text) {
 void check_range_values(const std::string& name, const std::vector<std::string>& values) {
   std::vector<std::string> shown;
   for (const auto& value : values) shown.push_back(python_repr(value));
-  std::string parsed = fmt::format("input: {}, range: ({}{})", name, fmt::join(shown, ", "), values.size() == 1 ? "," : "");
+  std::string parsed =
+      fmt::format("input: {}, range: ({}{})", name, fmt::join(shown, ", "), values.size() == 1 ? "," : "");
   if (values.size() != 2)
     raise<InvalidInputError>("In --val-range, for input: {}, expected to receive exactly 2 values, but received {}.\n"
                              "Note: Option was parsed as: {}",

@@ -52,17 +52,16 @@ class SurgeonInsertCommand : public Command {
     }
     onnx::Model model = model_.load();
     onnx::insert_node(*model, options);
+    // The new op may change shapes: graph outputs keep only the shapes shape inference derives again
+    // (an output downstream of an op it does not know keeps its dtype, not a shape that may be stale).
+    for (auto& output : *model->mutable_graph()->mutable_output())
+      if (output.type().has_tensor_type()) output.mutable_type()->mutable_tensor_type()->clear_shape();
     if (model_.shape_inference()) {
-      // Graph outputs keep what the model declares, as in Polygraphy (shape inference fills value_info only).
-      const auto declared_outputs = model->graph().output();
       onnx::clear_value_info(*model->mutable_graph());
       auto result = onnx::infer_shapes(*model);
       if (!result.ok)
         log::warning("ONNX shape inference failed on the model with the inserted node; check the node's inputs and "
                      "attributes.\nNote: error was: {}", result.error);
-      for (auto& output : *model->mutable_graph()->mutable_output())
-        for (const auto& declared : declared_outputs)
-          if (declared.name() == output.name()) output.mutable_type()->CopyFrom(declared.type());
     }
     log::info("Inserted node '{}' ({}); saving ONNX model to: {}", name_, op_, output_);
     onnx::save_model(model, output_, save_.options());
