@@ -193,12 +193,14 @@ def describe_file(path: Path):
 # ----- the comparison ---------------------------------------------------------------------------
 
 ERROR_DETAIL = re.compile(r"^(\s*Note: Error was: ).*$", re.M)
+# Runner names carry the time they were made ("onnxrt-runner-N0-11/24/26-03:33:01"); the tools run apart.
+RUNNER_TIME = re.compile(r"(-runner-N\d+-)\d\d/\d\d/\d\d-\d\d:\d\d:\d\d")
 
 
 def printed_text(output: str) -> str:
     """A step's text as test_inspect.py's check_lines_match compares it: without "Loading" lines,
     [V] and [W] lines; error details (library messages) masked, trailing spaces dropped."""
-    text = ERROR_DETAIL.sub(r"\1<detail>", output)
+    text = RUNNER_TIME.sub(r"\1<time>", ERROR_DETAIL.sub(r"\1<detail>", output))
     return "\n".join(line.rstrip() for line in text.splitlines()
                      if "Loading" not in line and not line.startswith(("[V]", "[W]")))
 
