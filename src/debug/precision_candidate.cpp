@@ -27,16 +27,6 @@ std::set<std::string> float32_tensors(const ::onnx::GraphProto& graph) {
   return names;
 }
 
-std::vector<int> node_order(const ::onnx::GraphProto& graph) {
-  std::vector<std::vector<std::string>> reads;
-  for (const auto& node : graph.node()) reads.push_back(onnx::node_reads(node));
-  auto describe = [&](int index) {
-    const auto& node = graph.node(index);
-    return fmt::format("node '{}' ({})", node.name(), node.op_type());
-  };
-  auto producers = onnx::unique_producers(graph, describe);
-  return onnx::topological_order(graph, reads, producers, onnx::CycleWording{describe});
-}
 
 }  // namespace
 
@@ -47,7 +37,7 @@ PrecisionSearchSpace precision_search_space(const onnx::Model& fp32, const onnx:
   const auto& graph = fp32->graph();
   const auto floats = float32_tensors(graph);
   PrecisionSearchSpace space;
-  for (int index : node_order(graph)) {
+  for (int index : onnx::topological_order(graph)) {
     const auto& node = graph.node(index);
     bool produces_float = false;
     for (const auto& output : node.output()) produces_float = produces_float || floats.count(output);

@@ -17,16 +17,6 @@
 namespace parity::debug {
 namespace {
 
-std::vector<int> topological_node_order(const ::onnx::GraphProto& graph) {
-  std::vector<std::vector<std::string>> reads;
-  for (const auto& node : graph.node()) reads.push_back(onnx::node_reads(node));
-  auto describe = [&](int index) {
-    const auto& node = graph.node(index);
-    return fmt::format("node '{}' ({})", node.name(), node.op_type());
-  };
-  auto producers = onnx::unique_producers(graph, describe);
-  return onnx::topological_order(graph, reads, producers, onnx::CycleWording{describe});
-}
 
 // Graph inputs that are not initializers: the values a feed gives.
 std::unordered_set<std::string> fed_inputs(const ::onnx::GraphProto& graph) {
@@ -50,7 +40,7 @@ SplitSearchSpace split_search_space(const onnx::Model& fp32, const std::vector<s
   // A node depends on a graph input when something it reads does (directly or not).
   std::unordered_set<std::string> dynamic = fed_inputs(graph);
   SplitSearchSpace space;
-  for (int index : topological_node_order(graph)) {
+  for (int index : onnx::topological_order(graph)) {
     const auto& node = graph.node(index);
     const auto reads = onnx::node_reads(node);
     const bool kept = keep_list.matches(node);

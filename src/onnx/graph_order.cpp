@@ -4,6 +4,8 @@
 #include <queue>
 #include <unordered_set>
 
+#include <fmt/format.h>
+
 #include "parity/core/error.h"
 
 namespace parity::onnx {
@@ -99,6 +101,16 @@ std::vector<int> topological_order(const GraphProto& graph, const std::vector<st
         raise<InvalidInputError>("the graph '{}' has a cycle: {} depends (directly or not) on its own output",
                                  graph.name(), wording.describe_node(i));
   return order;
+}
+
+std::vector<int> topological_order(const GraphProto& graph) {
+  std::vector<std::vector<std::string>> reads;
+  for (const auto& node : graph.node()) reads.push_back(node_reads(node));
+  auto describe = [&](int index) {
+    const auto& node = graph.node(index);
+    return fmt::format("node '{}' ({})", node.name(), node.op_type());
+  };
+  return topological_order(graph, reads, unique_producers(graph, describe), CycleWording{describe});
 }
 
 }  // namespace parity::onnx

@@ -55,4 +55,8 @@ std::vector<int> topological_order(const ::onnx::GraphProto& graph,
                                    const std::unordered_map<std::string, int>& producers,
                                    const CycleWording& wording);
 
+// The same for the whole graph with node_reads, unique_producers and nodes named
+// "node 'conv1' (Conv)" in errors.
+std::vector<int> topological_order(const ::onnx::GraphProto& graph);
+
 }  // namespace parity::onnx
