@@ -25,10 +25,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "parity/core/error.h"
 #include "parity/runtime/loader.h"
 #include "parity/runtime/runner.h"
 
@@ -114,6 +116,27 @@ class OnnxrtSession {
 // `feed` over `calls` calls, input values made once and outputs released unread: the floor under
 // any binding's per-call overhead (Parity's or onnxruntime's Python one).
 double measure_onnxrt_run_floor(OnnxrtSession& session, const NamedTensors& feed, int calls);
+
+// Loads the library (FileError when none is found) and matches options.providers against its
+// providers as sessions do; returns their full names, InvalidInputError for one it does not have.
+std::vector<std::string> resolve_onnxrt_providers(const OnnxrtOptions& options);
+
+// ONNX Runtime's own text in an error Parity raised from an ONNX Runtime status ("ONNX Runtime
+// error while creating the session: [FAIL] <text>" gives "<text>"); nullopt for other errors.
+std::optional<std::string> onnxrt_error_message(const Error& error);
+
+// While alive, ONNX Runtime's warning and error log messages (from any thread) are collected
+// instead of being logged: `check lint` reports them, as Polygraphy reports what ONNX Runtime
+// prints to stderr. One at a time per process (a second throws InternalError).
+class OnnxrtLogCapture {
+ public:
+  OnnxrtLogCapture();
+  ~OnnxrtLogCapture();
+  OnnxrtLogCapture(const OnnxrtLogCapture&) = delete;
+  OnnxrtLogCapture& operator=(const OnnxrtLogCapture&) = delete;
+  // The messages collected since construction or the last take(), oldest first.
+  std::vector<std::string> take();
+};
 
 using SessionLoader = std::function<std::shared_ptr<OnnxrtSession>()>;
 

@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "ort_library_cache.h"
 #include "ort_library_search.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/runtime/onnxrt_runner.h"
 
 namespace parity::runtime::onnxrt {
 namespace {
@@ -60,8 +62,30 @@ const char* error_code_name(OrtErrorCode code) {
 }
 
 // ONNX Runtime's log messages, through Parity's logger (which is not thread-safe: serialize).
+// OnnxrtLogCapture's state: while `active`, warnings and errors go to `messages`, not the logger.
+struct LogCaptureState {
+  std::mutex mutex;
+  bool active = false;
+  std::vector<std::string> messages;
+};
+LogCaptureState& log_capture_state() {
+  static LogCaptureState state;
+  return state;
+}
+
+// Library::check's text: "ONNX Runtime error while <what>: [<CODE>] <message>".
+constexpr std::string_view kStatusErrorPrefix = "ONNX Runtime error while ";
+
 void ORT_API_CALL forward_log(void*, OrtLoggingLevel severity, const char* category,
                               const char* logid, const char* code_location, const char* message) {
+  if (severity >= ORT_LOGGING_LEVEL_WARNING) {
+    auto& capture = log_capture_state();
+    std::lock_guard capture_lock(capture.mutex);
+    if (capture.active) {
+      capture.messages.emplace_back(message);
+      return;
+    }
+  }
   static std::mutex mutex;
   std::lock_guard lock(mutex);
   Severity parity_severity = Severity::kInfo;
@@ -123,8 +147,7 @@ void Library::check(OrtStatus* status, std::string_view what) const {
   OrtErrorCode code = api_->GetErrorCode(status);
   std::string message = api_->GetErrorMessage(status);
   api_->ReleaseStatus(status);
-  std::string text =
-      fmt::format("ONNX Runtime error while {}: [{}] {}", what, error_code_name(code), message);
+  std::string text = fmt::format("{}{}: [{}] {}", kStatusErrorPrefix, what, error_code_name(code), message);
   switch (code) {
     case ORT_INVALID_ARGUMENT:
     case ORT_NO_SUCHFILE:
@@ -281,3 +304,38 @@ LibraryPtr Library::load(const std::string& explicit_path) {
 }
 
 }  // namespace parity::runtime::onnxrt
+
+namespace parity::runtime {
+
+std::optional<std::string> onnxrt_error_message(const Error& error) {
+  const std::string& text = error.message();
+  if (!text.starts_with(onnxrt::kStatusErrorPrefix)) return std::nullopt;
+  auto code = text.find(": [", onnxrt::kStatusErrorPrefix.size());
+  if (code == std::string::npos) return std::nullopt;
+  auto code_end = text.find("] ", code);
+  if (code_end == std::string::npos) return std::nullopt;
+  return text.substr(code_end + 2);
+}
+
+OnnxrtLogCapture::OnnxrtLogCapture() {
+  auto& state = onnxrt::log_capture_state();
+  std::lock_guard lock(state.mutex);
+  if (state.active) raise<InternalError>("an OnnxrtLogCapture is already active");
+  state.active = true;
+  state.messages.clear();
+}
+
+OnnxrtLogCapture::~OnnxrtLogCapture() {
+  auto& state = onnxrt::log_capture_state();
+  std::lock_guard lock(state.mutex);
+  state.active = false;
+  state.messages.clear();
+}
+
+std::vector<std::string> OnnxrtLogCapture::take() {
+  auto& state = onnxrt::log_capture_state();
+  std::lock_guard lock(state.mutex);
+  return std::exchange(state.messages, {});
+}
+
+}  // namespace parity::runtime

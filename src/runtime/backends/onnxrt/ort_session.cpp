@@ -149,6 +149,11 @@ OnnxrtLibraryInfo load_onnxrt_library(const std::string& library_path) {
           library->available_providers()};
 }
 
+std::vector<std::string> resolve_onnxrt_providers(const OnnxrtOptions& options) {
+  auto library = onnxrt::Library::load(options.library_path);
+  return onnxrt::resolve_providers(*library, options.providers);
+}
+
 OnnxrtSession::OnnxrtSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 OnnxrtSession::~OnnxrtSession() = default;
 
