@@ -1,6 +1,6 @@
 """`parity convert --fp-to-fp16`: the float16 model passes ONNX's checker, keeps float32 graph
 inputs/outputs (Casts at the boundary), and runs on the reference runner (checked through
-`parity check lint`, which runs the whole model on it). The numeric error against float32 on the
+`parity check lint --lint-runner ref`, which runs the whole model on it). The numeric error against float32 on the
 reference runner is measured in tests/unit/test_graph_passes.cpp (Float16.*)."""
 
 import json
@@ -22,7 +22,7 @@ def convert(run_parity, source, out, *flags):
 
 def runs_on_ref(run_parity, model_path, tmp_path, *flags):
     report = tmp_path / "lint.json"
-    result = run_parity("check", "lint", model_path, "-o", report, *flags, timeout=300)
+    result = run_parity("check", "lint", model_path, "-o", report, "--lint-runner", "ref", *flags, timeout=300)
     assert result.returncode == 0, result.describe()
     data = json.loads(report.read_text())
     assert data["summary"]["failing"] == [], data

@@ -116,9 +116,10 @@ def test_extract_ppocr_chain_with_dynamic_dims(run_parity, tmp_path):
     original = ort_run(source, feed, extra_outputs=["batch_norm_67.tmp_2", "hardswish_59.tmp_0"])
     got = ort_run(out, {"batch_norm_67.tmp_2": original["batch_norm_67.tmp_2"]})
     np.testing.assert_allclose(got["hardswish_59.tmp_0"], original["hardswish_59.tmp_0"], rtol=1e-6, atol=1e-6)
-    # ...and runs on the reference runner (check lint runs the whole subgraph on it).
+    # ...and runs on the reference runner (check lint --lint-runner ref runs the whole subgraph on it).
     report = tmp_path / "lint.json"
-    lint = run_parity("check", "lint", out, "-o", report, "--input-shapes", "batch_norm_67.tmp_2:[1,16,32,32]")
+    lint = run_parity("check", "lint", out, "-o", report, "--lint-runner", "ref",
+                      "--input-shapes", "batch_norm_67.tmp_2:[1,16,32,32]")
     assert lint.returncode == 0, lint.describe()
     assert '"failing": []' in report.read_text()
 

@@ -14,12 +14,13 @@
 
 namespace parity::cli {
 
-void DataLoaderArgs::add_to(CLI::App& app) {
+void DataLoaderArgs::add_to(CLI::App& app, bool with_warm_up) {
   const char* data = "Data Loader";
   app.add_option("--seed", seed_, "Seed for random inputs (default 1)")->group(data);
   app.add_option("--iterations,--iters", iterations_, "Number of inference iterations (default 1)")->group(data);
-  app.add_option("--warm-up", warm_up_, "Untimed inferences on the first input before the timed ones (default 0)")
-      ->group(data);
+  if (with_warm_up)
+    app.add_option("--warm-up", warm_up_, "Untimed inferences on the first input before the timed ones (default 0)")
+        ->group(data);
   app.add_option("--val-range", val_range_, "Value ranges of random inputs: [<name>:][min,max] ...")->group(data);
   app.add_option("--input-shapes,--inputs", input_shapes_, "Input shapes: <name>:[d0,d1,...] ...")->group(data);
   auto* load_inputs = app.add_option("--load-inputs,--load-input-data", load_inputs_,

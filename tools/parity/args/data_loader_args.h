@@ -16,8 +16,9 @@ class GeneratedScript;
 
 class DataLoaderArgs {
  public:
-  // Adds the "Data Loader" group (and --warm-up there, where Parity's users know it).
-  void add_to(CLI::App& app);
+  // Adds the "Data Loader" group (and, with `with_warm_up`, --warm-up there, where Parity's users
+  // know it; commands that run no timed inferences leave it out).
+  void add_to(CLI::App& app, bool with_warm_up = true);
   // Adds --save-inputs to `group`.
   void add_save_inputs_to(CLI::App& app, const char* group);
   // Checks the values (before anything runs).

@@ -1,8 +1,9 @@
-// `parity check lint`: topologically lint an ONNX model (ONNX's checker, then each node run on the
-// reference runner) and write Polygraphy's JSON report.
+// `parity check lint`: topologically lint an ONNX model (ONNX's checker, then each node run on ONNX
+// Runtime, or on the reference runner with --lint-runner ref) and write Polygraphy's JSON report.
+#include "args/data_loader_args.h"
 #include "args/model_args.h"
-#include "args/tensor_meta_parse.h"
 #include "command.h"
+#include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/passes.h"
@@ -19,26 +20,37 @@ class CheckLintCommand : public Command {
   }
   void add_options(CLI::App& app) override {
     model_.add_to(app);
-    app.add_option("--input-shapes,--inputs", input_shapes_, "Input shapes for the generated data: name:[dims]")
-        ->group("ONNX Model Loading");
-    app.add_option("--seed", seed_, "Seed of the data loader")->group("Data Loader");
-    app.add_option("--val-range", val_ranges_,
-                   "Range of generated values, [min,max] for all inputs or name:[min,max] for one")
-        ->group("Data Loader");
+    data_.add_to(app, /*with_warm_up=*/false);
+    providers_option_ = app.add_option("--providers,--execution-providers", providers_,
+                                       "ONNX Runtime execution providers in priority order (exact or case-insensitive "
+                                       "partial names; default: cpu)")
+                            ->group("ONNX-Runtime Session Creation");
+    ort_library_option_ = app.add_option("--ort-library", ort_library_, "ONNX Runtime shared library (file or folder)")
+                              ->group("ONNX-Runtime Session Creation");
+    app.add_option("--lint-runner", runner_,
+                   "What runs the node checks: onnxrt (ONNX Runtime, as Polygraphy; source 'onnxruntime') or ref "
+                   "(Parity's reference runner; source 'ref_runner'). Default: onnxrt")
+        ->check(CLI::IsMember({"onnxrt", "ref"}))
+        ->group("Lint");
     app.add_option("-o,--output", output_, "Path to save the JSON report")->group("Lint");
   }
 
   int run() override {
-    TensorMetadata shapes = parse_input_shapes(input_shapes_, "--input-shapes");
-    onnx::Model model = model_.load();
+    data_.parse();
     runtime::LintOptions options;
-    options.data.seed = seed_;
-    options.data.val_ranges = parse_val_ranges(val_ranges_, "--val-range");
-    for (const auto& [name, info] : shapes) {
-      std::vector<int64_t> dims;
-      for (const auto& d : *info.shape) dims.push_back(d.value ? *d.value : -1);
-      options.data.input_shapes.emplace_back(name, dims);
+    if (runner_ == "ref") {
+      if (providers_option_->count() > 0 || ort_library_option_->count() > 0)
+        raise<InvalidInputError>("--providers and --ort-library apply to ONNX Runtime's node checks, not to "
+                                 "--lint-runner ref");
+      options.runner = runtime::LintNodeRunner::kReference;
     }
+    if (!providers_.empty()) options.onnxrt.providers = providers_;
+    options.onnxrt.library_path = ort_library_;
+    onnx::Model model = model_.load();
+    options.feeds = data_.data_loader()(onnx::graph_inputs(model->graph()));
+    if (options.feeds.empty())
+      raise<InvalidInputError>("check lint needs at least one iteration of inputs and the data loader gave none "
+                               "(--iterations 0, or a --data-loader-script that yields nothing)");
     auto report = runtime::lint_model(std::move(model), options);
     log::info("Lint summary: {} node(s) passing, {} failing, {} entr{}", report.passing.size(), report.failing.size(),
               report.entries.size(), report.entries.size() == 1 ? "y" : "ies");
@@ -51,8 +63,12 @@ class CheckLintCommand : public Command {
 
  private:
   ModelArgs model_;
-  std::vector<std::string> input_shapes_, val_ranges_;
-  uint32_t seed_ = 1;
+  DataLoaderArgs data_;
+  std::vector<std::string> providers_;
+  CLI::Option* providers_option_ = nullptr;
+  std::string ort_library_;
+  CLI::Option* ort_library_option_ = nullptr;
+  std::string runner_ = "onnxrt";
   std::string output_;
 };
 
