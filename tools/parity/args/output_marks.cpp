@@ -1,7 +1,11 @@
 #include "args/output_marks.h"
 
+#include <fmt/format.h>
+
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
+#include "parity/core/logger.h"
+#include "parity/onnx/modify_outputs.h"
 
 namespace parity::cli {
 
@@ -29,6 +33,39 @@ runtime::IntermediateOutputs parse_output_marks(const std::vector<std::string>& 
     }
   }
   return runtime::IntermediateOutputs::list(std::move(names));
+}
+
+}  // namespace parity::cli
+
+namespace parity::cli {
+
+void SavedOutputsArgs::add_to(CLI::App& app) {
+  const char* group = "ONNX Model Loading";
+  app.add_option("--" + prefix_ + "outputs", outputs_,
+                 "Name(s) of ONNX tensor(s) to mark as output(s), replacing the graph's outputs; 'mark all' marks "
+                 "every tensor a node other than Constant computes; @file reads names, one a line")
+      ->group(group);
+  app.add_option("--" + prefix_ + "exclude-outputs", exclude_outputs_,
+                 "Name(s) of ONNX output(s) to unmark as outputs (with 'mark all', the tensors to leave out)")
+      ->group(group);
+}
+
+void SavedOutputsArgs::apply(onnx::Model& model, const std::string& model_path) const {
+  const std::string outputs_flag = "--" + prefix_ + "outputs";
+  const std::string exclude_flag = "--" + prefix_ + "exclude-outputs";
+  runtime::IntermediateOutputs marks = parse_output_marks(outputs_, outputs_flag);
+  auto& graph = *model->mutable_graph();
+  with_context(fmt::format("{} ({})", outputs_flag, model_path), [&] {
+    if (marks.mode == runtime::IntermediateOutputs::Mode::kAll) {
+      log::verbose("Marking all ONNX tensors as outputs");
+      onnx::mark_all_outputs(graph);
+    } else if (marks.mode == runtime::IntermediateOutputs::Mode::kList) {
+      onnx::mark_outputs(graph, marks.names);
+    }
+  });
+  if (!exclude_outputs_.empty())
+    with_context(fmt::format("{} ({})", exclude_flag, model_path),
+                 [&] { onnx::unmark_outputs(graph, exclude_outputs_); });
 }
 
 }  // namespace parity::cli

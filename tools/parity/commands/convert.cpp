@@ -1,11 +1,13 @@
 // `parity convert`: model conversions: ONNX float32 -> float16 / bfloat16 (--fp-to-fp16, --fp-to-bf16), and
-// ONNX -> a compiled OpenVINO model file (--openvino, parity/runtime/openvino_compiled_file.h).
+// ONNX -> a compiled OpenVINO model file (--openvino, parity/runtime/openvino_compiled_file.h); --onnx-outputs and
+// --onnx-exclude-outputs change the saved ONNX model's outputs (alone: the model saved with new outputs).
 #include <cmath>
 
 #include "args/compute_args.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
 #include "args/openvino_args.h"
+#include "args/output_marks.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
 #include "parity/compare/statistics.h"
@@ -69,6 +71,7 @@ class ConvertCommand : public Command {
         ->excludes(fp16)
         ->excludes("--fp-to-bf16");
     openvino_args_.add_to(app);
+    outputs_.add_to(app);
     app.add_option("-o,--output", output_, "Path to save the converted model")->required()->group("ONNX Model Saving");
     save_.add_to(app);
   }
@@ -79,10 +82,16 @@ class ConvertCommand : public Command {
     if (openvino_ && save_.external_data_requested())
       raise<InvalidInputError>("--save-external-data applies to ONNX models; --openvino writes a compiled model");
     if (openvino_) return compile_for_openvino();
-    if (!fp_to_fp16_ && !fp_to_bf16_)
-      raise<InvalidInputError>("convert: nothing to do; give --fp-to-fp16, --fp-to-bf16 or --openvino");
+    if (!fp_to_fp16_ && !fp_to_bf16_ && !outputs_.given())
+      raise<InvalidInputError>("convert: nothing to do; give --fp-to-fp16, --fp-to-bf16, --openvino or "
+                               "--onnx-outputs/--onnx-exclude-outputs");
     TensorMetadata shapes = parse_input_shapes(input_shapes_, "--input-shapes");
     onnx::Model model = model_.load();
+    outputs_.apply(model, model_.path());  // before any conversion, as Polygraphy's loader does
+    if (!fp_to_fp16_ && !fp_to_bf16_) {
+      save_.save(model, output_);
+      return 0;
+    }
     std::optional<onnx::Model> original;
     if (report_error_)
       original = onnx::Model{std::make_shared<::onnx::ModelProto>(*model.proto), model.path, model.base_dir};
@@ -114,6 +123,9 @@ class ConvertCommand : public Command {
     if (report_error_ || !keep_fp32_.empty() || no_default_keep_ || no_keep_io_types_)
       raise<InvalidInputError>("convert --openvino: --report-error, --keep-fp32, --no-default-keep and "
                                "--no-keep-io-types apply to --fp-to-fp16/--fp-to-bf16 only");
+    if (outputs_.given())
+      raise<InvalidInputError>("convert --openvino: a compiled model file marks no tensors (--onnx-outputs, "
+                               "--onnx-exclude-outputs); convert the ONNX model with them first");
     if (openvino_args_.marks_tensors())
       raise<InvalidInputError>("convert --openvino: a compiled model file marks no tensors (--ov-outputs, "
                                "--ov-exclude-outputs)");
@@ -191,6 +203,7 @@ class ConvertCommand : public Command {
   ModelSaveArgs save_;
   ComputeArgs compute_;
   OpenvinoArgs openvino_args_;
+  SavedOutputsArgs outputs_{"onnx-"};
   bool openvino_ = false;
   bool fp_to_fp16_ = false;
   bool fp_to_bf16_ = false;

@@ -1,6 +1,8 @@
 // `parity surgeon sanitize`: clean up, constant-fold (evaluated by the reference interpreter),
 // override input shapes and topologically sort an ONNX model (Polygraphy's surgeon sanitize).
+#include <charconv>
 #include <chrono>
+#include <optional>
 #include <set>
 
 #include <fmt/ranges.h>
@@ -8,10 +10,13 @@
 #include "args/compute_args.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
+#include "args/output_marks.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
+#include "parity/compare/python_format.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/passes.h"
+#include "parity/onnx/unbounded_dds.h"
 #include "parity/runtime/passes/fold_constants.h"
 
 namespace parity::cli {
@@ -28,6 +33,13 @@ class SurgeonSanitizeCommand : public Command {
     compute_.add_to(app);
     app.add_option("--override-input-shapes,--override-inputs", override_shapes_,
                    "Override input shapes: name:[d0,d1,...] (symbols for dynamic dims)")
+        ->group("ONNX Model Loading");
+    outputs_.add_to(app);
+    app.add_option("--set-unbounded-dds-upper-bound", upper_bounds_,
+                   "Bound tensors with unbounded data-dependent shapes (those `inspect model --list-unbounded-dds` "
+                   "lists) by a Min node: [<tensor>:]<bound>. A bound without a name applies to every such tensor "
+                   "not named; a named tensor is bounded even if it is not listed. Meant for models that are "
+                   "constant-folded and shape-inferred")
         ->group("ONNX Model Loading");
     const char* fold = "Constant Folding";
     app.add_flag("--fold-constants", fold_constants_, "Fold constants (evaluated by the reference runner)")
@@ -56,8 +68,13 @@ class SurgeonSanitizeCommand : public Command {
     compute_.apply();
     std::optional<int64_t> threshold;
     if (!fold_size_threshold_.empty()) threshold = parse_num_bytes(fold_size_threshold_, "--fold-size-threshold");
+    std::optional<onnx::UpperBounds> upper_bounds;
+    if (!upper_bounds_.empty()) upper_bounds = parse_upper_bounds();
     onnx::Model model = model_.load();
     auto& graph = *model->mutable_graph();
+    // As Polygraphy's loader does: the outputs first, then the bounds (on the graph they give).
+    outputs_.apply(model, model_.path());
+    if (upper_bounds) set_upper_bounds(graph, *upper_bounds);
     TensorMetadata overrides = inputs_to_override(graph);
     if (!overrides.empty()) {
       onnx::override_input_shapes(graph, overrides);
@@ -126,7 +143,45 @@ class SurgeonSanitizeCommand : public Command {
     return kept;
   }
 
+  // --set-unbounded-dds-upper-bound: "[<tensor>:]<bound>", the last colon splitting the name off.
+  onnx::UpperBounds parse_upper_bounds() const {
+    const char* flag = "--set-unbounded-dds-upper-bound";
+    onnx::UpperBounds bounds;
+    for (const auto& arg : upper_bounds_) {
+      auto colon = arg.rfind(':');
+      std::string name = colon == std::string::npos ? "" : arg.substr(0, colon);
+      std::string text = colon == std::string::npos ? arg : arg.substr(colon + 1);
+      int64_t bound = 0;
+      auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), bound);
+      if (text.empty() || error != std::errc() || end != text.data() + text.size())
+        raise<InvalidInputError>("{}: '{}': the bound must be an integer, as in [<tensor>:]<bound> (1000, "
+                                 "cast_out_6:4000)",
+                                 flag, arg);
+      if (name.empty()) {
+        bounds.default_bound = bound;  // the last one given wins, as in Polygraphy
+      } else {
+        bounds.per_tensor.emplace_back(name, bound);
+      }
+    }
+    return bounds;
+  }
+
+  void set_upper_bounds(::onnx::GraphProto& graph, const onnx::UpperBounds& bounds) const {
+    auto report = with_context(fmt::format("--set-unbounded-dds-upper-bound ({})", model_.path()),
+                               [&] { return onnx::set_unbounded_dds_upper_bounds(graph, bounds); });
+    for (const auto& name : report.not_unbounded)
+      log::warning("--set-unbounded-dds-upper-bound: tensor '{}' has no unbounded data-dependent shape; it is "
+                   "bounded as asked",
+                   name);
+    std::vector<std::string> applied;
+    for (const auto& [name, bound] : report.applied)
+      applied.push_back(fmt::format("{}: {}", compare::python_str_repr(name), bound));
+    log::info("Set tensor upper bounds: {{{}}}", fmt::join(applied, ", "));
+  }
+
   ModelArgs model_;
+  SavedOutputsArgs outputs_{""};
+  std::vector<std::string> upper_bounds_;
   ModelSaveArgs save_;
   ComputeArgs compute_;
   std::vector<std::string> override_shapes_;

@@ -1,8 +1,6 @@
 #include "display/unbounded_dds.h"
 
 #include <algorithm>
-#include <functional>
-#include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -13,22 +11,14 @@
 #include "parity/compare/python_format.h"
 #include "parity/core/dtype.h"
 #include "parity/core/logger.h"
+#include "parity/onnx/unbounded_dds.h"
 
 namespace parity::cli {
 namespace {
 
-// Which input of each op sets its output's size.
-const std::map<std::string, std::vector<int>>& size_inputs() {
-  static const std::map<std::string, std::vector<int>> inputs = {
-      {"Range", {1}}, {"Pad", {1}}, {"Resize", {3}}, {"Tile", {1}}, {"Expand", {1}},
-  };
-  return inputs;
-}
-
 // What the graph declares about a tensor: dims (a name, a value, or unknown) and element type.
 struct DeclaredTensor {
   std::optional<std::vector<std::string>> shape;  // dims as Python reprs ("'N'", "3", "None"); none: unknown rank
-  std::vector<std::string> dim_names;             // the dims that are names (dim_param)
   std::string dtype = "None";
 };
 
@@ -89,7 +79,6 @@ DeclaredTensor declared(const ::onnx::ValueInfoProto& value, GraphSurgeonTypes& 
       out.shape.emplace();
       for (const auto& dim : type.tensor_type().shape().dim()) {
         if (dim.value_case() == ::onnx::TensorShapeProto::Dimension::kDimParam) {
-          out.dim_names.push_back(dim.dim_param());
           out.shape->push_back(compare::python_str_repr(dim.dim_param()));
         } else if (dim.value_case() == ::onnx::TensorShapeProto::Dimension::kDimValue) {
           out.shape->push_back(std::to_string(dim.dim_value()));
@@ -123,70 +112,11 @@ std::string unbounded_dds_text(const ::onnx::ModelProto& model) {
   for (const auto& value : graph.value_info()) tensors[value.name()] = declared(value, types);
   for (const auto& value : graph.input()) tensors[value.name()] = declared(value, types);
   for (const auto& value : graph.output()) tensors[value.name()] = declared(value, types);
-  std::set<std::string> constants;
-  for (const auto& tensor : graph.initializer()) constants.insert(tensor.name());
-
-  std::unordered_map<std::string, int> producer;  // tensor -> index of the node computing it
-  for (int i = 0; i < graph.node_size(); ++i)
-    for (const auto& output : graph.node(i).output()) producer[output] = i;
-
-  // Depth of each node (0: no producer among its inputs), then nodes stably sorted by depth.
-  std::vector<int> depth(static_cast<std::size_t>(graph.node_size()), -1);
-  std::vector<bool> visiting(depth.size(), false);
-  std::function<int(int)> depth_of = [&](int index) -> int {
-    auto& d = depth[static_cast<std::size_t>(index)];
-    if (d >= 0) return d;
-    if (visiting[static_cast<std::size_t>(index)]) return 0;  // a cycle: the model is invalid anyway
-    visiting[static_cast<std::size_t>(index)] = true;
-    int level = 0;
-    for (const auto& input : graph.node(index).input()) {
-      auto it = producer.find(input);
-      if (!input.empty() && it != producer.end() && !constants.count(input))
-        level = std::max(level, depth_of(it->second) + 1);
-    }
-    return d = level;
-  };
-  std::vector<int> order(depth.size());
-  for (int i = 0; i < graph.node_size(); ++i) order[static_cast<std::size_t>(i)] = i;
-  for (int i : order) depth_of(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return depth[static_cast<std::size_t>(a)] < depth[static_cast<std::size_t>(b)];
-  });
-
-  std::set<std::string> dynamic_dims;
-  for (const auto& value : graph.input())
-    for (const auto& dim : value.type().tensor_type().shape().dim())
-      if (dim.value_case() == ::onnx::TensorShapeProto::Dimension::kDimParam) dynamic_dims.insert(dim.dim_param());
 
   std::vector<std::string> found;
-  std::set<std::string> found_names;
-  for (int index : order) {
-    const auto& node = graph.node(index);
-    bool check = false;
-    for (const auto& output : node.output()) {
-      auto it = tensors.find(output);
-      if (it == tensors.end() || !it->second.shape) {
-        check = true;
-        continue;
-      }
-      for (const auto& name : it->second.dim_names)
-        if (dynamic_dims.insert(name).second) check = true;  // only the node that introduces a name
-    }
-    auto inputs = size_inputs().find(node.op_type());
-    if (!check || inputs == size_inputs().end()) continue;
-    for (int input_index : inputs->second) {
-      if (input_index >= node.input_size()) continue;
-      const std::string& input = node.input(input_index);
-      auto made_by = producer.find(input);
-      if (input.empty() || constants.count(input) || made_by == producer.end() ||
-          graph.node(made_by->second).op_type() == "Min")
-        continue;
-      if (found_names.insert(input).second) {
-        auto it = tensors.find(input);
-        found.push_back(variable_text(input, it == tensors.end() ? DeclaredTensor{} : it->second));
-      }
-      break;  // one tensor per node
-    }
+  for (const auto& name : onnx::find_unbounded_dds_tensors(graph)) {
+    auto it = tensors.find(name);
+    found.push_back(variable_text(name, it == tensors.end() ? DeclaredTensor{} : it->second));
   }
   return fmt::format("[{}]", fmt::join(found, ", "));
 }
