@@ -22,8 +22,9 @@ from polygraphy_cli_port_cases import ALL_CASES
 KNOWN_DIFFERENCES_FILE = Path(__file__).parent / "data" / "polygraphy_cli_known_differences.txt"
 KNOWN, NOT_PORTED = harness.read_known_differences(KNOWN_DIFFERENCES_FILE)
 
-# command -> [ported, passing], filled as the cases run, printed by conftest.py's terminal summary.
-COUNTS = {}
+# Each case's report carries ("polygraphy_port_case", (command, passed)) in its user_properties;
+# conftest.py counts them per command (in the controlling process, also under pytest-xdist, where
+# the cases run in worker processes) and prints the counts in the terminal summary.
 
 
 @pytest.fixture(scope="session")
@@ -43,11 +44,9 @@ def test_known_differences_name_ported_cases():
 
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=lambda case: case.case_id)
-def test_polygraphy_cli_case(case, parity):
-    counts = COUNTS.setdefault(case.command, [0, 0])
-    counts[0] += 1
+def test_polygraphy_cli_case(case, parity, record_property):
     problems = harness.run_case(case, parity)
-    counts[1] += not problems
+    record_property("polygraphy_port_case", (case.command, not problems))
     if case.case_id in KNOWN:
         if not problems:
             pytest.fail(f"{case.case_id} now passes: remove its line from {KNOWN_DIFFERENCES_FILE.name} "
