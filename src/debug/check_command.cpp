@@ -1,7 +1,9 @@
-// Runs a --check command with fork/exec, reading its merged stdout and stderr through a pipe.
+// Runs a --check command with fork/exec, reading its stdout and stderr through a pipe each (polled,
+// so neither fills up while the other is read).
 #include "parity/debug/check_command.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,29 +62,57 @@ std::string CheckCommand::to_string() const {
 }
 
 CheckOutcome CheckCommand::run() const {
-  int pipe_ends[2];
-  if (::pipe2(pipe_ends, O_CLOEXEC) != 0)
+  int stdout_ends[2], stderr_ends[2];
+  if (::pipe2(stdout_ends, O_CLOEXEC) != 0)
     raise<ResourceLimitError>("--check: cannot create a pipe: {}", std::strerror(errno));
+  if (::pipe2(stderr_ends, O_CLOEXEC) != 0) {
+    const int error = errno;
+    ::close(stdout_ends[0]);
+    ::close(stdout_ends[1]);
+    raise<ResourceLimitError>("--check: cannot create a pipe: {}", std::strerror(error));
+  }
   std::vector<char*> argv;
   for (const auto& word : options_.command) argv.push_back(const_cast<char*>(word.c_str()));
   argv.push_back(nullptr);
   pid_t child = ::fork();
-  if (child < 0) raise<ResourceLimitError>("--check: cannot start '{}': {}", to_string(), std::strerror(errno));
+  if (child < 0) {
+    const int error = errno;
+    for (int end : {stdout_ends[0], stdout_ends[1], stderr_ends[0], stderr_ends[1]}) ::close(end);
+    raise<ResourceLimitError>("--check: cannot start '{}': {}", to_string(), std::strerror(error));
+  }
   if (child == 0) {
-    ::dup2(pipe_ends[1], STDOUT_FILENO);
-    ::dup2(pipe_ends[1], STDERR_FILENO);
+    ::dup2(stdout_ends[1], STDOUT_FILENO);
+    ::dup2(stderr_ends[1], STDERR_FILENO);
     ::execv(program_.c_str(), argv.data());
     ::_exit(127);
   }
-  ::close(pipe_ends[1]);
+  ::close(stdout_ends[1]);
+  ::close(stderr_ends[1]);
   CheckOutcome outcome;
+  pollfd streams[2] = {{stdout_ends[0], POLLIN, 0}, {stderr_ends[0], POLLIN, 0}};
+  std::string* captured[2] = {&outcome.standard_output, &outcome.standard_error};
+  int open_streams = 2;
   char buffer[4096];
-  for (;;) {
-    ssize_t got = ::read(pipe_ends[0], buffer, sizeof buffer);
-    if (got > 0) outcome.output.append(buffer, static_cast<std::size_t>(got));
-    else if (got == 0 || errno != EINTR) break;
+  while (open_streams > 0) {
+    if (::poll(streams, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (streams[i].fd < 0 || streams[i].revents == 0) continue;
+      ssize_t got = ::read(streams[i].fd, buffer, sizeof buffer);
+      if (got > 0) {
+        captured[i]->append(buffer, static_cast<std::size_t>(got));
+        outcome.output.append(buffer, static_cast<std::size_t>(got));
+      } else if (got == 0 || errno != EINTR) {
+        ::close(streams[i].fd);
+        streams[i].fd = -1;  // poll() skips it from now on
+        --open_streams;
+      }
+    }
   }
-  ::close(pipe_ends[0]);
+  for (const auto& stream : streams)
+    if (stream.fd >= 0) ::close(stream.fd);
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }

@@ -52,11 +52,11 @@ def node_names(model):
 def test_check_script_finds_planted_node(run_parity, chain, tmp_path, mode):
     script = check_script(tmp_path)
     result, reduced = reduce(run_parity, chain, tmp_path / "r.onnx", "--mode", mode, *SHAPES, "--iterations", "3",
-                             "--check", script, "parity_debug.onnx", cwd=tmp_path)
+                             "--check", script, "polygraphy_debug.onnx", cwd=tmp_path)
     assert PLANTED in node_names(reduced) and len(reduced.graph.node) <= 3, node_names(reduced)
     # It still fails the check; the candidate file is removed at the end.
     assert subprocess.run([script, tmp_path / "r.onnx"]).returncode == 1
-    assert not (tmp_path / "parity_debug.onnx").exists()
+    assert not (tmp_path / "polygraphy_debug.onnx").exists()
     steps = [line for line in result.stdout.splitlines() if "| Step " in line or line.startswith("[I] Step ")]
     assert len(steps) > 5 and all("node(s)" in line for line in steps), result.stdout
     assert f"Failing node: node '{PLANTED}' (Tanh)" in result.stdout
@@ -84,7 +84,7 @@ def test_branches_meeting_late_reduce_to_the_planted_node(run_parity, tmp_path):
     model = tmp_path / "branches.onnx"
     onnx.save(branches_model(), model)
     script = check_script(tmp_path)
-    _, reduced = reduce(run_parity, model, tmp_path / "r.onnx", "--check", script, "parity_debug.onnx",
+    _, reduced = reduce(run_parity, model, tmp_path / "r.onnx", "--check", script, "polygraphy_debug.onnx",
                         cwd=tmp_path)
     assert node_names(reduced) == [PLANTED]
     _, reduced = reduce(run_parity, model, tmp_path / "r2.onnx", *IN_PROCESS, cwd=tmp_path)
@@ -99,7 +99,7 @@ def test_branches_meeting_late_reduce_to_the_planted_node(run_parity, tmp_path):
 
 def test_replay_resumes_to_the_same_result(run_parity, chain, tmp_path):
     script = check_script(tmp_path)
-    check = ["--check", script, "parity_debug.onnx"]
+    check = ["--check", script, "polygraphy_debug.onnx"]
     first, _ = reduce(run_parity, chain, tmp_path / "full.onnx", *SHAPES, "--save-debug-replay",
                       tmp_path / "replay.json", *check, cwd=tmp_path)
     replay = json.loads((tmp_path / "replay.json").read_text())
@@ -122,7 +122,7 @@ def test_replay_resumes_to_the_same_result(run_parity, chain, tmp_path):
 
 def test_fail_code_regex_and_ignore(run_parity, chain, tmp_path):
     script = check_script(tmp_path, exit_code=3, message="PLANTED FOUND")
-    check = ["--check", script, "parity_debug.onnx"]
+    check = ["--check", script, "polygraphy_debug.onnx"]
     _, reduced = reduce(run_parity, chain, tmp_path / "a.onnx", *SHAPES, "--fail-code", "3", *check, cwd=tmp_path)
     assert PLANTED in node_names(reduced)
     # An ignored code passes, whatever the output says.
@@ -132,18 +132,18 @@ def test_fail_code_regex_and_ignore(run_parity, chain, tmp_path):
     # A regex alone decides, whatever the exit code.
     script_zero = check_script(tmp_path, exit_code=0, message="PLANTED FOUND")
     _, reduced = reduce(run_parity, chain, tmp_path / "d.onnx", *SHAPES, "--fail-regex", "PLANTED F.UND",
-                        "--check", script_zero, "parity_debug.onnx", cwd=tmp_path)
+                        "--check", script_zero, "polygraphy_debug.onnx", cwd=tmp_path)
     assert PLANTED in node_names(reduced)
 
 
 def test_artifacts_sorted_and_intermediate_kept(run_parity, chain, tmp_path):
     script = check_script(tmp_path)
     result, _ = reduce(run_parity, chain, tmp_path / "r.onnx", *SHAPES, "--no-reduce-inputs", "--artifacts",
-                       "parity_debug.onnx", "--artifacts-dir", "sorted", "--check", script, "parity_debug.onnx",
+                       "polygraphy_debug.onnx", "--artifacts-dir", "sorted", "--check", script, "polygraphy_debug.onnx",
                        cwd=tmp_path)
     good = sorted(p.name for p in (tmp_path / "sorted" / "good").iterdir())
     bad = sorted(p.name for p in (tmp_path / "sorted" / "bad").iterdir())
-    assert "parity_debug_step1.onnx" in bad and good and all(n.startswith("parity_debug_step") for n in good + bad)
+    assert "polygraphy_debug_step1.onnx" in bad and good and all(n.startswith("polygraphy_debug_step") for n in good + bad)
     assert "inputs (" not in result.stdout
     reduce(run_parity, chain, tmp_path / "r2.onnx", *SHAPES, "--no-remove-intermediate", "--iter-artifact",
            "cand.onnx", "--check", script, "cand.onnx", cwd=tmp_path)
@@ -153,7 +153,7 @@ def test_artifacts_sorted_and_intermediate_kept(run_parity, chain, tmp_path):
 def test_no_reduce_outputs_keeps_the_outputs(run_parity, chain, tmp_path):
     script = check_script(tmp_path)
     result, reduced = reduce(run_parity, chain, tmp_path / "r.onnx", *SHAPES, "--no-reduce-outputs", "--check",
-                             script, "parity_debug.onnx", cwd=tmp_path)
+                             script, "polygraphy_debug.onnx", cwd=tmp_path)
     assert [o.name for o in reduced.graph.output] == ["out"]
     assert "outputs (" not in result.stdout and PLANTED in node_names(reduced)
 
@@ -163,7 +163,7 @@ def test_bad_input(run_parity, chain, tmp_path):
     passing.write_text("#!/bin/sh\nexit 0\n")
     passing.chmod(0o755)
     run = lambda *flags: run_parity("debug", "reduce", chain, *flags, cwd=tmp_path)
-    assert_one_error(run("-o", "r.onnx", *SHAPES, "--check", passing, "parity_debug.onnx"),
+    assert_one_error(run("-o", "r.onnx", *SHAPES, "--check", passing, "polygraphy_debug.onnx"),
                      "the check passes on the whole model (1001 nodes): there is no failure to reduce")
     assert_one_error(run("-o", "r.onnx", "--check", "no-such-check-command", "x"),
                      "'no-such-check-command' was not found")
@@ -180,7 +180,7 @@ def test_min_good_never_overwrites_a_model_that_is_not_a_subgraph(run_parity, ch
     """--min-good is an output path (as in Polygraphy): an existing file there that is not a subgraph
     of the input model is refused before any check runs; an earlier run's result is overwritten."""
     script = check_script(tmp_path)
-    check = ["--check", script, "parity_debug.onnx"]
+    check = ["--check", script, "polygraphy_debug.onnx"]
     good = tmp_path / "good.onnx"
     onnx.save(branches_model(branches=3), good)
     unrelated = good.read_bytes()

@@ -1,5 +1,6 @@
 """`parity debug repeat`: --until good/bad/N over a check that fails twice then passes, artifacts
-sorted into good/bad, the summary of outcomes, a run resumed from its replay, bad input."""
+sorted into good/bad, the summary of outcomes, a run resumed from its replay, the check's output
+(--show-output, --hide-fail-output), bad input."""
 
 import json
 
@@ -72,6 +73,29 @@ def test_replay_resumes_to_the_same_summary(run_parity, tmp_path):
                        "--check", script, cwd=resumed_dir)
     assert "Finished 3 iteration(s) (3 from the replay) | Passed: 1/3" in again.stdout, again.describe()
     assert (resumed_dir / "count").read_text() == "4\n"
+
+
+def test_check_output_shown_as_polygraphy_shows_it(run_parity, tmp_path):
+    """A failing check's stdout and stderr are shown by default ([E] for stderr), not with
+    --hide-fail-output; a passing check's only with --show-output ([W] for stderr); the flags exclude
+    each other. (The output is upper case: the command line, which is printed, is not.)"""
+    def repeat(*flags, code):
+        return run_parity("debug", "repeat", "--until", "1", *flags, "--check", "sh", "-c",
+                          f"echo to-stdout | tr a-z A-Z; echo to-stderr | tr a-z A-Z >&2; exit {code}", cwd=tmp_path)
+
+    failed = repeat(code=3)
+    assert "[I] ========== CAPTURED STDOUT ==========\n    TO-STDOUT\n" in failed.stdout, failed.describe()
+    assert "[E] ========== CAPTURED STDERR ==========\n    TO-STDERR\n" in failed.output, failed.describe()
+    hidden = repeat("--hide-fail-output", code=3)
+    assert "CAPTURED" not in hidden.output and "TO-STD" not in hidden.output, hidden.describe()
+    assert "TO-STDOUT" in repeat("--hide-fail-output", "-v", code=3).output  # still at -v
+    passed = repeat(code=0)
+    assert "CAPTURED" not in passed.output and "TO-STD" not in passed.output, passed.describe()
+    shown = repeat("--show-output", code=0)
+    assert "[I] ========== CAPTURED STDOUT ==========\n    TO-STDOUT\n" in shown.stdout, shown.describe()
+    assert "[W] ========== CAPTURED STDERR ==========\n    TO-STDERR\n" in shown.output, shown.describe()
+    both = repeat("--show-output", "--hide-fail-output", code=0)
+    assert both.returncode == 1 and "--show-output excludes --hide-fail-output" in both.output, both.describe()
 
 
 def test_bad_input(run_parity, tmp_path):

@@ -132,6 +132,8 @@ TEST(CheckCommand, PolygraphysPassFailRules) {
   EXPECT_TRUE(failed.failed);
   EXPECT_EQ(failed.exit_code, 3);
   EXPECT_EQ(failed.output, "out\nerr\n");
+  EXPECT_EQ(failed.standard_output, "out\n");  // each stream alone too, for --show-output's two blocks
+  EXPECT_EQ(failed.standard_error, "err\n");
   EXPECT_FALSE(run_sh("exit 3", {2}).failed);              // not a --fail-code
   EXPECT_TRUE(run_sh("exit 2", {2}).failed);
   EXPECT_FALSE(run_sh("exit 3", {}, {3}).failed);          // ignored
@@ -139,6 +141,15 @@ TEST(CheckCommand, PolygraphysPassFailRules) {
   EXPECT_FALSE(run_sh("echo ok; exit 1", {}, {}, {"B.D"}).failed);
   EXPECT_FALSE(run_sh("echo ok; exit 2", {2}, {}, {"B.D"}).failed);  // code and regex both needed
   EXPECT_TRUE(run_sh("echo BAD; exit 2", {2}, {}, {"B.D"}).failed);
+}
+
+TEST(CheckCommand, ReadsBothStreamsPastAPipeBufferEach) {
+  // 200 KB on each stream, stderr first: a reader of one pipe at a time would deadlock.
+  auto outcome = run_sh("head -c 200000 /dev/zero | tr '\\0' e >&2; head -c 200000 /dev/zero | tr '\\0' o; exit 1");
+  EXPECT_TRUE(outcome.failed);
+  EXPECT_EQ(outcome.standard_error, std::string(200000, 'e'));
+  EXPECT_EQ(outcome.standard_output, std::string(200000, 'o'));
+  EXPECT_EQ(outcome.output.size(), 400000u);
 }
 
 TEST(CheckCommand, MissingProgramAndBadRegexAreErrors) {

@@ -18,7 +18,9 @@ struct CheckCommandOptions {
 
 struct CheckOutcome {
   int exit_code = 0;
-  std::string output;  // stdout and stderr, interleaved as written
+  std::string output;           // stdout and stderr, interleaved as read (what --fail-regex searches)
+  std::string standard_output;  // stdout alone
+  std::string standard_error;   // stderr alone
   bool failed = false;
 };
 

@@ -1,6 +1,6 @@
 // The debug tools' check flags (Polygraphy's CheckCmdArgs and ArtifactSortArgs): --check given
 // last (every argument after it is the command's), --fail-code, --ignore-fail-code, --fail-regex,
-// --artifacts and --artifacts-dir.
+// --show-output, --hide-fail-output, --artifacts and --artifacts-dir.
 #pragma once
 
 #include <optional>
@@ -25,6 +25,11 @@ class CheckArgs {
   bool given() const { return given_; }
   // The check command (after parse(), when given()).
   const debug::CheckCommand& command() const { return *command_; }
+  // Runs the check command and shows its output as Polygraphy does: a failing run's unless
+  // --hide-fail-output, a passing run's only with --show-output (stdout at [I], stderr at [E] for a
+  // failure and [W] for a pass, each under Polygraphy's "========== CAPTURED ... ==========" line);
+  // output not shown goes to -v. The exit status is logged at -v either way.
+  debug::CheckOutcome run_check() const;
   bool fail_options_given() const {
     return !fail_codes_.empty() || !ignore_fail_codes_.empty() || !fail_regexes_.empty();
   }
@@ -33,6 +38,7 @@ class CheckArgs {
  private:
   CLI::App* app_ = nullptr;
   bool given_ = false;
+  bool show_output_ = false, hide_fail_output_ = false;
   std::vector<int> fail_codes_, ignore_fail_codes_;
   std::vector<std::string> fail_regexes_;
   std::vector<std::string> artifacts_;

@@ -238,9 +238,7 @@ class DebugPrecisionCommand : public Command {
     if (checks_.given()) {
       return [this, &model](const std::vector<std::size_t>& kept) {
         onnx::save_model(debug::convert_keeping(model, options_, names_of(kept)), iter_artifact_);
-        const debug::CheckOutcome outcome = checks_.command().run();
-        log::verbose("Check command `{}` exited with {}; its output:\n{}", checks_.command().to_string(),
-                     outcome.exit_code, outcome.output);
+        const debug::CheckOutcome outcome = checks_.run_check();
         checks_.artifact_sorter().sort(!outcome.failed, fmt::format("iter{}", ++check_count_));
         return debug::CandidateVerdict{!outcome.failed, check_detail(outcome), false};
       };

@@ -80,7 +80,8 @@ class DebugReduceCommand : public Command {
                    "--openvino) compare the candidate's outputs in-process");
     const char* artifacts = "Artifact Sorting";
     app.add_option("--iter-artifact,--intermediate-artifact", iter_artifact_,
-                   "Where each candidate is written for the --check command (default parity_debug.onnx)")
+                   "Where each candidate is written for the --check command (default polygraphy_debug.onnx, as in "
+                   "Polygraphy)")
         ->group(artifacts);
     app.add_flag("--no-remove-intermediate", no_remove_intermediate_,
                  "Keep the last candidate written to --iter-artifact at the end")
@@ -204,9 +205,7 @@ class DebugReduceCommand : public Command {
 
   bool run_check_command(const onnx::Model& candidate, int step) {
     onnx::save_model(candidate, iter_artifact_);
-    auto outcome = checks_.command().run();
-    log::verbose("Check command `{}` exited with {}; its output:\n{}", checks_.command().to_string(),
-                 outcome.exit_code, outcome.output);
+    auto outcome = checks_.run_check();
     checks_.artifact_sorter().sort(!outcome.failed, fmt::format("step{}", step));
     return outcome.failed;
   }
@@ -269,7 +268,7 @@ class DebugReduceCommand : public Command {
   bool no_reduce_inputs_ = false, no_reduce_outputs_ = false;
   std::vector<std::string> model_input_shapes_;
   CheckArgs checks_;
-  std::string iter_artifact_ = "parity_debug.onnx";
+  std::string iter_artifact_ = "polygraphy_debug.onnx";
   bool no_remove_intermediate_ = false;
   ReplayArgs replay_;
 

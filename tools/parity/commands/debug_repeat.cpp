@@ -50,9 +50,8 @@ class DebugRepeatCommand : public Command {
       } else {
         log::start("RUNNING | Iteration {} | Command: {}", index, command.to_string());
         const auto start = std::chrono::steady_clock::now();
-        auto outcome = command.run();
+        auto outcome = checks_.run_check();
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        log::verbose("Exit code {}; output:\n{}", outcome.exit_code, outcome.output);
         if (outcome.failed)
           log::error("FAILED | Iteration {} | exit code {} | {:.3f}s", index, outcome.exit_code, seconds);
         else log::finish("PASSED | Iteration {} | exit code {} | {:.3f}s", index, outcome.exit_code, seconds);
