@@ -1,6 +1,6 @@
 """`parity debug repeat`: --until good/bad/N over a check that fails twice then passes, artifacts
 sorted into good/bad, the summary of outcomes, a run resumed from its replay, the check's output
-(--show-output, --hide-fail-output), bad input."""
+(--show-output, --hide-fail-output), --iteration-info, bad input."""
 
 import json
 
@@ -98,11 +98,26 @@ def test_check_output_shown_as_polygraphy_shows_it(run_parity, tmp_path):
     assert both.returncode == 1 and "--show-output excludes --hide-fail-output" in both.output, both.describe()
 
 
+def test_iteration_info_is_written_for_each_check_then_removed(run_parity, tmp_path):
+    script = tmp_path / "record.sh"
+    script.write_text("#!/bin/sh\ncat info.json >> seen.txt\n")
+    script.chmod(0o755)
+    result = run_parity("debug", "repeat", "--until", "3", "--iteration-info", "info.json", "--check", script,
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.describe()
+    assert (tmp_path / "seen.txt").read_text() == "".join(f'{{"iteration": {n}}}\n' for n in range(3))
+    assert not (tmp_path / "info.json").exists()
+
+
 def test_bad_input(run_parity, tmp_path):
     script = flaky(tmp_path)
     assert_one_error(run_parity("debug", "repeat", "--until", "x", "--check", script, cwd=tmp_path), "--until")
     assert_one_error(run_parity("debug", "repeat", "--until", "0", "--check", script, cwd=tmp_path), "--until")
     assert_one_error(run_parity("debug", "repeat", "--until", "2", cwd=tmp_path), "--check")
+    assert_one_error(run_parity("debug", "repeat", "--until", "2", "--no-such-flag", "--check", script, cwd=tmp_path),
+                     "unknown option '--no-such-flag'")
+    assert_one_error(run_parity("debug", "reduce", "--iteration-info", "i.json", "--ref", "--onnxrt", "-o", "r.onnx",
+                                str(script), cwd=tmp_path), "--iteration-info applies to a --check command")
     assert_one_error(run_parity("debug", "repeat", "--until", "2", "--check", "no-such-program", cwd=tmp_path),
                      "'no-such-program' was not found")
     (tmp_path / "other.json").write_text(json.dumps({"tool": "debug build", "steps": []}))

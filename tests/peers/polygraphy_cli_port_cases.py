@@ -612,6 +612,119 @@ DEBUG_CASES = [
          compare_files=["reduced.onnx"], check=check_reduced(1, "onnx_graphsurgeon_node_5")),
 ]
 
+
+def check_kept_branches(fail_nodes):
+    """test_no_reduce_required_branches: both failing nodes kept, the other side's branch removed."""
+    def check(folder, _outputs):
+        names = [node.name for node in load(folder, "reduced.onnx").graph.node]
+        assert all(node in names for node in fail_nodes), names
+        assert len(names) <= 3, names
+    return check
+
+
+def check_static_io(folder, _outputs):
+    """test_reduce_shape_inference: the reduced model's input and output have the --model-input-shapes shape."""
+    model = load(folder, "reduced.onnx")
+    assert dims(model.graph.input[0]) == [1, 2, 5, 5], dims(model.graph.input[0])
+    assert dims(model.graph.output[0]) == [1, 2, 5, 5], dims(model.graph.output[0])
+
+
+def check_constant_lowered(folder, _outputs):
+    """test_reduce_with_constant: one node (the failing one) and no graph input, the Constant's output
+    being a constant tensor rather than a graph input."""
+    model = load(folder, "reduced.onnx")
+    assert [node.name for node in model.graph.node] == ["onnx_graphsurgeon_node_3"], model.graph.node
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    assert not [value.name for value in model.graph.input if value.name not in initializers], model.graph.input
+
+
+def check_same_reduction(folder, _outputs):
+    """test_reduce_with_replay: the run from the replay gives the same model as the first run."""
+    assert load(folder, "first.onnx") == load(folder, "second.onnx")
+
+
+def check_iteration_info_removed(folder, _outputs):
+    assert not (folder / "iter_info.json").exists(), "the --iteration-info file is left behind"
+
+
+# Polygraphy's test writes this check into its folder: each iteration's number names a file that must be new.
+ITERATION_CHECK = """
+import json, os
+iteration = json.load(open('iter_info.json'))['iteration']
+path = os.path.abspath(str(iteration) + '.txt')
+print(path)
+assert not os.path.exists(path)
+open(path, 'w').write('File')
+"""
+
+# Polygraphy's test saves these inputs with polygraphy.json.save_json (Y0 float64, as its np.array gives).
+CUSTOM_INPUTS_SCRIPT = ("import numpy as np; from polygraphy.json import save_json; "
+                        "save_json([{'X0': np.array([3.14159265], dtype=np.float32), 'Y0': np.array([2.7749389])}], "
+                        "'custom_inputs.json')")
+
+DEBUG_MORE_CASES = [
+    *[Case(f"debug-reduce/test_reduce_custom_fail_message[{'fail-code-0' if fail_code else 'no-fail-code'}]",
+           [cmd("debug", "reduce", f"{M}/reducable.onnx", "--output=reduced.onnx", "--show-output", "--fail-regex",
+                "REALLY BAD", "BAD NODE", *fail_code, *FAKE_CHECKER, "onnx_graphsurgeon_node_5",
+                "--fail-return-code=0")],
+           compare_files=["reduced.onnx"], check=check_reduced(1, "onnx_graphsurgeon_node_5"))
+      for fail_code in ([], ["--fail-code=0"])],
+    *[Case(f"debug-reduce/test_no_reduce_required_branches[{'-'.join(nodes)}]",
+           [cmd("debug", "reduce", f"{M}/reducable.onnx", "--output=reduced.onnx", "--show-output", *FAKE_CHECKER,
+                *nodes)],
+           compare_files=["reduced.onnx"], check=check_kept_branches(nodes))
+      for nodes in (["onnx_graphsurgeon_node_1", "onnx_graphsurgeon_node_3"],
+                    ["onnx_graphsurgeon_node_7", "onnx_graphsurgeon_node_9"])],
+    *[Case(f"debug-reduce/test_reduce_shape_inference[{'force-fallback' if opts else 'onnx'}]",
+           [cmd("debug", "reduce", f"{M}/dynamic_identity.onnx", "--output=reduced.onnx", "--show-output",
+                "--model-input-shapes=X:[1,2,5,5]", *opts, "--check", "false")],
+           compare_files=["reduced.onnx"], check=check_static_io)
+      for opts in ([], ["--force-fallback-shape-inference"])],
+    # Custom input data given to reduce (not negative) or only to the check (negative): with it, the branch
+    # folded away takes the check's values and the check passes; without, it fails.
+    *[Case(f"debug-reduce/test_reduce_custom_data_multibranch_input[{'negative' if negative else 'positive'}]",
+           [Setup(["{python}", "-c", CUSTOM_INPUTS_SCRIPT]),
+            cmd("run", f"{M}/reducable.onnx", "--onnxrt", "--load-inputs", "custom_inputs.json", "--onnx-outputs",
+                "mark", "all", "--save-outputs", "layerwise_outputs.json"),
+            cmd("debug", "reduce", f"{M}/reducable.onnx", "--no-reduce-outputs", "-o", "reduced.onnx",
+                *([] if negative else ["--load-inputs", "custom_inputs.json"]), "--check", "{tool}", "run",
+                "polygraphy_debug.onnx", "--onnxrt", "--load-inputs", "custom_inputs.json", "--load-outputs",
+                "layerwise_outputs.json",
+                **{"expect" if negative else "reject": ["FAILED", "Difference exceeds tolerance",
+                                                        "Please ensure that you have provided a data loader "
+                                                        "argument directly"]})])
+      for negative in (True, False)],
+    Case("debug-reduce/test_reduce_with_constant",
+         [cmd("debug", "reduce", f"{M}/reducable_with_const.onnx", "--no-shape-inference", "--mode=linear",
+              "--output=reduced.onnx", *FAKE_CHECKER, "onnx_graphsurgeon_node_3")],
+         compare_files=["reduced.onnx"], check=check_constant_lowered),
+    Case("debug-reduce/test_reduce_with_replay",
+         [cmd("debug", "reduce", f"{M}/reducable.onnx", "--output=first.onnx", *FAKE_CHECKER,
+              "onnx_graphsurgeon_node_1", expect=["Running fake_reduce_checker.py"]),
+          Setup(["{python}", "-c", "import os; assert os.path.exists('polygraphy_debug_replay.json'), os.listdir()"]),
+          cmd("debug", "reduce", f"{M}/reducable.onnx", "--output=second.onnx",
+              "--load-debug-replay=polygraphy_debug_replay.json", *FAKE_CHECKER, "onnx_graphsurgeon_node_1",
+              reject=["Running fake_reduce_checker.py"], expect=["Loading iteration information from debug replay"])],
+         compare_files=["first.onnx", "second.onnx"], check=check_same_reduction),
+    Case("debug-reduce/test_reduce_node_with_multiple_outputs_that_are_graph_outputs",
+         [cmd("debug", "reduce", f"{M}/multi_output.onnx", "--output=reduced.onnx", "--no-reduce-outputs",
+              "--mode=linear", "--check", "{tool}", "run", "polygraphy_debug.onnx", "--onnxrt", reject=["FAILED"])]),
+    *[Case(f"debug-repeat/test_until[{until}-{check}]",
+           [cmd("debug", "repeat", "--until", until, "--check", check,
+                expect=[f"Finished {iterations} iteration(s)"])])
+      for until, check, iterations in (("good", "true", 1), ("bad", "false", 1), ("5", "false", 5))],
+    Case("debug-repeat/test_iteration_info",
+         [Setup(["{python}", "-c", f"open('check.py', 'w').write({ITERATION_CHECK!r})"]),
+          cmd("debug", "repeat", "--until=5", "--iteration-info", "iter_info.json", "--show-output", "--check",
+              "{python}", "check.py", reject=["FAILED"], expect=["Passed: 5/5 | Pass Rate: 100.0%"])],
+         check=check_iteration_info_removed),
+    *[Case(f"debug-repeat/test_ignore_fail_code[{' '.join(opts) or 'none'}]",
+           [cmd("debug", "repeat", "--until=5", *opts, "--check", "false", expect=[expected])])
+      for opts, expected in (([], "Passed: 0/5 | Pass Rate: 0.0%"),
+                             (["--ignore-fail-code=2"], "Passed: 0/5 | Pass Rate: 0.0%"),
+                             (["--ignore-fail-code=1"], "Passed: 5/5 | Pass Rate: 100.0%"))],
+]
+
 # ----- template (tests/tools/test_template.py) -------------------------------------------------------
 
 TEMPLATE_CASES = [
@@ -712,4 +825,4 @@ EXAMPLE_CASES = [
 ]
 
 ALL_CASES = [*RUN_CASES, *SURGEON_CASES, *CHECK_CASES, *CONVERT_AND_DATA_CASES, *INSPECT_MODEL_CASES,
-             *INSPECT_DATA_CASES, *DEBUG_CASES, *TEMPLATE_CASES, *EXAMPLE_CASES]
+             *INSPECT_DATA_CASES, *DEBUG_CASES, *DEBUG_MORE_CASES, *TEMPLATE_CASES, *EXAMPLE_CASES]

@@ -1,8 +1,12 @@
 #include "args/check_args.h"
 
+#include <filesystem>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "parity/core/error.h"
+#include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 
 namespace parity::cli {
@@ -28,6 +32,10 @@ void CheckArgs::add_to(CLI::App& app, const std::string& command_help) {
                "Do not show the --check command's output when it fails (it is then logged at -v only)")
       ->group(check)
       ->excludes(show_output);
+  app.add_option("--iter-info,--iteration-info", iteration_info_,
+                 "Path of a JSON file written before each check, {\"iteration\": N} (N counted from 0), for the "
+                 "--check command to read; removed after the check")
+      ->group(check);
   const char* artifacts = "Artifact Sorting";
   app.add_option("--artifacts", artifacts_,
                  "Files to sort after each check into --artifacts-dir/good or /bad (e.g. the file the check reads)")
@@ -42,18 +50,50 @@ void CheckArgs::parse(bool required) {
   if (!given_ && !rest.empty())
     raise<InvalidInputError>("unexpected argument '{}' (a --check command goes last, after --check)", rest[0]);
   if (given_ && rest.empty()) raise<InvalidInputError>("--check: no command given after it");
+  // An option this command lacks ends up here too (CLI11 hands unknown arguments to the prefix
+  // command, wherever they stand); a program is never named with a leading dash.
+  if (given_ && rest[0].starts_with('-'))
+    raise<InvalidInputError>("unknown option '{}' (the --check command, given last, starts with the program to run)",
+                             rest[0]);
   if (required && !given_) raise<InvalidInputError>("--check <command ...> is required");
   if (!given_) {
-    if (show_output_ || hide_fail_output_)
+    if (show_output_ || hide_fail_output_ || !iteration_info_.empty())
       raise<InvalidInputError>("{} applies to a --check command",
-                               show_output_ ? "--show-output" : "--hide-fail-output");
+                               show_output_        ? "--show-output"
+                               : hide_fail_output_ ? "--hide-fail-output"
+                                                   : "--iteration-info");
     return;
   }
   command_.emplace(debug::CheckCommandOptions{rest, fail_codes_, ignore_fail_codes_, fail_regexes_});
 }
 
-debug::CheckOutcome CheckArgs::run_check() const {
-  debug::CheckOutcome outcome = command_->run();
+namespace {
+
+// Writes --iteration-info's file for one check and removes it when the check is done.
+class IterationInfoFile {
+ public:
+  IterationInfoFile(const std::string& path, int iteration) : path_(path) {
+    if (!path_.empty()) write_file_atomic(path_, fmt::format("{{\"iteration\": {}}}\n", iteration));
+  }
+  ~IterationInfoFile() {
+    std::error_code ignored;  // a file the check removed itself is fine
+    if (!path_.empty()) std::filesystem::remove(path_, ignored);
+  }
+  IterationInfoFile(const IterationInfoFile&) = delete;
+  IterationInfoFile& operator=(const IterationInfoFile&) = delete;
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+debug::CheckOutcome CheckArgs::run_check(int iteration) const {
+  debug::CheckOutcome outcome;
+  {
+    IterationInfoFile info(iteration_info_, iteration);
+    outcome = command_->run();
+  }
   const bool show = show_output_ || (outcome.failed && !hide_fail_output_);
   if (!show) {
     log::verbose("Check command `{}` exited with {}; its output:\n{}", command_->to_string(), outcome.exit_code,

@@ -1,6 +1,6 @@
 // The debug tools' check flags (Polygraphy's CheckCmdArgs and ArtifactSortArgs): --check given
 // last (every argument after it is the command's), --fail-code, --ignore-fail-code, --fail-regex,
-// --show-output, --hide-fail-output, --artifacts and --artifacts-dir.
+// --show-output, --hide-fail-output, --iteration-info, --artifacts and --artifacts-dir.
 #pragma once
 
 #include <optional>
@@ -28,8 +28,10 @@ class CheckArgs {
   // Runs the check command and shows its output as Polygraphy does: a failing run's unless
   // --hide-fail-output, a passing run's only with --show-output (stdout at [I], stderr at [E] for a
   // failure and [W] for a pass, each under Polygraphy's "========== CAPTURED ... ==========" line);
-  // output not shown goes to -v. The exit status is logged at -v either way.
-  debug::CheckOutcome run_check() const;
+  // output not shown goes to -v. The exit status is logged at -v either way. With --iteration-info,
+  // {"iteration": `iteration`} (Polygraphy's 0-based iteration index) is written there for the
+  // command to read, and removed after it.
+  debug::CheckOutcome run_check(int iteration) const;
   bool fail_options_given() const {
     return !fail_codes_.empty() || !ignore_fail_codes_.empty() || !fail_regexes_.empty();
   }
@@ -41,6 +43,7 @@ class CheckArgs {
   bool show_output_ = false, hide_fail_output_ = false;
   std::vector<int> fail_codes_, ignore_fail_codes_;
   std::vector<std::string> fail_regexes_;
+  std::string iteration_info_;
   std::vector<std::string> artifacts_;
   std::string artifacts_dir_ = "parity_artifacts";
   std::optional<debug::CheckCommand> command_;

@@ -134,7 +134,7 @@ class DebugBuildCommand : public Command {
       runtime::write_openvino_compiled_file(iter_artifact_, runner.compiled_file());
     });
     hash = runtime::fnv1a64_hash(runtime::read_openvino_compiled_file(iter_artifact_).compiled);
-    auto outcome = checks_.run_check();
+    auto outcome = checks_.run_check(index - 1);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (outcome.failed)
       log::error("FAILED | Build {} | compiled {} | exit code {} | {:.3f}s", index, hash, outcome.exit_code,

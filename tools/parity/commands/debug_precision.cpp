@@ -238,7 +238,7 @@ class DebugPrecisionCommand : public Command {
     if (checks_.given()) {
       return [this, &model](const std::vector<std::size_t>& kept) {
         onnx::save_model(debug::convert_keeping(model, options_, names_of(kept)), iter_artifact_);
-        const debug::CheckOutcome outcome = checks_.run_check();
+        const debug::CheckOutcome outcome = checks_.run_check(check_count_);
         checks_.artifact_sorter().sort(!outcome.failed, fmt::format("iter{}", ++check_count_));
         return debug::CandidateVerdict{!outcome.failed, check_detail(outcome), false};
       };

@@ -205,7 +205,7 @@ class DebugReduceCommand : public Command {
 
   bool run_check_command(const onnx::Model& candidate, int step) {
     onnx::save_model(candidate, iter_artifact_);
-    auto outcome = checks_.run_check();
+    auto outcome = checks_.run_check(step - 1);
     checks_.artifact_sorter().sort(!outcome.failed, fmt::format("step{}", step));
     return outcome.failed;
   }

@@ -50,7 +50,7 @@ class DebugRepeatCommand : public Command {
       } else {
         log::start("RUNNING | Iteration {} | Command: {}", index, command.to_string());
         const auto start = std::chrono::steady_clock::now();
-        auto outcome = checks_.run_check();
+        auto outcome = checks_.run_check(index - 1);
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (outcome.failed)
           log::error("FAILED | Iteration {} | exit code {} | {:.3f}s", index, outcome.exit_code, seconds);
