@@ -72,7 +72,8 @@ void bind_onnx(nb::module_& m) {
         },
         "model"_a);
   m.def("fold_constants",
-        [](nb::bytes model_bytes, int num_passes, std::optional<int64_t> size_threshold, bool fold_shapes) {
+        [](nb::bytes model_bytes, int num_passes, std::optional<int64_t> size_threshold, bool fold_shapes,
+           std::optional<std::string> partitioning) {
           std::string result;
           {
             std::string bytes = bytes_of(model_bytes);
@@ -82,12 +83,14 @@ void bind_onnx(nb::module_& m) {
             options.num_passes = num_passes;
             options.size_threshold = size_threshold;
             options.fold_shapes = fold_shapes;
+            if (partitioning) options.partitioning = runtime::parse_fold_partitioning(*partitioning);
             runtime::fold_constants(model, options);
             result = onnx::serialize_model(*model);
           }
           return to_bytes(result);
         },
-        "model"_a, "num_passes"_a = 0, "size_threshold"_a = nb::none(), "fold_shapes"_a = true);
+        "model"_a, "num_passes"_a = 0, "size_threshold"_a = nb::none(), "fold_shapes"_a = true,
+        "partitioning"_a = nb::none());
   m.def("extract_subgraph",
         [](nb::bytes model_bytes, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
           std::string result;

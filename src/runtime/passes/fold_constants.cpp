@@ -13,6 +13,7 @@
 #include "parity/onnx/passes.h"
 #include "parity/onnx/tensor_proto.h"
 #include "evaluate_nodes.h"
+#include "fold_partitions.h"
 
 namespace parity::runtime {
 namespace {
@@ -321,28 +322,8 @@ class Folder {
         if (!o.empty()) constant_names.insert(o);
     }
     if (foldable.empty()) return false;
-    std::vector<const NodeProto*> nodes;
-    for (int i : foldable) nodes.push_back(&graph.node(i));
-    std::unordered_map<std::string, ops::Value> values;
-    try {
-      values = detail::evaluate_nodes(model_, nodes, constants, {});
-    } catch (const Error& e) {
-      log::verbose("Evaluating {} foldable nodes together failed ({}); evaluating them one by one", nodes.size(),
-                   e.what());
-      values.clear();
-      for (const auto* n : nodes) {
-        auto reads = onnx::node_reads(*n);
-        bool ready = std::all_of(reads.begin(), reads.end(),
-                                 [&](const std::string& r) { return constants.count(r) || values.count(r); });
-        if (!ready) continue;
-        try {
-          for (auto& [name, v] : detail::evaluate_nodes(model_, {n}, constants, values)) values[name] = std::move(v);
-        } catch (const Error& e2) {
-          ++report_.failed_evaluations;
-          log::warning("Could not fold: {}", e2.what());
-        }
-      }
-    }
+    auto values = detail::evaluate_foldable_nodes(model_, graph, foldable, constants, options_.partitioning,
+                                                  report_.failed_evaluations);
     // A node is replaced when every output it has came back as a tensor within the threshold.
     std::unordered_map<int, std::vector<TensorProto>> replaced;
     for (int i : foldable) {

@@ -4,6 +4,7 @@
 // Gather/Slice of such shapes picking only static dims, become constants too; If nodes with a
 // constant condition are replaced by the branch taken. Passes repeat (with shape inference in
 // between) until nothing changes. Subgraphs are folded with the enclosing graphs' constants.
+// A node that fails to evaluate stops the folding of what FoldPartitioning says.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,24 @@
 
 namespace parity::runtime {
 
+// What one failing evaluation keeps from being folded (Polygraphy's --partitioning).
+enum class FoldPartitioning {
+  // All foldable nodes of a graph are evaluated together: one failure folds none of them (in that
+  // graph, in that pass), with Polygraphy's warning.
+  kNone,
+  // One partition per foldable result (a foldable node whose output is read by a node that stays, or
+  // by nothing else): the node and its foldable ancestors, evaluated on their own. A failing
+  // partition is not folded; the others are.
+  kBasic,
+  // As kBasic, and a failing partition drops its result node and evaluates, as partitions of their
+  // own, the foldable nodes that compute the dropped node's inputs (again and again on failure), so
+  // everything that can be folded is.
+  kRecursive,
+};
+
+// "basic" / "recursive" (the --partitioning values); throws InvalidInputError on anything else.
+FoldPartitioning parse_fold_partitioning(const std::string& text);
+
 struct FoldOptions {
   int num_passes = 0;                     // 0: until nothing changes (at most 100 passes)
   std::optional<int64_t> size_threshold;  // bytes; larger results stay computed at run time
@@ -21,6 +40,7 @@ struct FoldOptions {
   bool shape_inference = true;           // false: never run it (shape folding uses the value_info present)
   bool per_pass_shape_inference = true;
   bool flatten_subgraphs = true;          // inline If nodes whose condition is constant
+  FoldPartitioning partitioning = FoldPartitioning::kNone;
   // Log each pass as Polygraphy does: "Folding Constants | Pass N", then its "Total Nodes" line.
   bool log_passes = false;
 };
@@ -33,7 +53,7 @@ struct FoldReport {
   int64_t shapes_folded = 0;
   int64_t ifs_inlined = 0;
   int64_t skipped_over_threshold = 0;
-  int64_t failed_evaluations = 0;
+  int64_t failed_evaluations = 0;  // evaluations (all nodes together, or one partition) that failed
 };
 
 FoldReport fold_constants(onnx::Model& model, const FoldOptions& options = {});

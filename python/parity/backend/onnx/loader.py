@@ -101,14 +101,15 @@ class FoldConstants(_BytesPass):
     def __init__(self, model, num_passes=None, do_shape_inference=None, partitioning=None, fold_shapes=None,
                  size_threshold=None, allow_onnxruntime_shape_inference=None, error_ok=None):
         super().__init__(model)
-        if partitioning:
-            raise NotImplementedError("FoldConstants: partitioning is not supported")
+        if partitioning not in (None, "basic", "recursive"):
+            raise ValueError(f"FoldConstants: partitioning must be None, 'basic' or 'recursive', got {partitioning!r}")
+        self.partitioning = partitioning
         self.num_passes = num_passes or 0
         self.fold_shapes = True if fold_shapes is None else fold_shapes
         self.size_threshold = size_threshold
 
     def run(self, data):
-        return _parity.fold_constants(data, self.num_passes, self.size_threshold, self.fold_shapes)
+        return _parity.fold_constants(data, self.num_passes, self.size_threshold, self.fold_shapes, self.partitioning)
 
 
 class ExtractSubgraph(_BytesPass):
