@@ -14,15 +14,20 @@
 
 namespace parity::cli {
 
-void DataLoaderArgs::add_to(CLI::App& app, bool with_warm_up) {
+void DataLoaderArgs::add_to(CLI::App& app, const DataLoaderFlags& flags) {
   const char* data = "Data Loader";
   app.add_option("--seed", seed_, "Seed for random inputs (default 1)")->group(data);
-  app.add_option("--iterations,--iters", iterations_, "Number of inference iterations (default 1)")->group(data);
-  if (with_warm_up)
-    app.add_option("--warm-up", warm_up_, "Untimed inferences on the first input before the timed ones (default 0)")
-        ->group(data);
+  if (flags.iterations) {
+    app.add_option("--iterations,--iters", iterations_, "Number of inference iterations (default 1)")->group(data);
+    if (flags.warm_up)
+      app.add_option("--warm-up", warm_up_, "Untimed inferences on the first input before the timed ones (default 0)")
+          ->group(data);
+  }
   app.add_option("--val-range", val_range_, "Value ranges of random inputs: [<name>:][min,max] ...")->group(data);
-  app.add_option("--input-shapes,--inputs", input_shapes_, "Input shapes: <name>:[d0,d1,...] ...")->group(data);
+  if (!flags.input_shapes.empty()) {
+    auto* option = app.add_option(flags.input_shapes, input_shapes_, flags.input_shapes_help)->group(data);
+    input_shapes_flag_ = option->get_name();
+  }
   auto* load_inputs = app.add_option("--load-inputs,--load-input-data", load_inputs_,
                                      "Input files: Polygraphy JSON lists of feed dicts, .npz (one iteration), .npy "
                                      "(single input)")
@@ -113,8 +118,8 @@ void DataLoaderArgs::parse() {
     options_.val_ranges.emplace_back(name, std::pair(low, high));
   }
   for (const auto& arg : input_shapes_) {
-    auto [name, dims] = split_named_bracket(arg, true, "--input-shapes");
-    options_.input_shapes.emplace_back(name, parse_dims(dims, "--input-shapes " + name));
+    auto [name, dims] = split_named_bracket(arg, true, input_shapes_flag_);
+    options_.input_shapes.emplace_back(name, parse_dims(dims, input_shapes_flag_ + " " + name));
   }
   options_.seed = static_cast<uint32_t>(seed_);
   options_.iterations = iterations_;
@@ -158,7 +163,7 @@ void DataLoaderArgs::check_input_names(const TensorMetadata& metadata) const {
                              hint ? fmt::format("; did you mean '{}'?", *hint) : "", fmt::join(names, ", "));
   };
   for (const auto& [name, dims] : options_.input_shapes)
-    if (name.find_first_of("*?[") == std::string::npos) check(name, "--input-shapes");  // else a wildcard
+    if (name.find_first_of("*?[") == std::string::npos) check(name, input_shapes_flag_.c_str());  // else a wildcard
   for (const auto& [name, range] : options_.val_ranges)
     if (!name.empty()) check(name, "--val-range");  // "" is the default range
 }

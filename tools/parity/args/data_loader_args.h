@@ -14,11 +14,21 @@ namespace parity::cli {
 
 class GeneratedScript;
 
+// Which of the group's flags a command takes: all for the commands that run inferences; a command
+// whose data loader feeds one inference (surgeon's fallback shape inference) leaves out
+// --iterations and --warm-up, and one that takes input shapes through a flag of its own
+// (surgeon extract's --model-input-shapes) names that flag instead of --input-shapes.
+struct DataLoaderFlags {
+  bool iterations = true;                                   // --iterations and --warm-up
+  bool warm_up = true;  // --warm-up (with --iterations); commands that run no timed inferences leave it out
+  std::string input_shapes = "--input-shapes,--inputs";     // CLI11 names; empty: no such flag
+  std::string input_shapes_help = "Input shapes: <name>:[d0,d1,...] ...";
+};
+
 class DataLoaderArgs {
  public:
-  // Adds the "Data Loader" group (and, with `with_warm_up`, --warm-up there, where Parity's users
-  // know it; commands that run no timed inferences leave it out).
-  void add_to(CLI::App& app, bool with_warm_up = true);
+  // Adds the "Data Loader" group (and --warm-up there, where Parity's users know it).
+  void add_to(CLI::App& app, const DataLoaderFlags& flags = {});
   // Adds --save-inputs to `group`.
   void add_save_inputs_to(CLI::App& app, const char* group);
   // Checks the values (before anything runs).
@@ -40,6 +50,7 @@ class DataLoaderArgs {
   void check_input_names(const TensorMetadata& metadata) const;
   bool random_flags_given() const;
 
+  std::string input_shapes_flag_ = "--input-shapes";  // for messages
   int64_t seed_ = 1;
   int iterations_ = 1;
   int warm_up_ = 0;

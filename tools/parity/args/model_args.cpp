@@ -20,6 +20,13 @@ void ModelArgs::add_to(CLI::App& app, bool shape_inference_by_default, bool chec
     app.add_flag_callback("--shape-inference,--do-shape-inference", [this] { no_shape_inference_ = false; },
                           "Run ONNX shape inference on the model when loading it")->group(group);
   }
+  // Polygraphy's switch from ONNX Runtime's symbolic shape inference to ONNX's: Parity's shape
+  // inference is ONNX's own in every case, so what the flag asks for is always what happens.
+  app.add_flag("--no-onnxruntime-shape-inference", no_onnxruntime_shape_inference_,
+               "Use ONNX's shape inference, not ONNX Runtime's symbolic shape inference (Polygraphy's flag). Parity "
+               "always infers shapes with ONNX's own shape inference and never uses ONNX Runtime's, so this is "
+               "what happens with or without the flag")
+      ->group(group);
   if (checker_flag)
     app.add_flag("--check", check_, "Run ONNX's checker on the model and fail on any error")->group(group);
 }
@@ -59,10 +66,7 @@ onnx::Model ModelArgs::load(const onnx::LoadOptions& options) const {
                model->ByteSizeLong(), model->graph().node_size(), model->graph().initializer_size(),
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   if (!no_shape_inference_) {
-    log::verbose("Running ONNX shape inference (data propagation on)");
-    auto result = onnx::infer_shapes(*model.proto);
-    if (!result.ok) log::warning("ONNX shape inference exited with an error:\n{}", result.error);
-    else log::verbose("Shape inference completed successfully");  // Polygraphy's line, which its tests look for
+    infer_shapes(model);
     log::info("Loading model: {}", shown_path);
   }
   if (check_) {
@@ -70,6 +74,13 @@ onnx::Model ModelArgs::load(const onnx::LoadOptions& options) const {
     log::info("ONNX checker: the model is valid");
   }
   return model;
+}
+
+void ModelArgs::infer_shapes(onnx::Model& model) {
+  log::verbose("Running ONNX shape inference (data propagation on)");
+  auto result = onnx::infer_shapes(*model.proto);
+  if (!result.ok) log::warning("ONNX shape inference exited with an error:\n{}", result.error);
+  else log::verbose("Shape inference completed successfully");  // Polygraphy's line, which its tests look for
 }
 
 onnx::Model ModelArgs::load_once(const onnx::LoadOptions& options) {

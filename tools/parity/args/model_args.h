@@ -1,5 +1,5 @@
 // Model loading options shared by commands that read an ONNX model: the model path,
-// --external-data-dir, --no-shape-inference or --shape-inference, --check.
+// --external-data-dir, --no-shape-inference or --shape-inference, --no-onnxruntime-shape-inference, --check.
 #pragma once
 
 #include <optional>
@@ -32,12 +32,19 @@ class ModelArgs {
   const std::string& path() const { return path_; }
   const std::string& external_data_dir() const { return external_data_dir_; }
   bool shape_inference() const { return !no_shape_inference_; }
+  // Turns load()'s shape inference off: for a command that decides itself whether (and how) to infer
+  // shapes (surgeon extract, --force-fallback-shape-inference).
+  void disable_shape_inference() { no_shape_inference_ = true; }
+  // ONNX shape inference on `model`, logged as load() logs it (a warning on error, else Polygraphy's
+  // "Shape inference completed successfully" at -v).
+  static void infer_shapes(onnx::Model& model);
 
  private:
   std::string path_;
   std::string external_data_dir_;
   bool no_shape_inference_ = false;
   bool check_ = false;
+  bool no_onnxruntime_shape_inference_ = false;  // what Parity always does (see add_to)
   std::optional<onnx::Model> loaded_;
 };
 

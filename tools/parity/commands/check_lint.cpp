@@ -20,7 +20,7 @@ class CheckLintCommand : public Command {
   }
   void add_options(CLI::App& app) override {
     model_.add_to(app);
-    data_.add_to(app, /*with_warm_up=*/false);
+    data_.add_to(app, DataLoaderFlags{.warm_up = false});
     providers_option_ = app.add_option("--providers,--execution-providers", providers_,
                                        "ONNX Runtime execution providers in priority order (exact or case-insensitive "
                                        "partial names; default: cpu)")

@@ -1,8 +1,11 @@
 // `parity surgeon extract`: cut a subgraph out of an ONNX model between chosen tensors
-// (Polygraphy's surgeon extract). Shapes and dtypes given as `auto` come from ONNX shape
-// inference, or, where it cannot resolve them, from one run of the reference runner.
+// (Polygraphy's surgeon extract). Shapes and dtypes given as `auto` come from the model, then (only
+// when the model lacks them) ONNX shape inference, then one run of the reference runner
+// (runtime::fallback_shape_inference; always, and overriding the model, with
+// --force-fallback-shape-inference).
 #include <set>
 
+#include "args/data_loader_args.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
 #include "args/tensor_meta_parse.h"
@@ -10,8 +13,7 @@
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/passes.h"
-#include "parity/runtime/data_loader.h"
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/passes/fallback_shape_inference.h"
 
 namespace parity::cli {
 namespace {
@@ -32,11 +34,17 @@ class SurgeonExtractCommand : public Command {
     app.add_option("--outputs", outputs_,
                    "Output metadata for the subgraph: name:dtype (`auto` allowed). Default: the model's outputs")
         ->group(group);
-    app.add_option("--model-input-shapes,--model-inputs", model_input_shapes_,
-                   "Shapes of the model's inputs for the fallback run that resolves `auto` metadata shape inference "
-                   "cannot: name:[dims]")
-        ->group(group);
-    app.add_option("--seed", seed_, "Seed of the data loader used by the fallback run")->group(group);
+    app.add_flag("--force-fallback-shape-inference", force_fallback_,
+                 "Take the metadata of every tensor from one run of the model on the reference runner (inputs from "
+                 "the data loader options), not from the model or ONNX shape inference (which is then not run); "
+                 "dynamic dims become those of the data")
+        ->group("ONNX Model Loading")
+        ->excludes("--no-shape-inference");
+    data_loader_.add_to(app, DataLoaderFlags{.iterations = false,
+                                             .input_shapes = "--model-input-shapes,--model-inputs",
+                                             .input_shapes_help = "Shapes of the model's inputs for the fallback run "
+                                                                  "(`auto` metadata shape inference cannot give, or "
+                                                                  "--force-fallback-shape-inference): name:[dims]"});
     app.add_option("-o,--output", output_, "Path to save the subgraph")->required()->group("ONNX Model Saving");
     save_.add_to(app);
   }
@@ -45,50 +53,75 @@ class SurgeonExtractCommand : public Command {
     std::vector<ParsedTensorArg> inputs, outputs;
     for (const auto& a : inputs_) inputs.push_back(parse_tensor_arg(a, true, true, "--inputs"));
     for (const auto& a : outputs_) outputs.push_back(parse_tensor_arg(a, false, true, "--outputs"));
-    TensorMetadata model_shapes = parse_input_shapes(model_input_shapes_, "--model-input-shapes");
+    data_loader_.parse();
+    // As in Polygraphy, shape inference runs only when the metadata asks for it (an `auto` the model
+    // does not answer), and never with --force-fallback-shape-inference.
+    const bool shape_inference_allowed = model_.shape_inference() && !force_fallback_;
+    model_.disable_shape_inference();
     onnx::Model model = model_.load();
     auto& graph = *model->mutable_graph();
     if (inputs_.empty())
       for (const auto& [name, info] : onnx::graph_inputs(graph)) inputs.push_back({name, std::nullopt, std::nullopt});
     if (outputs_.empty())
       for (const auto& [name, info] : onnx::graph_outputs(graph)) outputs.push_back({name, std::nullopt, std::nullopt});
+    check_tensors_exist(graph, inputs, outputs);
 
     auto infos = onnx::known_value_infos(graph);
-    // What still needs the fallback run.
-    std::vector<std::string> unresolved;
-    auto needs = [&](const ParsedTensorArg& t, bool wants_shape) {
-      auto it = infos.find(t.name);
-      bool dtype_missing = !t.dtype && (it == infos.end() || it->second.dtype == DType::kUndefined);
-      bool shape_missing = wants_shape && !t.shape && (it == infos.end() || !it->second.shape);
-      return dtype_missing || shape_missing;
+    // Polygraphy's missing metadata: an input without dtype or shape, an output without dtype.
+    auto missing = [&] {
+      std::vector<std::string> names;
+      auto lacks = [&](const ParsedTensorArg& t, bool wants_shape) {
+        auto it = infos.find(t.name);
+        bool dtype_missing = !t.dtype && (it == infos.end() || it->second.dtype == DType::kUndefined);
+        bool shape_missing = wants_shape && !t.shape && (it == infos.end() || !it->second.shape);
+        return dtype_missing || shape_missing;
+      };
+      for (const auto& t : inputs)
+        if (lacks(t, true)) names.push_back(t.name);
+      for (const auto& t : outputs)
+        if (lacks(t, false)) names.push_back(t.name);
+      return names;
     };
-    for (const auto& t : inputs)
-      if (needs(t, true)) unresolved.push_back(t.name);
-    for (const auto& t : outputs)
-      if (needs(t, true)) unresolved.push_back(t.name);
+    if (shape_inference_allowed && !missing().empty()) {
+      log::info("Running shape inference to derive shapes and/or data types for `auto` arguments.\n"
+                "To avoid this, you can specify the shapes and data types explicitly.");
+      ModelArgs::infer_shapes(model);
+      infos = onnx::known_value_infos(graph);
+    }
     std::map<std::string, TensorInfo> fallback;
-    if (!unresolved.empty()) fallback = run_fallback(model, unresolved, model_shapes);
+    if (auto unresolved = missing(); !unresolved.empty() || force_fallback_) {
+      if (force_fallback_)
+        log::info("Forcing fallback shape inference. This will cause dynamic dimensions to become static.");
+      else
+        log::warning("Shape inference could not resolve {}; running the model on the reference runner to get them. "
+                     "This may cause some dynamic dimensions to become static; give the metadata on the command "
+                     "line to avoid it",
+                     unresolved.size() == 1 ? "'" + unresolved[0] + "'"
+                                            : std::to_string(unresolved.size()) + " tensors");
+      auto data_loader = data_loader_.data_loader();
+      auto metadata = runtime::fallback_shape_inference(model, [&](const TensorMetadata& model_inputs) {
+        auto feeds = data_loader(model_inputs);
+        if (feeds.empty()) raise<InvalidInputError>("the data loader gave no input for fallback shape inference");
+        return feeds.front();
+      });
+      for (const auto& [name, info] : metadata) fallback[name] = info;
+    }
 
-    auto resolve = [&](const ParsedTensorArg& t, bool with_shape) {
-      onnx::ExtractTensor out{t.name, t.dtype, with_shape ? t.shape : std::nullopt};
+    // What the user gave, else (unless forced) what the model or shape inference says, else the fallback run's.
+    auto resolve = [&](const ParsedTensorArg& t, bool is_input) {
+      onnx::ExtractTensor out{t.name, t.dtype, is_input ? t.shape : std::nullopt};
       const TensorInfo* info = nullptr;
-      if (auto it = infos.find(t.name); it != infos.end()) info = &it->second;
+      if (auto it = infos.find(t.name); it != infos.end() && !force_fallback_) info = &it->second;
       const TensorInfo* ran = nullptr;
       if (auto it = fallback.find(t.name); it != fallback.end()) ran = &it->second;
       if (!out.dtype) {
         if (info && info->dtype != DType::kUndefined) out.dtype = info->dtype;
         else if (ran) out.dtype = ran->dtype;
       }
-      if (with_shape && !out.shape) {
+      // Outputs take the fallback's shape only when it is forced, as in Polygraphy.
+      if (!out.shape && (is_input || force_fallback_) && !t.shape) {
         if (info && info->shape) out.shape = info->shape;
         else if (ran) out.shape = ran->shape;
-      }
-      if (!with_shape) {  // outputs: the inferred shape, else the rank seen in the fallback run
-        if (info && info->shape) {
-          out.shape = info->shape;
-        } else if (ran && ran->shape) {
-          out.shape = std::vector<Dim>(ran->shape->size(), Dim::unknown());
-        }
       }
       return out;
     };
@@ -103,64 +136,27 @@ class SurgeonExtractCommand : public Command {
   }
 
  private:
-  // Runs the whole model once on the reference runner and records the dtype and shape of `names`.
-  std::map<std::string, TensorInfo> run_fallback(const onnx::Model& model, const std::vector<std::string>& names,
-                                                 const TensorMetadata& model_shapes) {
-    log::info("Shape inference could not resolve {}; running the model on the reference runner to get them",
-              names.size() == 1 ? "'" + names[0] + "'" : std::to_string(names.size()) + " tensors");
+  // Polygraphy: "Tensor: <name> does not exist in the model." before anything runs.
+  static void check_tensors_exist(const ::onnx::GraphProto& graph, const std::vector<ParsedTensorArg>& inputs,
+                                  const std::vector<ParsedTensorArg>& outputs) {
     std::set<std::string> known;
-    for (const auto& n : model->graph().node())
+    for (const auto& n : graph.node())
       for (const auto& o : n.output()) known.insert(o);
-    for (const auto& v : model->graph().input()) known.insert(v.name());
-    for (const auto& t : model->graph().initializer()) known.insert(t.name());
-    for (const auto& n : names)
-      if (!known.count(n))
-        raise<InvalidInputError>("tensor '{}' does not exist in the model (not a graph input, an initializer nor a "
-                                 "node output)", n);
-    runtime::DataLoaderOptions options;
-    options.seed = seed_;
-    for (const auto& [name, info] : model_shapes) {
-      std::vector<int64_t> dims;
-      for (const auto& d : *info.shape) dims.push_back(d.value ? *d.value : -1);
-      options.input_shapes.emplace_back(name, dims);
-    }
-    runtime::DataLoader loader(options);
-    runtime::Interpreter interpreter(model, runtime::InterpreterOptions{});
-    auto feed_tensors = loader.generate(interpreter.input_metadata(), 0);
-    runtime::NamedValues feed;
-    for (auto& [name, t] : feed_tensors) feed.emplace_back(name, ops::Value::of(t));
-    std::vector<std::string> intermediates;
-    std::map<std::string, TensorInfo> infos;
-    for (const auto& n : names) {
-      auto it = std::find_if(feed_tensors.begin(), feed_tensors.end(), [&](const auto& p) { return p.first == n; });
-      if (it != feed_tensors.end()) {
-        infos[n] = info_of(it->second);
-      } else {
-        intermediates.push_back(n);
-      }
-    }
-    if (!intermediates.empty()) {
-      auto results = interpreter.run(feed, runtime::IntermediateOutputs::list(intermediates));
-      for (auto& [name, value] : results)
-        if (value.is_tensor() && std::find(names.begin(), names.end(), name) != names.end())
-          infos[name] = info_of(value.tensor());
-    }
-    return infos;
+    for (const auto& v : graph.input()) known.insert(v.name());
+    for (const auto& t : graph.initializer()) known.insert(t.name());
+    for (const auto* list : {&inputs, &outputs})
+      for (const auto& t : *list)
+        if (!known.count(t.name))
+          raise<InvalidInputError>("tensor '{}' does not exist in the model (not a graph input, an initializer nor a "
+                                   "node output)", t.name);
   }
 
-  static TensorInfo info_of(const Tensor& t) {
-    TensorInfo info;
-    info.dtype = t.dtype();
-    std::vector<Dim> dims;
-    for (int64_t d : t.shape()) dims.push_back(Dim::fixed(d));
-    info.shape = std::move(dims);
-    return info;
-  }
 
   ModelArgs model_;
   ModelSaveArgs save_;
-  std::vector<std::string> inputs_, outputs_, model_input_shapes_;
-  uint32_t seed_ = 1;
+  DataLoaderArgs data_loader_;
+  std::vector<std::string> inputs_, outputs_;
+  bool force_fallback_ = false;
   std::string output_;
 };
 

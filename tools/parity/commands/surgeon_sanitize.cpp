@@ -8,15 +8,18 @@
 #include <fmt/ranges.h>
 
 #include "args/compute_args.h"
+#include "args/data_loader_args.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
 #include "args/output_marks.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
 #include "parity/compare/python_format.h"
+#include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/passes.h"
 #include "parity/onnx/unbounded_dds.h"
+#include "parity/runtime/passes/fallback_shape_inference.h"
 #include "parity/runtime/passes/fold_constants.h"
 
 namespace parity::cli {
@@ -41,12 +44,26 @@ class SurgeonSanitizeCommand : public Command {
                    "not named; a named tensor is bounded even if it is not listed. Meant for models that are "
                    "constant-folded and shape-inferred")
         ->group("ONNX Model Loading");
+    app.add_flag("--force-fallback-shape-inference", force_fallback_,
+                 "Take every tensor's dtype and shape from one run of the model on the reference runner (inputs "
+                 "from the data loader options), replacing the model's and ONNX shape inference's (which is then "
+                 "not run); dynamic dims become those of the data")
+        ->group("ONNX Model Loading")
+        ->excludes("--no-shape-inference");
+    data_loader_.add_to(app, DataLoaderFlags{.iterations = false, .input_shapes = ""});
     const char* fold = "Constant Folding";
     app.add_flag("--fold-constants", fold_constants_, "Fold constants (evaluated by the reference runner)")
         ->group(fold);
     app.add_option("--num-passes,--num-const-fold-passes", num_passes_,
                    "Number of constant folding passes (default: until nothing changes)")
         ->check(CLI::PositiveNumber)
+        ->group(fold);
+    app.add_option("--partitioning", partitioning_,
+                   "What a node that fails to evaluate keeps from folding: by default, everything in its graph "
+                   "(that pass); 'basic': only the partition it is in (a foldable result and the foldable nodes "
+                   "it depends on); 'recursive': only the nodes that depend on it (failing partitions are split "
+                   "again)")
+        ->check(CLI::IsMember({"basic", "recursive"}))
         ->group(fold);
     app.add_flag("--no-fold-shapes", no_fold_shapes_,
                  "Do not fold Shape nodes (nor Gather/Slice of shapes) from inferred static shapes")
@@ -66,6 +83,9 @@ class SurgeonSanitizeCommand : public Command {
 
   int run() override {
     compute_.apply();
+    data_loader_.parse();
+    // Polygraphy: no ONNX shape inference when the fallback gives the shapes.
+    if (force_fallback_) model_.disable_shape_inference();
     std::optional<int64_t> threshold;
     if (!fold_size_threshold_.empty()) threshold = parse_num_bytes(fold_size_threshold_, "--fold-size-threshold");
     std::optional<onnx::UpperBounds> upper_bounds;
@@ -86,8 +106,18 @@ class SurgeonSanitizeCommand : public Command {
         if (output.type().has_tensor_type()) output.mutable_type()->mutable_tensor_type()->clear_shape();
       if (model_.shape_inference()) onnx::infer_shapes(*model);
     }
+    if (force_fallback_) {
+      auto data_loader = data_loader_.data_loader();
+      auto metadata = runtime::fallback_shape_inference(model, [&](const TensorMetadata& inputs) {
+        auto feeds = data_loader(inputs);
+        if (feeds.empty()) raise<InvalidInputError>("the data loader gave no input for fallback shape inference");
+        return feeds.front();
+      });
+      runtime::set_shapes_from_metadata(graph, metadata);
+    }
     if (fold_constants_) {
       runtime::FoldOptions options;
+      if (!partitioning_.empty()) options.partitioning = runtime::parse_fold_partitioning(partitioning_);
       options.num_passes = num_passes_;
       options.size_threshold = threshold;
       options.fold_shapes = !no_fold_shapes_;
@@ -102,7 +132,7 @@ class SurgeonSanitizeCommand : public Command {
                 report.nodes_before, report.nodes_after, report.nodes_before - report.nodes_after, report.passes,
                 report.tensors_folded, report.shapes_folded, report.ifs_inlined, seconds);
       if (report.failed_evaluations)
-        log::warning("{} node(s) could not be evaluated and were left in the graph (see the warnings above)",
+        log::warning("{} evaluation(s) failed; the nodes they held were left in the graph (see the warnings above)",
                      report.failed_evaluations);
     }
     if (cleanup_) {
@@ -184,6 +214,9 @@ class SurgeonSanitizeCommand : public Command {
   std::vector<std::string> upper_bounds_;
   ModelSaveArgs save_;
   ComputeArgs compute_;
+  DataLoaderArgs data_loader_;
+  bool force_fallback_ = false;
+  std::string partitioning_;
   std::vector<std::string> override_shapes_;
   bool fold_constants_ = false;
   int num_passes_ = 0;
