@@ -168,6 +168,43 @@ TEST(FoldConstants, InlinesIfWithConstantCondition) {
   EXPECT_EQ(max_abs_diff(find(before, "y"), find(run(folded, feed), "y")), 0.0);
 }
 
+// Two constant chains into x: a+b -> *b folds; Neg(a) -> Gather(index 10 of 3) fails to evaluate.
+Builder partially_foldable_model() {
+  Builder b;
+  b.input("x", 1, {3});
+  b.output("y");
+  b.floats("a", {3}, {1, 1, 1});
+  b.floats("b", {3}, {2, 2, 2});
+  b.ints("out_of_range", {1}, {10});
+  b.node("Add", {"a", "b"}, {"good"});
+  b.node("Mul", {"good", "b"}, {"good2"});
+  b.node("Neg", {"a"}, {"neg"});
+  b.node("Gather", {"neg", "out_of_range"}, {"bad"});
+  b.node("Add", {"x", "good2"}, {"y0"});
+  b.node("Add", {"y0", "bad"}, {"y"});
+  return b;
+}
+
+TEST(FoldConstants, PartitioningDecidesWhatAFailingNodeKeepsFromFolding) {
+  Builder b = partially_foldable_model();
+  auto ops_after = [&](runtime::FoldPartitioning partitioning) {
+    onnx::Model folded = copy_of(b.model);
+    runtime::FoldOptions options;
+    options.partitioning = partitioning;
+    auto report = runtime::fold_constants(folded, options);
+    EXPECT_GE(report.failed_evaluations, 1);
+    std::vector<std::string> ops;
+    for (const auto& node : folded->graph().node()) ops.push_back(node.op_type());
+    return ops;
+  };
+  using P = runtime::FoldPartitioning;
+  EXPECT_EQ(ops_after(P::kNone), (std::vector<std::string>{"Add", "Mul", "Neg", "Gather", "Add", "Add"}));
+  EXPECT_EQ(ops_after(P::kBasic), (std::vector<std::string>{"Neg", "Gather", "Add", "Add"}));
+  EXPECT_EQ(ops_after(P::kRecursive), (std::vector<std::string>{"Gather", "Add", "Add"}));
+  EXPECT_EQ(runtime::parse_fold_partitioning("recursive"), P::kRecursive);
+  EXPECT_NE(error_of([] { runtime::parse_fold_partitioning("greedy"); }).find("'greedy'"), std::string::npos);
+}
+
 void expect_fold_keeps_outputs(const std::string& path, std::vector<std::pair<std::string, std::vector<int64_t>>> shapes,
                                std::vector<std::pair<std::string, Tensor>> fixed = {}) {
   onnx::Model model = onnx::load_model(path);

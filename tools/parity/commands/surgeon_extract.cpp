@@ -118,10 +118,13 @@ class SurgeonExtractCommand : public Command {
         if (info && info->dtype != DType::kUndefined) out.dtype = info->dtype;
         else if (ran) out.dtype = ran->dtype;
       }
-      // Outputs take the fallback's shape only when it is forced, as in Polygraphy.
-      if (!out.shape && (is_input || force_fallback_) && !t.shape) {
+      // Outputs take the fallback's shape only when it is forced, as in Polygraphy; otherwise an output
+      // shape inference left unknown takes the rank the run saw, with unknown dims (ONNX's checker
+      // wants a shape on graph outputs; Polygraphy leaves none).
+      if (!out.shape && !t.shape) {
         if (info && info->shape) out.shape = info->shape;
-        else if (ran) out.shape = ran->shape;
+        else if (ran && (is_input || force_fallback_)) out.shape = ran->shape;
+        else if (ran && ran->shape) out.shape = std::vector<Dim>(ran->shape->size(), Dim::unknown());
       }
       return out;
     };
