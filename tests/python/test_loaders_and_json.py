@@ -117,6 +117,26 @@ def test_fold_constants_and_infer_shapes(tmp_path):
     assert isinstance(inferred, onnx.ModelProto)
 
 
+def test_fold_constants_partitioning(tmp_path):
+    """A constant Gather with an out-of-range index cannot be evaluated: without partitioning nothing
+    folds; 'recursive' folds everything that does not depend on it."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    initializers = [numpy_helper.from_array(np.ones((3,), np.float32), "a"),
+                    numpy_helper.from_array(np.array([10], np.int64), "idx")]
+    nodes = [helper.make_node("Neg", ["a"], ["neg"]), helper.make_node("Gather", ["neg", "idx"], ["bad"]),
+             helper.make_node("Add", ["x", "bad"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers)
+    path = tmp_path / "partial.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    assert [n.op_type for n in fold_constants(OnnxFromPath(str(path))).graph.node] == ["Neg", "Gather", "Add"]
+    folded = fold_constants(OnnxFromPath(str(path)), partitioning="recursive")
+    assert [n.op_type for n in folded.graph.node] == ["Gather", "Add"]
+    with pytest.raises(ValueError, match="partitioning"):
+        FoldConstants(OnnxFromPath(str(path)), partitioning="greedy")
+
+
 def test_extract_subgraph_and_modify_outputs(models):
     meta_in = TensorMetadata().add("n2", np.int64, (4,))
     meta_out = TensorMetadata().add("z", np.int64, (4,))
