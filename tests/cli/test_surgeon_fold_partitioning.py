@@ -129,3 +129,12 @@ def test_extract_force_fallback_bad_model_input_shape_names_the_input(run_parity
                         "--model-input-shapes", "z:[1,2,3,4]")
     assert_one_error(result, "'z'")
     assert not out.exists()
+
+
+def test_folding_options_without_fold_constants_draw_polygraphy_warning(run_parity, tmp_path):
+    source, out = tmp_path / "model.onnx", tmp_path / "out.onnx"
+    onnx.save(partially_foldable_model(), source)
+    result = run_parity("surgeon", "sanitize", source, "-o", out, "--partitioning", "basic")
+    assert result.returncode == 0, result.describe()
+    assert "Argument: '--partitioning' will be ignored since constant folding is not enabled." in result.output
+    assert len(onnx.load(str(out)).graph.node) == 6

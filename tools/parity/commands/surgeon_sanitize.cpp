@@ -54,26 +54,26 @@ class SurgeonSanitizeCommand : public Command {
     const char* fold = "Constant Folding";
     app.add_flag("--fold-constants", fold_constants_, "Fold constants (evaluated by the reference runner)")
         ->group(fold);
-    app.add_option("--num-passes,--num-const-fold-passes", num_passes_,
+    fold_options_.push_back(app.add_option("--num-passes,--num-const-fold-passes", num_passes_,
                    "Number of constant folding passes (default: until nothing changes)")
         ->check(CLI::PositiveNumber)
-        ->group(fold);
-    app.add_option("--partitioning", partitioning_,
+        ->group(fold));
+    fold_options_.push_back(app.add_option("--partitioning", partitioning_,
                    "What a node that fails to evaluate keeps from folding: by default, everything in its graph "
                    "(that pass); 'basic': only the partition it is in (a foldable result and the foldable nodes "
                    "it depends on); 'recursive': only the nodes that depend on it (failing partitions are split "
                    "again)")
         ->check(CLI::IsMember({"basic", "recursive"}))
-        ->group(fold);
-    app.add_flag("--no-fold-shapes", no_fold_shapes_,
+        ->group(fold));
+    fold_options_.push_back(app.add_flag("--no-fold-shapes", no_fold_shapes_,
                  "Do not fold Shape nodes (nor Gather/Slice of shapes) from inferred static shapes")
-        ->group(fold);
-    app.add_flag("--no-per-pass-shape-inference", no_per_pass_inference_,
+        ->group(fold));
+    fold_options_.push_back(app.add_flag("--no-per-pass-shape-inference", no_per_pass_inference_,
                  "Run shape inference only before the first folding pass")
-        ->group(fold);
-    app.add_option("--fold-size-threshold", fold_size_threshold_,
+        ->group(fold));
+    fold_options_.push_back(app.add_option("--fold-size-threshold", fold_size_threshold_,
                    "Largest tensor, in bytes, to fold (K, M, G suffixes allowed); larger ones stay computed")
-        ->group(fold);
+        ->group(fold));
     const char* other = "Surgeon";
     app.add_flag("--cleanup", cleanup_, "Remove unused nodes, initializers and graph inputs")->group(other);
     app.add_flag("--toposort", toposort_, "Topologically sort the nodes")->group(other);
@@ -84,6 +84,12 @@ class SurgeonSanitizeCommand : public Command {
   int run() override {
     compute_.apply();
     data_loader_.parse();
+    if (!fold_constants_)
+      for (const CLI::Option* option : fold_options_)
+        if (option->count() > 0)
+          log::warning("Argument: '{}' will be ignored since constant folding is not enabled.\n"
+                       "This argument is only valid when the `--fold-constants` option is provided.",
+                       option->get_name());
     // Polygraphy: no ONNX shape inference when the fallback gives the shapes.
     if (force_fallback_) model_.disable_shape_inference();
     std::optional<int64_t> threshold;
@@ -217,6 +223,7 @@ class SurgeonSanitizeCommand : public Command {
   DataLoaderArgs data_loader_;
   bool force_fallback_ = false;
   std::string partitioning_;
+  std::vector<const CLI::Option*> fold_options_;  // meaningful only with --fold-constants
   std::vector<std::string> override_shapes_;
   bool fold_constants_ = false;
   int num_passes_ = 0;
