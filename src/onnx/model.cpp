@@ -96,6 +96,7 @@ void validate(Model& model, const LoadOptions& options) {
     if (options.check_dims_and_data) check_value_info_dims(graph);
   }, options.max_subgraph_depth);
   for_each_data_tensor(proto, [&](TensorProto& tensor) {
+    if (options.ignore_external_data && uses_external_data(tensor)) return;
     if (options.check_dims_and_data) validate_tensor_data(tensor, model.base_dir);
     else if (uses_external_data(tensor)) resolve_external_location(tensor, model.base_dir);
   });
@@ -117,6 +118,10 @@ Model parse(std::string_view bytes, const fs::path& base_dir, const LoadOptions&
   if (!model.proto->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     raise<InvalidInputError>("cannot parse the file as an ONNX model (invalid or truncated protobuf)");
   if (before_validation) before_validation(*model.proto);
+  if (options.ignore_external_data && (options.load_external_data || options.lazy_weights))
+    raise<InvalidInputError>("ignoring external data cannot be combined with loading it (load_external_data) or "
+                             "with lazy weights");
+  model.external_data_ignored = options.ignore_external_data;
   validate(model, options);
   if (options.load_external_data) load_external_data(model);
   return model;
@@ -182,6 +187,18 @@ std::optional<Model> load_lazily(const fs::path& path, const LoadOptions& option
   });
   model.path = path;
   return model;
+}
+
+Tensor tensor_values(const Model& model, const TensorProto& tensor) {
+  if (model.external_data_ignored && uses_external_data(tensor)) {
+    std::string location;
+    for (const auto& entry : tensor.external_data())
+      if (entry.key() == "location") location = entry.value();
+    raise<InvalidInputError>("tensor '{}' keeps its values in external data ({}), which was not loaded "
+                             "(--ignore-external-data)",
+                             tensor.name(), location);
+  }
+  return tensor_from_proto(tensor, model.base_dir);
 }
 
 Model load_model(const fs::path& path, const LoadOptions& options) {

@@ -11,6 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "parity/core/tensor.h"
 #include "parity/core/tensor_metadata.h"
 
 namespace parity::onnx {
@@ -37,6 +38,10 @@ struct LoadOptions {
   // as declared, and a tensor's data are checked, and refused, only when its values are read.
   // External data locations are checked (inside the model's folder, file exists) either way.
   bool check_dims_and_data = true;
+  // Load the structure only (Polygraphy's --ignore-external-data): external data references are
+  // neither checked nor read, so a model whose data files are absent loads; tensor_values()
+  // refuses the values of such tensors. Not with load_external_data or lazy_weights.
+  bool ignore_external_data = false;
 };
 
 // A model and the folder its external data are relative to.
@@ -44,6 +49,7 @@ struct Model {
   std::shared_ptr<::onnx::ModelProto> proto;
   fs::path path;      // file it was loaded from; empty when loaded from bytes
   fs::path base_dir;  // folder external data locations are relative to
+  bool external_data_ignored = false;  // loaded with LoadOptions::ignore_external_data
 
   ::onnx::ModelProto& operator*() const { return *proto; }
   ::onnx::ModelProto* operator->() const { return proto.get(); }
@@ -72,6 +78,10 @@ struct SaveOptions {
 // Atomic: model (and external data file) are written to temp files and renamed into place.
 void save_model(const Model& model, const fs::path& path, const SaveOptions& options = {});
 std::string serialize_model(const ::onnx::ModelProto& model);  // bytes; throws over 2 GB
+
+// A tensor of `model` decoded (tensor_from_proto with the model's base_dir). InvalidInputError naming
+// the tensor when its values are external data the model was loaded without (ignore_external_data).
+Tensor tensor_values(const Model& model, const ::onnx::TensorProto& tensor);
 
 // Copies every external tensor's bytes into raw_data (so the model no longer depends on files).
 void load_external_data(Model& model);

@@ -54,6 +54,11 @@ class InspectModelCommand : public Command {
                    "and shows subgraphs under their node without 'attrs'")
         ->check(CLI::IsMember({"polygraphy", "parity"}))
         ->group("Display");
+    app.add_flag("--ignore-external-data", ignore_external_data_,
+                 "Load the model's structure without its external data (e.g. when the data files are not "
+                 "available): layers and weights' names, types and shapes are shown, external weights' values are "
+                 "not")
+        ->group("ONNX Model Loading");
     app.add_flag("--list-unbounded-dds", list_unbounded_dds_,
                  "List all tensors with unbounded Data-Dependent Shapes (DDS). Only meaningful for models that "
                  "have been constant folded and have shapes inferred (--shape-inference)")
@@ -69,6 +74,10 @@ class InspectModelCommand : public Command {
     // dims are displayed (the values then as Polygraphy's error placeholder), not refused.
     onnx::LoadOptions load_options;
     load_options.check_dims_and_data = false;
+    if (ignore_external_data_ && !model_.external_data_dir().empty())
+      raise<InvalidInputError>("--ignore-external-data and --external-data-dir contradict each other: give one of "
+                               "them");
+    load_options.ignore_external_data = ignore_external_data_;
     onnx::Model model = model_.load(load_options);
     auto has = [&](const char* what) { return std::find(show_.begin(), show_.end(), what) != show_.end(); };
     OnnxTextOptions options{has("layers"), has("attrs"), has("weights")};
@@ -86,6 +95,9 @@ class InspectModelCommand : public Command {
                                "give --show layers (the executed layers) and attrs (their original op names)");
     if (has("attrs") && !has("layers"))
       raise<InvalidInputError>("--show attrs needs --show layers (the attributes are shown per layer)");
+    if (ignore_external_data_)
+      raise<InvalidInputError>("--ignore-external-data: OpenVINO compiles the model with its weights; with --openvino "
+                               "or a .ovc file the external data are needed");
     if (list_unbounded_dds_ || style_ != "polygraphy")
       raise<InvalidInputError>("--style and --list-unbounded-dds describe the ONNX graph's text; with --openvino or "
                                "a .ovc file the executed layers are shown");
@@ -111,6 +123,7 @@ class InspectModelCommand : public Command {
   std::vector<std::string> show_;
   std::string style_ = "polygraphy";
   bool list_unbounded_dds_ = false;
+  bool ignore_external_data_ = false;
 };
 
 PARITY_REGISTER_COMMAND(InspectModelCommand);

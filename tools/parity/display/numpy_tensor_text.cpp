@@ -67,9 +67,9 @@ std::string ml_dtypes_item(double value) { return fmt::format("{:g}", value); }
 
 }  // namespace
 
-std::string numpy_tensor_text(const ::onnx::TensorProto& proto, const std::filesystem::path& base_dir) {
+std::string numpy_tensor_text(const ::onnx::TensorProto& proto, const onnx::Model& model) {
   if (proto.data_type() == ::onnx::TensorProto::STRING) return string_tensor_text(proto);
-  Tensor tensor = onnx::tensor_from_proto(proto, base_dir);
+  Tensor tensor = onnx::tensor_values(model, proto);
   const TensorView view = tensor.view();
   const DType dtype = view.dtype();
   std::function<std::string(int64_t)> item;

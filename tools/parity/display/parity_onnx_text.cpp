@@ -117,7 +117,7 @@ class ParityOnnxText {
     std::string head = fmt::format("Initializer | {} {}", t.name(), info.to_string());
     Tensor tensor;
     try {
-      tensor = onnx::tensor_from_proto(t, model_.base_dir);
+      tensor = onnx::tensor_values(model_, t);
     } catch (const Error& e) {
       return head + fmt::format(" | <unreadable: {}>", e.message());
     }
@@ -157,7 +157,7 @@ class ParityOnnxText {
         auto info = info_of_initializer(a.t());
         std::string text = "Tensor " + info.to_string();
         try {
-          Tensor t = onnx::tensor_from_proto(a.t(), model_.base_dir);
+          Tensor t = onnx::tensor_values(model_, a.t());
           if (t.size() <= 16) text += " | Values: " + format_values(t.view(), 16);
         } catch (const Error& e) {
           text += fmt::format(" | <unreadable: {}>", e.message());

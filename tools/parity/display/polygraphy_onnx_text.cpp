@@ -209,7 +209,7 @@ class PolygraphyOnnxText {
   // message) when the values cannot be read.
   std::string values_text(const ::onnx::TensorProto& tensor) {
     try {
-      return numpy_tensor_text(tensor, model_.base_dir);
+      return numpy_tensor_text(tensor, model_);
     } catch (const Error& e) {
       std::string message = fmt::format("Failed to load weights.\nNote: Error was: {}", e.message());
       if (logged_errors_.insert(message).second) log::error("{}", message);
