@@ -30,4 +30,10 @@ std::vector<NamedTensors> make_feeds(runtime::Runner& first, const DataLoaderFun
 // iteration, and deactivates it; logs Polygraphy's lines.
 RunnerResults run_runner(runtime::Runner& runner, std::vector<NamedTensors>& feeds, const RunnerSetup& setup);
 
+// run_runner in a child process (RunOptions::use_subprocess; comparator_subprocess.cpp): the
+// results and, when setup.data_loader is set, the feeds come back; setup.on_feeds is then called
+// here, in the caller's process. setup.on_tensor is not supported (it would run in the child).
+RunnerResults run_runner_in_subprocess(runtime::Runner& runner, std::vector<NamedTensors>& feeds,
+                                       const RunnerSetup& setup);
+
 }  // namespace parity::compare::detail

@@ -132,7 +132,8 @@ RunResults Comparator::run(const std::vector<runtime::Runner*>& runners, const D
     setup.exclude_outputs = options.exclude_outputs;
     setup.drop_intermediates =
         options.drop_intermediates && options.intermediates.mode != runtime::IntermediateOutputs::Mode::kNone;
-    results.push_back(detail::run_runner(*runners[i], feeds, setup));
+    results.push_back(options.use_subprocess ? detail::run_runner_in_subprocess(*runners[i], feeds, setup)
+                                             : detail::run_runner(*runners[i], feeds, setup));
   }
   if (feeds_used) *feeds_used = std::move(feeds);
   return results;

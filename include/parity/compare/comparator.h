@@ -58,6 +58,12 @@ struct RunOptions {
   // one runner, nothing saved or compared), intermediates are streamed and dropped as they come:
   // only their names, types and shapes are logged.
   bool drop_intermediates = false;
+  // Polygraphy's use_subprocess (--use-subprocess): each runner is activated and run in a child
+  // process of its own, whose results (and, for the first runner, the feeds it generated) come back
+  // through a temporary file. A runner whose process crashes (a signal, an abort in a backend) or
+  // exits without results fails the run with an Error naming the runner and how its process ended,
+  // instead of taking the calling process down. Runners are left inactive in the caller.
+  bool use_subprocess = false;
 };
 
 struct LayerwiseRunOptions {

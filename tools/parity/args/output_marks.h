@@ -4,12 +4,15 @@
 // --onnx-outputs/--onnx-exclude-outputs: Polygraphy's OnnxLoadArgs outputs options).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "parity/onnx/model.h"
+#include <onnx/onnx_pb.h>
+
 #include "parity/runtime/runner.h"
 
 namespace parity::cli {
@@ -32,5 +35,13 @@ class SavedOutputsArgs {
   std::string prefix_;
   std::vector<std::string> outputs_, exclude_outputs_;
 };
+// Sets `model`'s graph outputs to what a run with these marks returns and compares (`run
+// --save-onnx`), less the `exclude`d names: for "mark all", every output of a node other than a
+// Constant in node order (Polygraphy's mark_layerwise), then any graph output not among them; for a
+// list, the graph outputs, then the listed tensors not among them. Each keeps the type
+// the model declares for it (graph output, value_info or graph input), else has only its name, as
+// Polygraphy's ModifyOutputs leaves it. InvalidInputError for a name no node produces.
+void mark_graph_outputs(::onnx::ModelProto& model, const runtime::IntermediateOutputs& marks,
+                        const std::set<std::string>& exclude);
 
 }  // namespace parity::cli

@@ -22,6 +22,7 @@
 #include "args/data_loader_args.h"
 #include "args/generated_script.h"
 #include "args/model_args.h"
+#include "args/model_save_args.h"
 #include "args/output_marks.h"
 #include "args/runner_args.h"
 #include "args/value_parsing.h"
@@ -63,10 +64,19 @@ class RunCommand : public Command {
         ->group(onnx_load);
     app.add_option("--layerwise-worst", layerwise_worst_,
                    "Layerwise: how many of the worst tensors to list (default 10)")->group(onnx_load);
+    app.add_option("--save-onnx", save_onnx_,
+                   "Save the ONNX model the runners get, with the graph outputs the run compares (--onnx-outputs, "
+                   "--onnx-exclude-outputs) and, with --shape-inference, the inferred shapes")
+        ->group("ONNX Model Saving");
+    save_.add_to(app);
     data_loader_.add_to(app);
     const char* inference = "Comparator Inference";
     data_loader_.add_save_inputs_to(app, inference);
     app.add_option("--save-outputs,--save-results", save_outputs_, "Save the results (Polygraphy RunResults JSON)")
+        ->group(inference);
+    app.add_flag("--use-subprocess", use_subprocess_,
+                 "Run each runner in a subprocess of its own, whose results come back to this one: a backend that "
+                 "crashes is reported as that runner's failure instead of ending parity")
         ->group(inference);
     comparison_.add_to(app);
     compute_.add_to(app);
@@ -96,6 +106,16 @@ class RunCommand : public Command {
     comparison_.parse();
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     runners_.parse();
+    if (save_onnx_.empty() && (save_.external_data_requested() || app_->count("--external-data-size-threshold") ||
+                               app_->count("--no-save-all-tensors-to-one-file")))
+      raise<InvalidInputError>("--save-external-data, --external-data-size-threshold and "
+                               "--no-save-all-tensors-to-one-file say how --save-onnx writes the model: give "
+                               "--save-onnx PATH");
+    // A bad --external-data-size-threshold fails before anything runs.
+    if (!save_onnx_.empty() && save_.external_data_requested()) save_.options();
+    if (use_subprocess_ && runners_.openvino().fused_outputs())
+      raise<InvalidInputError>("--use-subprocess with --ov-outputs mark fused: the fused layers are known only inside "
+                               "the OpenVINO runner's process; leave out one of them");
     // The tensors compared layerwise: --onnx-outputs, else those OpenVINO marks (--ov-outputs).
     // With --ov-outputs mark fused every tensor is compared that OpenVINO's layers write out.
     compared_ = intermediates_.mode != runtime::IntermediateOutputs::Mode::kNone ? intermediates_
@@ -183,7 +203,8 @@ class RunCommand : public Command {
   int write_script() {
     parse_arguments();
     GeneratedScript script;
-    for (const char* flag : {"--layerwise-worst", "--report", "--threads", "--shape-inference", "--check"})
+    for (const char* flag : {"--layerwise-worst", "--report", "--threads", "--shape-inference", "--check",
+                             "--save-onnx", "--use-subprocess"})
       if (app_->count(flag)) script.cannot_express(flag);
     check_model_given();
     if (!model_.path().empty() &&
@@ -246,6 +267,7 @@ class RunCommand : public Command {
       raise<InvalidInputError>("{} is a compiled OpenVINO model: --onnx-outputs and --onnx-exclude-outputs need the "
                                "ONNX model",
                                compiled_file);
+    if (!save_onnx_.empty()) save_onnx(compiled_file);
     auto live = runners_.make_runners([this] { return model_.load_once(kRunnerLoad); }, compiled_file);
 #ifdef __GLIBC__
     // Layerwise runs allocate and free many large tensors; glibc's adaptive mmap threshold would
@@ -270,7 +292,8 @@ class RunCommand : public Command {
     std::vector<compare::LayerwiseResult> layerwise_results;
     std::vector<compare::StreamedValidation> streamed_validation;
 
-    const bool streamed = layerwise() && save_outputs_.empty() && comparison_.is_plain_simple() &&
+    // Streamed comparison reads both runners' tensors as they come: in this process only.
+    const bool streamed = !use_subprocess_ && layerwise() && save_outputs_.empty() && comparison_.is_plain_simple() &&
                           live.size() + loaded.size() == 2 && !live.empty();
     if (streamed) {
       auto run = run_streamed(live, loaded, pairs.at(0), results);
@@ -285,6 +308,7 @@ class RunCommand : public Command {
       options.intermediates = compared_;
       options.exclude_outputs = excluded_;
       options.on_feeds = [this](const std::vector<NamedTensors>& feeds) { data_loader_.save_inputs(feeds); };
+      options.use_subprocess = use_subprocess_;
       // One result and nothing saved, compared or validated: intermediates are only described.
       options.drop_intermediates = live.size() + loaded.size() == 1 && save_outputs_.empty() && !comparison_.validate();
       results = compare::Comparator::run(runners, data_loader_.data_loader(), options);
@@ -321,6 +345,20 @@ class RunCommand : public Command {
     }
     if (!comparison_.report().empty()) write_report(accuracy, validation, layerwise_results, streamed_validation, passed);
     return passed;
+  }
+
+  // --save-onnx: the model as the runners get it (shape-inferred with --shape-inference), its graph
+  // outputs those the run compares, saved before anything runs (atomically: no partial file).
+  void save_onnx(const std::string& compiled_file) {
+    if (model_.path().empty()) raise<InvalidInputError>("--save-onnx {}: no model was given", save_onnx_);
+    if (!compiled_file.empty())
+      raise<InvalidInputError>("--save-onnx: {} is a compiled OpenVINO model, not an ONNX model", compiled_file);
+    const onnx::Model& loaded = model_.load_once(kRunnerLoad);
+    check_tensor_names(loaded);
+    onnx::Model model = loaded;
+    model.proto = std::make_shared<::onnx::ModelProto>(*loaded.proto);  // the runners' copy stays as it is
+    mark_graph_outputs(*model.proto, intermediates_, excluded_);
+    save_.save(model, save_onnx_);
   }
 
   // --ov-outputs mark fused: each compared tensor names the OpenVINO layer that wrote it and the
@@ -366,6 +404,9 @@ class RunCommand : public Command {
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
   std::string save_outputs_;
+  std::string save_onnx_;
+  bool use_subprocess_ = false;
+  ModelSaveArgs save_;
   std::string gen_script_;
   CLI::App* app_ = nullptr;
   std::string model_type_;
