@@ -7,6 +7,7 @@
 #include "parity/compare/comparator.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/runtime/feed_coercion.h"
 
 namespace parity::compare {
 
@@ -45,6 +46,7 @@ std::vector<NamedTensors> make_feeds(runtime::Runner& first, const DataLoaderFun
   if (feeds.empty()) log::warning("Data loader did not yield any input data.");
   for (std::size_t i = 0; i < feeds.size(); ++i) {
     runtime::match_feed_names(metadata, feeds[i]);
+    runtime::coerce_feed_dtypes(metadata, feeds[i]);
     with_context(fmt::format("iteration {}", i), [&] { runtime::validate_feed(metadata, feeds[i], first.name()); });
   }
   if (on_feeds) on_feeds(feeds);

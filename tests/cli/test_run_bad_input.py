@@ -33,14 +33,35 @@ def test_malformed_load_inputs(run_parity, small_cnn, tmp_path):
     assert not saved.exists()
 
 
-def test_wrong_dtype_in_load_inputs(run_parity, small_cnn, tmp_path):
+def test_float64_load_inputs_are_cast_as_polygraphy_casts_them(run_parity, small_cnn, tmp_path):
+    # Polygraphy's data loader cache warns and casts (numpy's astype) a buffer of another dtype.
+    values = np.random.RandomState(3).standard_normal((1, 3, 32, 32)) * 1e-3 + 0.1
     npz = tmp_path / "inputs.npz"
-    np.savez(npz, image=np.zeros((1, 3, 32, 32), np.float64))
+    np.savez(npz, image=values)
+    saved_in = tmp_path / "saved.json"
+    run = run_parity("run", small_cnn, "--ref", "--load-inputs", npz, "--save-inputs", saved_in, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    assert ("Input tensor: image | Buffer dtype (float64) does not match expected input dtype (float32), "
+            "attempting to cast.") in run.stdout
+    assert "out of range" not in run.stdout
+    from polygraphy.json import load_json
+    saved = load_json(str(saved_in))[0]["image"]
+    assert saved.dtype == np.float32
+    assert np.array_equal(saved, values.astype(np.float32))
+
+
+def test_out_of_range_cast_warns_and_uncastable_dtype_is_refused(run_parity, small_cnn, tmp_path):
+    npz = tmp_path / "inputs.npz"
+    np.savez(npz, image=np.full((1, 3, 32, 32), 1e39, np.float64))
+    run = run_parity("run", small_cnn, "--ref", "--load-inputs", npz, timeout=RUN_TIMEOUT)
+    assert "Some values in this input are out of range of float32. Unexpected behavior may ensue!" in run.stdout, \
+        run.describe()
+    np.savez(npz, image=np.zeros((1, 3, 32, 32), np.complex128))
     saved_in = tmp_path / "saved.json"
     run = run_parity("run", small_cnn, "--ref", "--load-inputs", npz, "--save-inputs", saved_in, timeout=RUN_TIMEOUT)
     assert run.returncode == 1, run.describe()
     line = single_error_line(run)
-    assert "image" in line and "float64" in line and "float32" in line
+    assert "image" in line and "complex128" in line and "float32" in line
     assert not saved_in.exists()
 
 
