@@ -22,7 +22,7 @@ Tensor tensor_of(DType dtype, const std::vector<T>& values) {
 
 template <typename T>
 std::vector<T> values_of(const Tensor& tensor) {
-  return {tensor.data<T>(), tensor.data<T>() + tensor.size()};
+  return std::vector<T>(tensor.data<T>(), tensor.data<T>() + tensor.size());  // not {}: vector<bool>'s list
 }
 
 TEST(FeedCoercion, Float64ToFloat32RoundsToNearest) {

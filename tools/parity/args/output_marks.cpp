@@ -1,7 +1,6 @@
 #include "args/output_marks.h"
 
 #include <fmt/format.h>
-#include <map>
 
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
@@ -39,42 +38,15 @@ runtime::IntermediateOutputs parse_output_marks(const std::vector<std::string>& 
 void mark_graph_outputs(::onnx::ModelProto& model, const runtime::IntermediateOutputs& marks,
                         const std::set<std::string>& exclude) {
   ::onnx::GraphProto& graph = *model.mutable_graph();
-  std::set<std::string> produced;
-  for (const auto& node : graph.node())
-    for (const auto& output : node.output())
-      if (!output.empty()) produced.insert(output);
   std::vector<std::string> names;
-  std::set<std::string> seen;
-  auto add = [&](const std::string& name) {
-    if (seen.insert(name).second) names.push_back(name);
-  };
-  // "mark all" in Polygraphy's order: node outputs, Constants' left out.
-  if (marks.mode == runtime::IntermediateOutputs::Mode::kAll)
-    for (const auto& node : graph.node())
-      if (node.op_type() != "Constant")
-        for (const auto& output : node.output())
-          if (!output.empty()) add(output);
-  for (const auto& output : graph.output()) add(output.name());
+  // "mark all" in Polygraphy's order (node outputs, Constants' left out), then the graph outputs;
+  // a list: the graph outputs, then the listed tensors. onnx::mark_outputs keeps each name once.
+  if (marks.mode == runtime::IntermediateOutputs::Mode::kAll) names = onnx::markable_tensor_names(graph);
+  for (const auto& output : graph.output()) names.push_back(output.name());
   if (marks.mode == runtime::IntermediateOutputs::Mode::kList)
-    for (const auto& name : marks.names) {
-      if (!produced.count(name))
-        raise<InvalidInputError>("--onnx-outputs: no node produces a tensor called '{}'", name);
-      add(name);
-    }
-  std::map<std::string, ::onnx::ValueInfoProto> declared;
-  for (const auto& value : graph.input()) declared[value.name()] = value;
-  for (const auto& value : graph.value_info()) declared[value.name()] = value;
-  for (const auto& value : graph.output()) declared[value.name()] = value;
-  graph.clear_output();
-  for (const auto& name : names) {
-    if (exclude.count(name)) continue;
-    auto found = declared.find(name);
-    if (found != declared.end()) {
-      *graph.add_output() = found->second;
-    } else {
-      graph.add_output()->set_name(name);
-    }
-  }
+    names.insert(names.end(), marks.names.begin(), marks.names.end());
+  std::erase_if(names, [&](const std::string& name) { return exclude.count(name) > 0; });
+  with_context("--onnx-outputs", [&] { onnx::mark_outputs(graph, names); });
 }
 
 }  // namespace parity::cli
