@@ -5,6 +5,10 @@ PRESET ?= release
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 PARITY := build/$(PRESET)/tools/parity/parity
 DEMO_MODEL := examples/models/small_cnn.onnx
+# Worker processes for the pytest suites (pytest-xdist): most cases wait on a tool they started,
+# so two workers keep both cores busy. PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS ?= 2
+PYTEST := python -m pytest -q -n $(PYTEST_WORKERS)
 
 .PHONY: all setup build build-asan demo test test-unit test-cli test-peers test-python test-asan conformance-report bench clean
 
@@ -29,7 +33,7 @@ test-unit: build
 	ctest --preset $(PRESET) -j 2
 
 test-cli: build
-	PARITY_BIN=$(CURDIR)/$(PARITY) python -m pytest -q tests/cli
+	PARITY_BIN=$(CURDIR)/$(PARITY) $(PYTEST) tests/cli
 
 # Everything ctest runs (unit tests, the kernel fuzz test, the ONNX conformance suite) and the
 # bad-input CLI tests again under AddressSanitizer + UBSan (any report fails the run).
@@ -44,11 +48,11 @@ test-peers: build
 	PARITY_BIN=$(CURDIR)/$(PARITY) \
 	PARITY_RUN_BACKEND=$(CURDIR)/build/$(PRESET)/tests/peers/parity_run_backend \
 	PARITY_COMPARE_TOOL=$(CURDIR)/build/$(PRESET)/tests/peers/parity_compare_tool \
-	  python -m pytest -q tests/peers
+	  $(PYTEST) tests/peers
 
 # The Python package (import parity) from this build, against polygraphy where both have the API.
 test-python: build
-	PYTHONPATH=$(CURDIR)/build/$(PRESET)/python python -m pytest -q tests/python
+	PYTHONPATH=$(CURDIR)/build/$(PRESET)/python $(PYTEST) tests/python
 
 test: test-unit test-asan test-cli test-peers test-python
 

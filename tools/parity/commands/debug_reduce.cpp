@@ -25,6 +25,7 @@
 #include "parity/debug/reduce.h"
 #include "parity/onnx/model.h"
 #include "parity/onnx/passes.h"
+#include "parity/runtime/feed_coercion.h"
 #include "parity/runtime/interpreter.h"
 
 namespace parity::cli {
@@ -109,7 +110,13 @@ class DebugReduceCommand : public Command {
     std::vector<NamedTensors> feeds;
     {
       runtime::Interpreter interpreter(model, runtime::InterpreterOptions{});
-      feeds = data_loader_.data_loader()(interpreter.input_metadata());
+      TensorMetadata metadata = interpreter.input_metadata();
+      feeds = data_loader_.data_loader()(metadata);
+      // As the run loop does: Polygraphy's name matching and dtype casts of loaded inputs.
+      for (auto& feed : feeds) {
+        runtime::match_feed_names(metadata, feed);
+        runtime::coerce_feed_dtypes(metadata, feed);
+      }
     }
     log::info("Running the whole model on the reference runner ({} sample(s)) for the values of tensors that "
               "become graph inputs",
