@@ -193,9 +193,20 @@ class Reducer {
     std::vector<std::string> original_outputs;
     for (const auto& output : graph_.model()->graph().output()) original_outputs.push_back(output.name());
 
-    if (!fails("full", "the whole model", all, original_outputs))
-      raise<InvalidInputError>("the check passes on the whole model ({} nodes): there is no failure to reduce",
-                               total);
+    // Polygraphy never checks the whole model: it searches anyway and keeps the smallest candidate seen
+    // failing, or the whole model when none fails. Parity checks it first, says so, and does the same
+    // unless the caller asked for a failing model.
+    result.whole_model_passes = !fails("full", "the whole model", all, original_outputs);
+    if (result.whole_model_passes) {
+      if (options_.require_failing_model)
+        raise<InvalidInputError>("the check passes on the whole model ({} nodes): there is no failure to reduce",
+                                 total);
+      log::warning("The check passes on the whole model ({} nodes): there is no failure to reduce. Going on as "
+                   "Polygraphy does: the reduced model is the smallest candidate that fails the check, or the whole "
+                   "model (which passes) if none does",
+                   total);
+    }
+    bool failure_found = !result.whole_model_passes;
     std::vector<int> nodes = all;
     std::vector<std::string> outputs = original_outputs;
 
@@ -224,26 +235,12 @@ class Reducer {
           fail = length;
         }
       }
-      const int failing = fail - 1;
-      result.failing_node = graph_.describe(failing);
-      log::info("Failing node: {} (the check passes on the {} node(s) before it and fails once it is added)",
-                result.failing_node, pass);
-      nodes.assign(all.begin(), all.begin() + fail);
-      outputs = graph_.unread_outputs(nodes);
-      // Phase 2: only the failing node's ancestors, only its outputs.
-      std::vector<int> ancestors = graph_.ancestors(failing);
-      std::vector<std::string> node_outputs;
-      for (const auto& output : graph_.node(failing).output())
-        if (!output.empty()) node_outputs.push_back(output);
-      if (ancestors.size() < nodes.size() || node_outputs.size() < outputs.size()) {
-        if (fails("neighbourhood:" + std::to_string(failing),
-                  fmt::format("neighbourhood | the {} ancestor(s) of {}", ancestors.size(), result.failing_node),
-                  ancestors, node_outputs)) {
-          nodes = ancestors;
-          outputs = node_outputs;
-        } else {
-          log::info("The failing node's ancestors alone pass; keeping the prefix's outputs");
-        }
+      // With a passing whole model, `fail` still at the end means that no prefix failed either.
+      if (result.whole_model_passes && fail == total) {
+        log::info("No prefix of the nodes fails the check: the graph outputs stay as they are");
+      } else {
+        failure_found = true;
+        reduce_to_failing_node(fail, pass, all, nodes, outputs, result);
       }
     }
 
@@ -281,18 +278,47 @@ class Reducer {
           fail = start;
         }
       }
+      if (fail > 0) failure_found = true;
       outputs = suffix_outputs(fail);
       nodes = graph_.needed(std::vector<int>(nodes.begin() + fail, nodes.end()), outputs);
     }
 
     result.reduced = graph_.build(nodes, outputs, &result.frozen_inputs);
-    result.min_good = last_passing_;
+    result.reduced_fails = failure_found;
+    // With no failing candidate there is no failure for a passing model to be close to.
+    if (failure_found) result.min_good = last_passing_;
     result.checks_run = checks_run_;
     result.checks_replayed = checks_replayed_;
     return result;
   }
 
  private:
+  // Phases 1's outcome and phase 2: the prefix of `fail` nodes fails and that of `pass` nodes passes, so
+  // the prefix's last node is the failing node; then only its ancestors, with only its outputs.
+  void reduce_to_failing_node(int fail, int pass, const std::vector<int>& all, std::vector<int>& nodes,
+                              std::vector<std::string>& outputs, ReduceResult& result) {
+    const int failing = fail - 1;
+    result.failing_node = graph_.describe(failing);
+    log::info("Failing node: {} (the check passes on the {} node(s) before it and fails once it is added)",
+              result.failing_node, pass);
+    nodes.assign(all.begin(), all.begin() + fail);
+    outputs = graph_.unread_outputs(nodes);
+    std::vector<int> ancestors = graph_.ancestors(failing);
+    std::vector<std::string> node_outputs;
+    for (const auto& output : graph_.node(failing).output())
+      if (!output.empty()) node_outputs.push_back(output);
+    if (ancestors.size() < nodes.size() || node_outputs.size() < outputs.size()) {
+      if (fails("neighbourhood:" + std::to_string(failing),
+                fmt::format("neighbourhood | the {} ancestor(s) of {}", ancestors.size(), result.failing_node),
+                ancestors, node_outputs)) {
+        nodes = std::move(ancestors);
+        outputs = std::move(node_outputs);
+      } else {
+        log::info("The failing node's ancestors alone pass; keeping the prefix's outputs");
+      }
+    }
+  }
+
   bool fails(const std::string& key, const std::string& what, const std::vector<int>& nodes,
              const std::vector<std::string>& outputs) {
     ++step_;

@@ -126,9 +126,10 @@ def test_fail_code_regex_and_ignore(run_parity, chain, tmp_path):
     _, reduced = reduce(run_parity, chain, tmp_path / "a.onnx", *SHAPES, "--fail-code", "3", *check, cwd=tmp_path)
     assert PLANTED in node_names(reduced)
     # An ignored code passes, whatever the output says.
-    result = run_parity("debug", "reduce", chain, "-o", tmp_path / "c.onnx", *SHAPES, "--ignore-fail-code", "3",
-                        "--fail-regex", "PLANTED", *check, cwd=tmp_path)
-    assert_one_error(result, "the check passes on the whole model")
+    result, reduced = reduce(run_parity, chain, tmp_path / "c.onnx", *SHAPES, "--ignore-fail-code", "3",
+                             "--fail-regex", "PLANTED", *check, cwd=tmp_path)
+    assert "The check passes on the whole model (1001 nodes)" in result.stdout + result.stderr, result.describe()
+    assert len(reduced.graph.node) == 1001
     # A regex alone decides, whatever the exit code.
     script_zero = check_script(tmp_path, exit_code=0, message="PLANTED FOUND")
     _, reduced = reduce(run_parity, chain, tmp_path / "d.onnx", *SHAPES, "--fail-regex", "PLANTED F.UND",
@@ -158,13 +159,31 @@ def test_no_reduce_outputs_keeps_the_outputs(run_parity, chain, tmp_path):
     assert "outputs (" not in result.stdout and PLANTED in node_names(reduced)
 
 
+def test_passing_whole_model_goes_on_as_polygraphy(run_parity, chain, tmp_path):
+    """A check that never fails: Polygraphy searches anyway and saves the whole model; Parity does the same,
+    with warnings saying that the whole model passes, and writes no --min-good (no failure to be close to)."""
+    passing = tmp_path / "pass.sh"
+    passing.write_text("#!/bin/sh\nexit 0\n")
+    passing.chmod(0o755)
+    result, reduced = reduce(run_parity, chain, tmp_path / "r.onnx", *SHAPES, "--min-good", tmp_path / "good.onnx",
+                             "--check", passing, "polygraphy_debug.onnx", cwd=tmp_path)
+    text = result.stdout + result.stderr
+    assert "The check passes on the whole model (1001 nodes): there is no failure to reduce" in text, text
+    assert "the reduced model is the whole model (1001 node(s)), which PASSES the check" in text, text
+    assert "nothing is saved to" in text and not (tmp_path / "good.onnx").exists(), text
+    assert len(reduced.graph.node) == 1001 and [o.name for o in reduced.graph.output] == ["out"]
+    assert "Step 2 |" in text  # the search went on after the whole model
+
+
 def test_bad_input(run_parity, chain, tmp_path):
     passing = tmp_path / "pass.sh"
     passing.write_text("#!/bin/sh\nexit 0\n")
     passing.chmod(0o755)
     run = lambda *flags: run_parity("debug", "reduce", chain, *flags, cwd=tmp_path)
-    assert_one_error(run("-o", "r.onnx", *SHAPES, "--check", passing, "polygraphy_debug.onnx"),
+    assert_one_error(run("-o", "r.onnx", *SHAPES, "--require-failing-model", "--check", passing,
+                         "polygraphy_debug.onnx"),
                      "the check passes on the whole model (1001 nodes): there is no failure to reduce")
+    assert not (tmp_path / "r.onnx").exists()
     assert_one_error(run("-o", "r.onnx", "--check", "no-such-check-command", "x"),
                      "'no-such-check-command' was not found")
     assert_one_error(run("-o", "r.onnx", "--check", "./missing.sh"), "'./missing.sh' was not found")

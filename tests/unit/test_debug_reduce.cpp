@@ -94,10 +94,53 @@ TEST(DebugReduce, NoReductionPhasesKeepsTheModelsOutputs) {
   EXPECT_EQ(result.checks_run, 1);
 }
 
-TEST(DebugReduce, PassingWholeModelIsAnError) {
+TEST(DebugReduce, PassingWholeModelGoesOnAndKeepsTheWholeModelWhenNothingFails) {
   auto model = branches(4, 1);
   auto values = values_of(model);
-  EXPECT_THROW(debug::reduce(model, values, [](const onnx::Model&, int) { return false; }), InvalidInputError);
+  for (auto mode : {debug::ReduceMode::kBisect, debug::ReduceMode::kLinear}) {
+    debug::ReduceOptions options;
+    options.mode = mode;
+    int checks = 0;
+    auto result = debug::reduce(
+        model, values,
+        [&checks](const onnx::Model&, int) {
+          ++checks;
+          return false;
+        },
+        options);
+    EXPECT_TRUE(result.whole_model_passes);
+    EXPECT_FALSE(result.reduced_fails);
+    EXPECT_EQ(result.reduced->graph().node_size(), 9);
+    EXPECT_EQ(result.reduced->graph().output_size(), 1);
+    EXPECT_EQ(result.failing_node, "");
+    EXPECT_FALSE(result.min_good);
+    EXPECT_GT(checks, 1);  // the search went on after the whole model
+    EXPECT_EQ(result.checks_run, checks);
+  }
+  debug::ReduceOptions strict;
+  strict.require_failing_model = true;
+  EXPECT_THROW(debug::reduce(model, values, [](const onnx::Model&, int) { return false; }, strict),
+               InvalidInputError);
+}
+
+TEST(DebugReduce, PassingWholeModelKeepsTheSmallestFailingCandidate) {
+  // Fails only on candidates that hold the planted node without the Concat: never on the whole model.
+  auto model = branches(12, 5);
+  auto values = values_of(model);
+  auto check = [](const onnx::Model& m, int) {
+    for (const auto& node : m->graph().node())
+      if (node.name() == "concat") return false;
+    return contains_bad(m);
+  };
+  for (auto mode : {debug::ReduceMode::kBisect, debug::ReduceMode::kLinear}) {
+    debug::ReduceOptions options;
+    options.mode = mode;
+    auto result = debug::reduce(model, values, check, options);
+    EXPECT_TRUE(result.whole_model_passes);
+    EXPECT_TRUE(result.reduced_fails);
+    EXPECT_TRUE(check(result.reduced, 0));
+    EXPECT_EQ(names(result.reduced), std::vector<std::string>{"bad"});
+  }
 }
 
 TEST(DebugReduce, ReplayAnswersEveryCheckAndBelongsToItsModel) {

@@ -46,6 +46,9 @@ struct ReduceOptions {
   bool reduce_inputs = true;
   std::filesystem::path load_replay;  // outcomes read back instead of checked (empty: none)
   std::filesystem::path save_replay;  // rewritten after each check (empty: none)
+  // When the whole model passes the check: false (Polygraphy's behaviour) warns and searches anyway,
+  // the result being the smallest failing candidate or the whole model; true throws InvalidInputError.
+  bool require_failing_model = false;
 };
 
 struct ReduceResult {
@@ -53,15 +56,18 @@ struct ReduceResult {
   std::optional<onnx::Model> min_good;  // the passing candidate closest to `reduced`, when one was seen
   std::string failing_node;             // describe_node of the node phase 1 found ("" without it)
   std::vector<std::string> frozen_inputs;  // graph inputs of `reduced` that were intermediate tensors
+  bool whole_model_passes = false;  // the check passed on the whole model
+  bool reduced_fails = true;        // `reduced` was seen failing (false: no candidate failed, it is the whole model)
   int64_t original_nodes = 0;
   int checks_run = 0;       // checks actually run
   int checks_replayed = 0;  // outcomes taken from the replay
 };
 
 // Reduces `model` (its Constant nodes lowered and sorted first). `values` must hold every tensor
-// that can become a candidate's graph input (run_full_model). Throws InvalidInputError when the
-// whole model passes the check (nothing to reduce) and FileError for a replay that cannot be read
-// or that does not belong to this model.
+// that can become a candidate's graph input (run_full_model). When the whole model passes the check,
+// warns and searches anyway as Polygraphy does (or throws InvalidInputError with
+// options.require_failing_model). Throws FileError for a replay that cannot be read or that does not
+// belong to this model.
 ReduceResult reduce(const onnx::Model& model, const TensorValues& values, const FailureCheck& check,
                     const ReduceOptions& options = {});
 

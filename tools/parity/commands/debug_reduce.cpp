@@ -71,6 +71,10 @@ class DebugReduceCommand : public Command {
                  "Do not change the graph outputs: only find the latest failing inputs")
         ->excludes(no_inputs)
         ->group(group);
+    app.add_flag("--require-failing-model", require_failing_model_,
+                 "Refuse (exit 1) when the check passes on the whole model, instead of going on as Polygraphy does "
+                 "(a warning, then the smallest failing candidate or the whole model is saved)")
+        ->group(group);
     app.add_option("--model-input-shapes,--model-inputs", model_input_shapes_,
                    "Shapes to set on the model's inputs before reducing: name:[dims]")
         ->group(group);
@@ -129,6 +133,7 @@ class DebugReduceCommand : public Command {
     options.reduce_outputs = !no_reduce_outputs_;
     options.load_replay = replay_.load_path();
     options.save_replay = replay_.save_path();
+    options.require_failing_model = require_failing_model_;
     debug::FailureCheck check = checks_.given() ? debug::FailureCheck([this](const onnx::Model& candidate, int step) {
       return run_check_command(candidate, step);
     })
@@ -152,6 +157,10 @@ class DebugReduceCommand : public Command {
         log::info("Saving the minimal good model ({} node(s)) to: {}", (*result.min_good)->graph().node_size(),
                   min_good_);
         onnx::save_model(*result.min_good, min_good_, save_.options());
+      } else if (!result.reduced_fails) {
+        log::warning("No candidate failed the check: there is no failing model for a minimal good model to be close "
+                     "to, so nothing is saved to {}",
+                     min_good_);
       } else {
         log::warning("No candidate passed the check: there is no minimal good model to save to {}", min_good_);
       }
@@ -264,6 +273,10 @@ class DebugReduceCommand : public Command {
     std::vector<std::string> outputs;
     for (const auto& output : graph.output()) outputs.push_back(output.name());
     log::info("Graph outputs: {}", fmt::join(outputs, ", "));
+    if (!result.reduced_fails)
+      log::warning("No candidate failed the check: the reduced model is the whole model ({} node(s)), which PASSES "
+                   "the check",
+                   graph.node_size());
   }
 
   ModelArgs model_;
@@ -272,7 +285,7 @@ class DebugReduceCommand : public Command {
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
   std::string output_, min_good_, mode_ = "bisect";
-  bool no_reduce_inputs_ = false, no_reduce_outputs_ = false;
+  bool no_reduce_inputs_ = false, no_reduce_outputs_ = false, require_failing_model_ = false;
   std::vector<std::string> model_input_shapes_;
   CheckArgs checks_;
   std::string iter_artifact_ = "polygraphy_debug.onnx";
