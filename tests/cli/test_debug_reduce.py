@@ -291,3 +291,33 @@ def test_peak_detector_keeps_the_convolution_that_breaks_the_ties(run_parity, tm
     assert "conv0" not in kept and "to_float" not in kept
     if len(kept) > 3:
         assert "last 3 of 11 nodes | 3 node(s), 1 output(s) | pass" in result.stdout, result.stdout
+
+
+def dims(value):
+    return [d.dim_value or d.dim_param for d in value.type.tensor_type.shape.dim]
+
+
+def test_force_fallback_shape_inference(run_parity, tmp_path):
+    """--force-fallback-shape-inference: the shapes of one run on the data loader's input replace the model's
+    (dynamic dims become the data's); refused with --no-shape-inference."""
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Identity", ["X"], ["Y"], name="copy")], "g",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 2, "h", "w"])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 2, "h", "w"])])
+    model = tmp_path / "dynamic.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    data = ["--input-shapes", "X:[1,2,3,4]", "--check", "false"]
+    _, reduced = reduce(run_parity, model, tmp_path / "plain.onnx", *data, cwd=tmp_path)
+    assert dims(reduced.graph.input[0]) == dims(reduced.graph.output[0]) == [1, 2, "h", "w"]
+    result, reduced = reduce(run_parity, model, tmp_path / "fallback.onnx", "--force-fallback-shape-inference", *data,
+                             cwd=tmp_path)
+    assert dims(reduced.graph.input[0]) == dims(reduced.graph.output[0]) == [1, 2, 3, 4]
+    assert "Freezing shapes in the model according to values determined by fallback shape inference" in result.stdout
+    # --model-input-shapes first, then the run on those shapes.
+    _, reduced = reduce(run_parity, model, tmp_path / "model_shapes.onnx", "--force-fallback-shape-inference",
+                        "--model-input-shapes", "X:[1,2,5,5]", "--check", "false", cwd=tmp_path)
+    assert dims(reduced.graph.input[0]) == dims(reduced.graph.output[0]) == [1, 2, 5, 5]
+    both = run_parity("debug", "reduce", model, "-o", tmp_path / "x.onnx", "--no-shape-inference",
+                      "--force-fallback-shape-inference", "--check", "false", cwd=tmp_path)
+    assert both.returncode == 1 and "--no-shape-inference excludes --force-fallback-shape-inference" in both.output
+    assert not (tmp_path / "x.onnx").exists()

@@ -27,6 +27,7 @@
 #include "parity/onnx/passes.h"
 #include "parity/runtime/feed_coercion.h"
 #include "parity/runtime/interpreter.h"
+#include "parity/runtime/passes/fallback_shape_inference.h"
 
 namespace parity::cli {
 namespace {
@@ -78,6 +79,12 @@ class DebugReduceCommand : public Command {
     app.add_option("--model-input-shapes,--model-inputs", model_input_shapes_,
                    "Shapes to set on the model's inputs before reducing: name:[dims]")
         ->group(group);
+    app.add_flag("--force-fallback-shape-inference", force_fallback_,
+                 "Take the dtype and shape of every tensor from one run of the model on the reference runner "
+                 "(the data loader's first input, after --model-input-shapes), replacing the model's; ONNX shape "
+                 "inference is then not run. Dynamic dims become those of the data")
+        ->group("ONNX Model Loading")
+        ->excludes("--no-shape-inference");
 
     checks_.add_to(app,
                    "A command to check each candidate, given last: every argument after it is the command's "
@@ -101,12 +108,14 @@ class DebugReduceCommand : public Command {
   int run() override {
     const auto start = std::chrono::steady_clock::now();
     parse_arguments();
+    // As Polygraphy: no ONNX shape inference when the fallback gives the shapes.
+    if (force_fallback_) model_.disable_shape_inference();
     onnx::Model model = model_.load();
     refuse_unrelated_min_good(model);
     if (!model_input_shapes_.empty()) {
       onnx::override_input_shapes(*model->mutable_graph(),
                                   parse_input_shapes(model_input_shapes_, "--model-input-shapes"));
-      onnx::infer_shapes(*model);
+      if (!force_fallback_) onnx::infer_shapes(*model);
     }
     onnx::lower_constant_nodes(*model->mutable_graph());
 
@@ -121,6 +130,13 @@ class DebugReduceCommand : public Command {
         runtime::match_feed_names(metadata, feed);
         runtime::coerce_feed_dtypes(metadata, feed);
       }
+    }
+    if (force_fallback_) {
+      if (feeds.empty()) raise<InvalidInputError>("the data loader gave no input for fallback shape inference");
+      log::info("Freezing shapes in the model according to values determined by fallback shape inference");
+      auto metadata =
+          runtime::fallback_shape_inference(model, [&feeds](const TensorMetadata&) { return feeds.front(); });
+      runtime::set_shapes_from_metadata(*model->mutable_graph(), metadata);
     }
     log::info("Running the whole model on the reference runner ({} sample(s)) for the values of tensors that "
               "become graph inputs",
@@ -285,7 +301,8 @@ class DebugReduceCommand : public Command {
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
   std::string output_, min_good_, mode_ = "bisect";
-  bool no_reduce_inputs_ = false, no_reduce_outputs_ = false, require_failing_model_ = false;
+  bool no_reduce_inputs_ = false, no_reduce_outputs_ = false, require_failing_model_ = false,
+       force_fallback_ = false;
   std::vector<std::string> model_input_shapes_;
   CheckArgs checks_;
   std::string iter_artifact_ = "polygraphy_debug.onnx";
