@@ -11,6 +11,7 @@
 #include "parity/debug/replay.h"
 #include "parity/onnx/graph_order.h"
 #include "parity/onnx/passes.h"
+#include "parity/onnx/tensor_proto.h"
 #include "parity/runtime/interpreter.h"
 
 namespace parity::debug {
@@ -86,8 +87,12 @@ class PreparedGraph {
 
   // The model made of `nodes` (sorted), computing `outputs`; tensors read but not made become graph
   // inputs (original inputs keep their declaration; others take dtype and shape from the values).
+  // With `freeze_cut_branches`, such a tensor that the first node does not read is an initializer
+  // holding its value in the first sample instead (Polygraphy's freezing of cut-off branches), its
+  // name appended to `frozen_initializers`.
   onnx::Model build(const std::vector<int>& nodes, const std::vector<std::string>& outputs,
-                    std::vector<std::string>* frozen = nullptr) const {
+                    std::vector<std::string>* frozen = nullptr, bool freeze_cut_branches = false,
+                    std::vector<std::string>* frozen_initializers = nullptr) const {
     onnx::Model candidate;
     candidate.proto = std::make_shared<::onnx::ModelProto>();
     candidate.path = model_.path;
@@ -115,6 +120,11 @@ class PreparedGraph {
           *graph.add_input() = *it->second;
           continue;
         }
+        if (freeze_cut_branches && !reads_first(nodes, tensor)) {
+          *graph.add_initializer() = onnx::tensor_to_proto(value_of(tensor), tensor);
+          if (frozen_initializers) frozen_initializers->push_back(tensor);
+          continue;
+        }
         add_value_info(*graph.add_input(), tensor);
         if (frozen) frozen->push_back(tensor);
       }
@@ -134,6 +144,21 @@ class PreparedGraph {
   }
 
  private:
+  bool reads_first(const std::vector<int>& nodes, const std::string& tensor) const {
+    if (nodes.empty()) return false;
+    const auto& first = reads_[*std::min_element(nodes.begin(), nodes.end())];
+    return std::find(first.begin(), first.end(), tensor) != first.end();
+  }
+
+  // The tensor's value in the first sample (the data loader's first input), as Polygraphy freezes it.
+  const Tensor& value_of(const std::string& name) const {
+    if (values_.empty() || !values_.front().count(name))
+      raise<InvalidInputError>("tensor '{}' has no value from the run of the whole model (it is not a tensor, or "
+                               "the run did not produce it), so it cannot be frozen into an initializer",
+                               name);
+    return values_.front().at(name);
+  }
+
   // dtype from the values, dims fixed where every sample agrees.
   void add_value_info(::onnx::ValueInfoProto& info, const std::string& name) const {
     info.set_name(name);
@@ -283,7 +308,8 @@ class Reducer {
       nodes = graph_.needed(std::vector<int>(nodes.begin() + fail, nodes.end()), outputs);
     }
 
-    result.reduced = graph_.build(nodes, outputs, &result.frozen_inputs);
+    result.reduced = graph_.build(nodes, outputs, &result.frozen_inputs, options_.freeze_cut_branches,
+                                  &result.frozen_initializers);
     result.reduced_fails = failure_found;
     // With no failing candidate there is no failure for a passing model to be close to.
     if (failure_found) result.min_good = last_passing_;
@@ -319,6 +345,17 @@ class Reducer {
     }
   }
 
+  onnx::Model build(const std::vector<int>& nodes, const std::vector<std::string>& outputs) const {
+    if (!options_.freeze_cut_branches) return graph_.build(nodes, outputs);
+    std::vector<std::string> frozen;
+    onnx::Model candidate = graph_.build(nodes, outputs, nullptr, true, &frozen);
+    for (const auto& tensor : frozen) {
+      if (options_.on_freeze) options_.on_freeze(tensor);
+      log::info("Freezing tensor: {} to eliminate branches.", tensor);
+    }
+    return candidate;
+  }
+
   bool fails(const std::string& key, const std::string& what, const std::vector<int>& nodes,
              const std::vector<std::string>& outputs) {
     ++step_;
@@ -330,12 +367,12 @@ class Reducer {
       ++checks_replayed_;
       source = " (from the replay)";
     } else {
-      candidate = graph_.build(nodes, outputs);
+      candidate = build(nodes, outputs);
       failed = check_(*candidate, step_);
       ++checks_run_;
     }
     // The passing candidate seen last is the closest to the result (each phase narrows its window).
-    if (!failed) last_passing_ = candidate ? std::move(*candidate) : graph_.build(nodes, outputs);
+    if (!failed) last_passing_ = candidate ? std::move(*candidate) : build(nodes, outputs);
     replay_.record({{"key", key}, {"nodes", nodes.size()}, {"failed", failed}});
     log::info("Step {} | {} | {} node(s), {} output(s) | {}{}", step_, what, nodes.size(), outputs.size(),
               failed ? "FAIL" : "pass", source);

@@ -321,3 +321,41 @@ def test_force_fallback_shape_inference(run_parity, tmp_path):
                       "--force-fallback-shape-inference", "--check", "false", cwd=tmp_path)
     assert both.returncode == 1 and "--no-shape-inference excludes --force-fallback-shape-inference" in both.output
     assert not (tmp_path / "x.onnx").exists()
+
+
+def reducable_model():
+    """Polygraphy's reducable.onnx, with the planted node on the second branch: x and y each through an
+    Identity, their Add, two Identity outputs."""
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Identity", ["x"], ["x1"], name="first"),
+             helper.make_node("Identity", ["y"], ["y1"], name=PLANTED),
+             helper.make_node("Add", ["x1", "y1"], ["sum"], name="add"),
+             helper.make_node("Identity", ["sum"], ["out0"], name="copy0"),
+             helper.make_node("Identity", ["sum"], ["out1"], name="copy1")]
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [1])
+    graph = helper.make_graph(nodes, "g", [value("x"), value("y")], [value("out0"), value("out1")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_check_command_candidates_freeze_cut_off_branches(run_parity, tmp_path):
+    """With --check, as in Polygraphy, a tensor of a cut-off branch is frozen into an initializer holding the
+    data loader's value (the check command feeds only the first node's inputs), with Polygraphy's warning when
+    that data is reduce's own random data; in-process, it stays a graph input fed from every sample."""
+    import numpy as np
+    from polygraphy.json import save_json
+
+    model = tmp_path / "reducable.onnx"
+    onnx.save(reducable_model(), model)
+    check = ["--no-reduce-outputs", "--mode=linear", "--check", check_script(tmp_path), "polygraphy_debug.onnx"]
+    result, reduced = reduce(run_parity, model, tmp_path / "r.onnx", *check, cwd=tmp_path)
+    assert node_names(reduced) == [PLANTED, "add", "copy0", "copy1"]
+    assert [i.name for i in reduced.graph.input] == ["y"] and [t.name for t in reduced.graph.initializer] == ["x1"]
+    text = result.stdout + result.stderr
+    assert "Freezing tensor: x1 to eliminate branches." in text
+    assert text.count("Please ensure that you have provided a data loader argument directly") == 1, text
+    # Loaded inputs: no warning, and the frozen value is the loaded x (through the Identity).
+    save_json([{"x": np.array([3.5], np.float32), "y": np.array([1.0], np.float32)}], str(tmp_path / "in.json"))
+    result, reduced = reduce(run_parity, model, tmp_path / "r2.onnx", "--load-inputs", tmp_path / "in.json", *check,
+                             cwd=tmp_path)
+    assert "Please ensure that you have provided" not in result.stdout + result.stderr
+    assert onnx.numpy_helper.to_array(reduced.graph.initializer[0]).tolist() == [3.5]

@@ -49,6 +49,12 @@ struct ReduceOptions {
   // When the whole model passes the check: false (Polygraphy's behaviour) warns and searches anyway,
   // the result being the smallest failing candidate or the whole model; true throws InvalidInputError.
   bool require_failing_model = false;
+  // Polygraphy's cut-off branches: a tensor that a removed node made becomes an initializer holding its
+  // value in the first sample of `values`, unless the candidate's first node reads it (it is then a
+  // graph input, as without this option, where every such tensor is one, fed per sample).
+  bool freeze_cut_branches = false;
+  // Called before each tensor of a candidate is frozen (with freeze_cut_branches).
+  std::function<void(const std::string& tensor)> on_freeze;
 };
 
 struct ReduceResult {
@@ -56,6 +62,7 @@ struct ReduceResult {
   std::optional<onnx::Model> min_good;  // the passing candidate closest to `reduced`, when one was seen
   std::string failing_node;             // describe_node of the node phase 1 found ("" without it)
   std::vector<std::string> frozen_inputs;  // graph inputs of `reduced` that were intermediate tensors
+  std::vector<std::string> frozen_initializers;  // intermediate tensors frozen into initializers of `reduced`
   bool whole_model_passes = false;  // the check passed on the whole model
   bool reduced_fails = true;        // `reduced` was seen failing (false: no candidate failed, it is the whole model)
   int64_t original_nodes = 0;

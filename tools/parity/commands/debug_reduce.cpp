@@ -150,6 +150,18 @@ class DebugReduceCommand : public Command {
     options.load_replay = replay_.load_path();
     options.save_replay = replay_.save_path();
     options.require_failing_model = require_failing_model_;
+    // A --check command feeds only the candidate's graph inputs, as Polygraphy's checks do: the tensors of
+    // cut-off branches are frozen with the data loader's values. In-process, every sample feeds them.
+    options.freeze_cut_branches = checks_.given();
+    bool warned = false;
+    options.on_freeze = [this, &warned](const std::string&) {
+      if (warned || !data_loader_.uses_random_data()) return;
+      warned = true;
+      log::warning("This model includes multiple branches/paths. In order to continue reducing, one branch needs to "
+                   "be folded away.\nPlease ensure that you have provided a data loader argument directly to `debug "
+                   "reduce` (i.e. prior to `--check`) if your `--check` command is using a non-default data "
+                   "loader.\nNot doing so may result in false negatives!");
+    };
     debug::FailureCheck check = checks_.given() ? debug::FailureCheck([this](const onnx::Model& candidate, int step) {
       return run_check_command(candidate, step);
     })
@@ -283,6 +295,10 @@ class DebugReduceCommand : public Command {
       log::info("Why: {} is the first node (in topological order) whose output makes the check fail{}",
                 result.failing_node,
                 graph.node_size() > 1 ? "; the other kept nodes are those of its ancestors it still fails with" : "");
+    if (!result.frozen_initializers.empty())
+      log::info("Tensors of cut-off branches frozen into initializers (their values in the data loader's first "
+                "input): {}",
+                fmt::join(result.frozen_initializers, ", "));
     if (!result.frozen_inputs.empty())
       log::info("Graph inputs that were intermediate tensors (fed with the whole model's values): {}",
                 fmt::join(result.frozen_inputs, ", "));
