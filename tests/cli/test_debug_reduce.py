@@ -112,6 +112,17 @@ def test_replay_resumes_to_the_same_result(run_parity, chain, tmp_path):
     assert (tmp_path / "full.onnx").read_bytes() == (tmp_path / "resumed.onnx").read_bytes()
     assert resumed.stdout.count("(from the replay)") == 8, resumed.stdout
     assert "8 from the replay" in resumed.stdout
+    # Polygraphy's line for each replayed check, and its default replay name (Parity's format).
+    assert resumed.stdout.count("Loading iteration information from debug replay: success=") == 8, resumed.stdout
+    assert "Loading iteration information from debug replay: success=False" in resumed.stdout
+    default = json.loads((tmp_path / "polygraphy_debug_replay.json").read_text())
+    assert default["tool"] == "debug reduce" and len(default["steps"]) == len(json.loads(
+        (tmp_path / "replay.json").read_text())["steps"])
+    # A replay written by Polygraphy is refused, saying so.
+    (tmp_path / "theirs.json").write_text(json.dumps({"_N0_outputs": [False, [3]], "_N1_outputs": [True, [2]]}))
+    assert_one_error(run_parity("debug", "reduce", chain, "-o", tmp_path / "x.onnx", *SHAPES, "--load-debug-replay",
+                                tmp_path / "theirs.json", *check, cwd=tmp_path),
+                     "theirs.json: a debug replay written by Polygraphy")
     # A replay of another model is refused.
     other = tmp_path / "branches.onnx"
     onnx.save(branches_model(), other)
