@@ -7,7 +7,10 @@
 //   2. neighbourhood: the failing node's ancestors with only its outputs as graph outputs (on a
 //      graph where many branches meet late this drops every branch that does not feed it).
 //   3. inputs: the shortest suffix of those nodes that fails; the tensors the removed nodes made
-//      become graph inputs, fed with the values a run of the whole model gave (every sample).
+//      become graph inputs, fed with the values a run of the whole model gave (every sample), or,
+//      with ReduceOptions::freeze_cut_branches (Polygraphy's way), initializers holding the first
+//      sample's values, except those the suffix's first node reads.
+// A whole model that passes the check is searched anyway, as Polygraphy does (see reduce()).
 // Each check's outcome is recorded in a replay (JSON), which a later reduction reads back to
 // resume or repeat the same steps without running the checks again.
 #pragma once
