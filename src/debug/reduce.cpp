@@ -11,6 +11,7 @@
 #include "parity/debug/replay.h"
 #include "parity/onnx/graph_order.h"
 #include "parity/onnx/passes.h"
+#include "parity/onnx/tensor_proto.h"
 #include "parity/runtime/interpreter.h"
 
 namespace parity::debug {
@@ -86,8 +87,12 @@ class PreparedGraph {
 
   // The model made of `nodes` (sorted), computing `outputs`; tensors read but not made become graph
   // inputs (original inputs keep their declaration; others take dtype and shape from the values).
+  // With `freeze_cut_branches`, such a tensor that the first node does not read is an initializer
+  // holding its value in the first sample instead (Polygraphy's freezing of cut-off branches), its
+  // name appended to `frozen_initializers`.
   onnx::Model build(const std::vector<int>& nodes, const std::vector<std::string>& outputs,
-                    std::vector<std::string>* frozen = nullptr) const {
+                    std::vector<std::string>* frozen = nullptr, bool freeze_cut_branches = false,
+                    std::vector<std::string>* frozen_initializers = nullptr) const {
     onnx::Model candidate;
     candidate.proto = std::make_shared<::onnx::ModelProto>();
     candidate.path = model_.path;
@@ -115,6 +120,11 @@ class PreparedGraph {
           *graph.add_input() = *it->second;
           continue;
         }
+        if (freeze_cut_branches && !reads_first(nodes, tensor)) {
+          *graph.add_initializer() = onnx::tensor_to_proto(value_of(tensor), tensor);
+          if (frozen_initializers) frozen_initializers->push_back(tensor);
+          continue;
+        }
         add_value_info(*graph.add_input(), tensor);
         if (frozen) frozen->push_back(tensor);
       }
@@ -134,6 +144,21 @@ class PreparedGraph {
   }
 
  private:
+  bool reads_first(const std::vector<int>& nodes, const std::string& tensor) const {
+    if (nodes.empty()) return false;
+    const auto& first = reads_[*std::min_element(nodes.begin(), nodes.end())];
+    return std::find(first.begin(), first.end(), tensor) != first.end();
+  }
+
+  // The tensor's value in the first sample (the data loader's first input), as Polygraphy freezes it.
+  const Tensor& value_of(const std::string& name) const {
+    if (values_.empty() || !values_.front().count(name))
+      raise<InvalidInputError>("tensor '{}' has no value from the run of the whole model (it is not a tensor, or "
+                               "the run did not produce it), so it cannot be frozen into an initializer",
+                               name);
+    return values_.front().at(name);
+  }
+
   // dtype from the values, dims fixed where every sample agrees.
   void add_value_info(::onnx::ValueInfoProto& info, const std::string& name) const {
     info.set_name(name);
@@ -193,9 +218,20 @@ class Reducer {
     std::vector<std::string> original_outputs;
     for (const auto& output : graph_.model()->graph().output()) original_outputs.push_back(output.name());
 
-    if (!fails("full", "the whole model", all, original_outputs))
-      raise<InvalidInputError>("the check passes on the whole model ({} nodes): there is no failure to reduce",
-                               total);
+    // Polygraphy never checks the whole model: it searches anyway and keeps the smallest candidate seen
+    // failing, or the whole model when none fails. Parity checks it first, says so, and does the same
+    // unless the caller asked for a failing model.
+    result.whole_model_passes = !fails("full", "the whole model", all, original_outputs);
+    if (result.whole_model_passes) {
+      if (options_.require_failing_model)
+        raise<InvalidInputError>("the check passes on the whole model ({} nodes): there is no failure to reduce",
+                                 total);
+      log::warning("The check passes on the whole model ({} nodes): there is no failure to reduce. Going on as "
+                   "Polygraphy does: the reduced model is the smallest candidate that fails the check, or the whole "
+                   "model (which passes) if none does",
+                   total);
+    }
+    bool failure_found = !result.whole_model_passes;
     std::vector<int> nodes = all;
     std::vector<std::string> outputs = original_outputs;
 
@@ -224,26 +260,12 @@ class Reducer {
           fail = length;
         }
       }
-      const int failing = fail - 1;
-      result.failing_node = graph_.describe(failing);
-      log::info("Failing node: {} (the check passes on the {} node(s) before it and fails once it is added)",
-                result.failing_node, pass);
-      nodes.assign(all.begin(), all.begin() + fail);
-      outputs = graph_.unread_outputs(nodes);
-      // Phase 2: only the failing node's ancestors, only its outputs.
-      std::vector<int> ancestors = graph_.ancestors(failing);
-      std::vector<std::string> node_outputs;
-      for (const auto& output : graph_.node(failing).output())
-        if (!output.empty()) node_outputs.push_back(output);
-      if (ancestors.size() < nodes.size() || node_outputs.size() < outputs.size()) {
-        if (fails("neighbourhood:" + std::to_string(failing),
-                  fmt::format("neighbourhood | the {} ancestor(s) of {}", ancestors.size(), result.failing_node),
-                  ancestors, node_outputs)) {
-          nodes = ancestors;
-          outputs = node_outputs;
-        } else {
-          log::info("The failing node's ancestors alone pass; keeping the prefix's outputs");
-        }
+      // With a passing whole model, `fail` still at the end means that no prefix failed either.
+      if (result.whole_model_passes && fail == total) {
+        log::info("No prefix of the nodes fails the check: the graph outputs stay as they are");
+      } else {
+        failure_found = true;
+        reduce_to_failing_node(fail, pass, all, nodes, outputs, result);
       }
     }
 
@@ -281,18 +303,59 @@ class Reducer {
           fail = start;
         }
       }
+      if (fail > 0) failure_found = true;
       outputs = suffix_outputs(fail);
       nodes = graph_.needed(std::vector<int>(nodes.begin() + fail, nodes.end()), outputs);
     }
 
-    result.reduced = graph_.build(nodes, outputs, &result.frozen_inputs);
-    result.min_good = last_passing_;
+    result.reduced = graph_.build(nodes, outputs, &result.frozen_inputs, options_.freeze_cut_branches,
+                                  &result.frozen_initializers);
+    result.reduced_fails = failure_found;
+    // With no failing candidate there is no failure for a passing model to be close to.
+    if (failure_found) result.min_good = last_passing_;
     result.checks_run = checks_run_;
     result.checks_replayed = checks_replayed_;
     return result;
   }
 
  private:
+  // Phases 1's outcome and phase 2: the prefix of `fail` nodes fails and that of `pass` nodes passes, so
+  // the prefix's last node is the failing node; then only its ancestors, with only its outputs.
+  void reduce_to_failing_node(int fail, int pass, const std::vector<int>& all, std::vector<int>& nodes,
+                              std::vector<std::string>& outputs, ReduceResult& result) {
+    const int failing = fail - 1;
+    result.failing_node = graph_.describe(failing);
+    log::info("Failing node: {} (the check passes on the {} node(s) before it and fails once it is added)",
+              result.failing_node, pass);
+    nodes.assign(all.begin(), all.begin() + fail);
+    outputs = graph_.unread_outputs(nodes);
+    std::vector<int> ancestors = graph_.ancestors(failing);
+    std::vector<std::string> node_outputs;
+    for (const auto& output : graph_.node(failing).output())
+      if (!output.empty()) node_outputs.push_back(output);
+    if (ancestors.size() < nodes.size() || node_outputs.size() < outputs.size()) {
+      if (fails("neighbourhood:" + std::to_string(failing),
+                fmt::format("neighbourhood | the {} ancestor(s) of {}", ancestors.size(), result.failing_node),
+                ancestors, node_outputs)) {
+        nodes = std::move(ancestors);
+        outputs = std::move(node_outputs);
+      } else {
+        log::info("The failing node's ancestors alone pass; keeping the prefix's outputs");
+      }
+    }
+  }
+
+  onnx::Model build(const std::vector<int>& nodes, const std::vector<std::string>& outputs) const {
+    if (!options_.freeze_cut_branches) return graph_.build(nodes, outputs);
+    std::vector<std::string> frozen;
+    onnx::Model candidate = graph_.build(nodes, outputs, nullptr, true, &frozen);
+    for (const auto& tensor : frozen) {
+      if (options_.on_freeze) options_.on_freeze(tensor);
+      log::info("Freezing tensor: {} to eliminate branches.", tensor);
+    }
+    return candidate;
+  }
+
   bool fails(const std::string& key, const std::string& what, const std::vector<int>& nodes,
              const std::vector<std::string>& outputs) {
     ++step_;
@@ -304,12 +367,12 @@ class Reducer {
       ++checks_replayed_;
       source = " (from the replay)";
     } else {
-      candidate = graph_.build(nodes, outputs);
+      candidate = build(nodes, outputs);
       failed = check_(*candidate, step_);
       ++checks_run_;
     }
     // The passing candidate seen last is the closest to the result (each phase narrows its window).
-    if (!failed) last_passing_ = candidate ? std::move(*candidate) : graph_.build(nodes, outputs);
+    if (!failed) last_passing_ = candidate ? std::move(*candidate) : build(nodes, outputs);
     replay_.record({{"key", key}, {"nodes", nodes.size()}, {"failed", failed}});
     log::info("Step {} | {} | {} node(s), {} output(s) | {}{}", step_, what, nodes.size(), outputs.size(),
               failed ? "FAIL" : "pass", source);

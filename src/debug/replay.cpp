@@ -2,8 +2,20 @@
 
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
+#include "parity/core/logger.h"
 
 namespace parity::debug {
+namespace {
+
+// Polygraphy's replay: an object whose every key names an iteration ("_N<index>[_<suffix>]").
+bool is_polygraphy_replay(const nlohmann::json& json) {
+  if (!json.is_object() || json.empty()) return false;
+  for (const auto& [key, value] : json.items())
+    if (key.rfind("_N", 0) != 0 || !value.is_array()) return false;
+  return true;
+}
+
+}  // namespace
 
 DebugReplay::DebugReplay(std::filesystem::path load, std::filesystem::path save, nlohmann::json header,
                          const std::vector<std::string>& required)
@@ -14,6 +26,10 @@ DebugReplay::DebugReplay(std::filesystem::path load, std::filesystem::path save,
   } catch (const nlohmann::json::exception& e) {
     raise<FileError>("{}: not a debug replay (invalid JSON: {})", load_.string(), e.what());
   }
+  if (is_polygraphy_replay(loaded_))
+    raise<FileError>("{}: a debug replay written by Polygraphy (its keys are Polygraphy's iterations, \"_N0_...\"); "
+                     "Parity replays only its own (--save-debug-replay of the same Parity command)",
+                     load_.string());
   bool complete = loaded_.is_object() && loaded_.contains("steps") && loaded_["steps"].is_array();
   for (const auto& field : required) complete = complete && loaded_.contains(field);
   if (!complete) {
@@ -39,6 +55,9 @@ const nlohmann::json& DebugReplay::loaded_field(const std::string& name) const {
 std::optional<nlohmann::json> DebugReplay::find(const std::string& key) const {
   auto it = loaded_steps_.find(key);
   if (it == loaded_steps_.end()) return std::nullopt;
+  // Polygraphy's line for a replayed iteration (its Python bool).
+  log::info("Loading iteration information from debug replay: success={}",
+            it->second["failed"].get<bool>() ? "False" : "True");
   return it->second;
 }
 

@@ -112,6 +112,17 @@ def test_replay_resumes_to_the_same_result(run_parity, chain, tmp_path):
     assert (tmp_path / "full.onnx").read_bytes() == (tmp_path / "resumed.onnx").read_bytes()
     assert resumed.stdout.count("(from the replay)") == 8, resumed.stdout
     assert "8 from the replay" in resumed.stdout
+    # Polygraphy's line for each replayed check, and its default replay name (Parity's format).
+    assert resumed.stdout.count("Loading iteration information from debug replay: success=") == 8, resumed.stdout
+    assert "Loading iteration information from debug replay: success=False" in resumed.stdout
+    default = json.loads((tmp_path / "polygraphy_debug_replay.json").read_text())
+    assert default["tool"] == "debug reduce" and len(default["steps"]) == len(json.loads(
+        (tmp_path / "replay.json").read_text())["steps"])
+    # A replay written by Polygraphy is refused, saying so.
+    (tmp_path / "theirs.json").write_text(json.dumps({"_N0_outputs": [False, [3]], "_N1_outputs": [True, [2]]}))
+    assert_one_error(run_parity("debug", "reduce", chain, "-o", tmp_path / "x.onnx", *SHAPES, "--load-debug-replay",
+                                tmp_path / "theirs.json", *check, cwd=tmp_path),
+                     "theirs.json: a debug replay written by Polygraphy")
     # A replay of another model is refused.
     other = tmp_path / "branches.onnx"
     onnx.save(branches_model(), other)
@@ -126,9 +137,10 @@ def test_fail_code_regex_and_ignore(run_parity, chain, tmp_path):
     _, reduced = reduce(run_parity, chain, tmp_path / "a.onnx", *SHAPES, "--fail-code", "3", *check, cwd=tmp_path)
     assert PLANTED in node_names(reduced)
     # An ignored code passes, whatever the output says.
-    result = run_parity("debug", "reduce", chain, "-o", tmp_path / "c.onnx", *SHAPES, "--ignore-fail-code", "3",
-                        "--fail-regex", "PLANTED", *check, cwd=tmp_path)
-    assert_one_error(result, "the check passes on the whole model")
+    result, reduced = reduce(run_parity, chain, tmp_path / "c.onnx", *SHAPES, "--ignore-fail-code", "3",
+                             "--fail-regex", "PLANTED", *check, cwd=tmp_path)
+    assert "The check passes on the whole model (1001 nodes)" in result.stdout + result.stderr, result.describe()
+    assert len(reduced.graph.node) == 1001
     # A regex alone decides, whatever the exit code.
     script_zero = check_script(tmp_path, exit_code=0, message="PLANTED FOUND")
     _, reduced = reduce(run_parity, chain, tmp_path / "d.onnx", *SHAPES, "--fail-regex", "PLANTED F.UND",
@@ -158,13 +170,31 @@ def test_no_reduce_outputs_keeps_the_outputs(run_parity, chain, tmp_path):
     assert "outputs (" not in result.stdout and PLANTED in node_names(reduced)
 
 
+def test_passing_whole_model_goes_on_as_polygraphy(run_parity, chain, tmp_path):
+    """A check that never fails: Polygraphy searches anyway and saves the whole model; Parity does the same,
+    with warnings saying that the whole model passes, and writes no --min-good (no failure to be close to)."""
+    passing = tmp_path / "pass.sh"
+    passing.write_text("#!/bin/sh\nexit 0\n")
+    passing.chmod(0o755)
+    result, reduced = reduce(run_parity, chain, tmp_path / "r.onnx", *SHAPES, "--min-good", tmp_path / "good.onnx",
+                             "--check", passing, "polygraphy_debug.onnx", cwd=tmp_path)
+    text = result.stdout + result.stderr
+    assert "The check passes on the whole model (1001 nodes): there is no failure to reduce" in text, text
+    assert "the reduced model is the whole model (1001 node(s)), which PASSES the check" in text, text
+    assert "nothing is saved to" in text and not (tmp_path / "good.onnx").exists(), text
+    assert len(reduced.graph.node) == 1001 and [o.name for o in reduced.graph.output] == ["out"]
+    assert "Step 2 |" in text  # the search went on after the whole model
+
+
 def test_bad_input(run_parity, chain, tmp_path):
     passing = tmp_path / "pass.sh"
     passing.write_text("#!/bin/sh\nexit 0\n")
     passing.chmod(0o755)
     run = lambda *flags: run_parity("debug", "reduce", chain, *flags, cwd=tmp_path)
-    assert_one_error(run("-o", "r.onnx", *SHAPES, "--check", passing, "polygraphy_debug.onnx"),
+    assert_one_error(run("-o", "r.onnx", *SHAPES, "--require-failing-model", "--check", passing,
+                         "polygraphy_debug.onnx"),
                      "the check passes on the whole model (1001 nodes): there is no failure to reduce")
+    assert not (tmp_path / "r.onnx").exists()
     assert_one_error(run("-o", "r.onnx", "--check", "no-such-check-command", "x"),
                      "'no-such-check-command' was not found")
     assert_one_error(run("-o", "r.onnx", "--check", "./missing.sh"), "'./missing.sh' was not found")
@@ -272,3 +302,71 @@ def test_peak_detector_keeps_the_convolution_that_breaks_the_ties(run_parity, tm
     assert "conv0" not in kept and "to_float" not in kept
     if len(kept) > 3:
         assert "last 3 of 11 nodes | 3 node(s), 1 output(s) | pass" in result.stdout, result.stdout
+
+
+def dims(value):
+    return [d.dim_value or d.dim_param for d in value.type.tensor_type.shape.dim]
+
+
+def test_force_fallback_shape_inference(run_parity, tmp_path):
+    """--force-fallback-shape-inference: the shapes of one run on the data loader's input replace the model's
+    (dynamic dims become the data's); refused with --no-shape-inference."""
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Identity", ["X"], ["Y"], name="copy")], "g",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 2, "h", "w"])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 2, "h", "w"])])
+    model = tmp_path / "dynamic.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    data = ["--input-shapes", "X:[1,2,3,4]", "--check", "false"]
+    _, reduced = reduce(run_parity, model, tmp_path / "plain.onnx", *data, cwd=tmp_path)
+    assert dims(reduced.graph.input[0]) == dims(reduced.graph.output[0]) == [1, 2, "h", "w"]
+    result, reduced = reduce(run_parity, model, tmp_path / "fallback.onnx", "--force-fallback-shape-inference", *data,
+                             cwd=tmp_path)
+    assert dims(reduced.graph.input[0]) == dims(reduced.graph.output[0]) == [1, 2, 3, 4]
+    assert "Freezing shapes in the model according to values determined by fallback shape inference" in result.stdout
+    # --model-input-shapes first, then the run on those shapes.
+    _, reduced = reduce(run_parity, model, tmp_path / "model_shapes.onnx", "--force-fallback-shape-inference",
+                        "--model-input-shapes", "X:[1,2,5,5]", "--check", "false", cwd=tmp_path)
+    assert dims(reduced.graph.input[0]) == dims(reduced.graph.output[0]) == [1, 2, 5, 5]
+    both = run_parity("debug", "reduce", model, "-o", tmp_path / "x.onnx", "--no-shape-inference",
+                      "--force-fallback-shape-inference", "--check", "false", cwd=tmp_path)
+    assert both.returncode == 1 and "--no-shape-inference excludes --force-fallback-shape-inference" in both.output
+    assert not (tmp_path / "x.onnx").exists()
+
+
+def reducable_model():
+    """Polygraphy's reducable.onnx, with the planted node on the second branch: x and y each through an
+    Identity, their Add, two Identity outputs."""
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Identity", ["x"], ["x1"], name="first"),
+             helper.make_node("Identity", ["y"], ["y1"], name=PLANTED),
+             helper.make_node("Add", ["x1", "y1"], ["sum"], name="add"),
+             helper.make_node("Identity", ["sum"], ["out0"], name="copy0"),
+             helper.make_node("Identity", ["sum"], ["out1"], name="copy1")]
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [1])
+    graph = helper.make_graph(nodes, "g", [value("x"), value("y")], [value("out0"), value("out1")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_check_command_candidates_freeze_cut_off_branches(run_parity, tmp_path):
+    """With --check, as in Polygraphy, a tensor of a cut-off branch is frozen into an initializer holding the
+    data loader's value (the check command feeds only the first node's inputs), with Polygraphy's warning when
+    that data is reduce's own random data; in-process, it stays a graph input fed from every sample."""
+    import numpy as np
+    from polygraphy.json import save_json
+
+    model = tmp_path / "reducable.onnx"
+    onnx.save(reducable_model(), model)
+    check = ["--no-reduce-outputs", "--mode=linear", "--check", check_script(tmp_path), "polygraphy_debug.onnx"]
+    result, reduced = reduce(run_parity, model, tmp_path / "r.onnx", *check, cwd=tmp_path)
+    assert node_names(reduced) == [PLANTED, "add", "copy0", "copy1"]
+    assert [i.name for i in reduced.graph.input] == ["y"] and [t.name for t in reduced.graph.initializer] == ["x1"]
+    text = result.stdout + result.stderr
+    assert "Freezing tensor: x1 to eliminate branches." in text
+    assert text.count("Please ensure that you have provided a data loader argument directly") == 1, text
+    # Loaded inputs: no warning, and the frozen value is the loaded x (through the Identity).
+    save_json([{"x": np.array([3.5], np.float32), "y": np.array([1.0], np.float32)}], str(tmp_path / "in.json"))
+    result, reduced = reduce(run_parity, model, tmp_path / "r2.onnx", "--load-inputs", tmp_path / "in.json", *check,
+                             cwd=tmp_path)
+    assert "Please ensure that you have provided" not in result.stdout + result.stderr
+    assert onnx.numpy_helper.to_array(reduced.graph.initializer[0]).tolist() == [3.5]

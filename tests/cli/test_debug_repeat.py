@@ -55,7 +55,7 @@ def test_replay_resumes_to_the_same_summary(run_parity, tmp_path):
     resumed_dir.mkdir()
     full = run_parity("debug", "repeat", "--until", "4", "--check", flaky(full_dir), cwd=full_dir)
     assert "Finished 4 iteration(s) | Passed: 2/4" in full.stdout, full.describe()
-    assert json.loads((full_dir / "parity_debug_replay.json").read_text())["tool"] == "debug repeat"
+    assert json.loads((full_dir / "polygraphy_debug_replay.json").read_text())["tool"] == "debug repeat"
     # A run limited to 2 iterations (or interrupted after them), then resumed from its replay: the
     # two recorded iterations are not run again (the script runs twice more, 3 and 4 pass).
     script = flaky(resumed_dir)
@@ -69,7 +69,7 @@ def test_replay_resumes_to_the_same_summary(run_parity, tmp_path):
     assert (resumed_dir / "count").read_text() == "4\n"
     assert summary(resumed.stdout) == summary(full.stdout), resumed.stdout
     # The replay of the resumed run holds all four iterations; replaying it runs nothing.
-    again = run_parity("debug", "repeat", "--until", "good", "--load-debug-replay", "parity_debug_replay.json",
+    again = run_parity("debug", "repeat", "--until", "good", "--load-debug-replay", "polygraphy_debug_replay.json",
                        "--check", script, cwd=resumed_dir)
     assert "Finished 3 iteration(s) (3 from the replay) | Passed: 1/3" in again.stdout, again.describe()
     assert (resumed_dir / "count").read_text() == "4\n"

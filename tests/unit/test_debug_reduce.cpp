@@ -8,6 +8,7 @@
 #include "graph_test_helpers.h"
 #include "parity/debug/check_command.h"
 #include "parity/debug/reduce.h"
+#include "parity/onnx/tensor_proto.h"
 
 namespace parity {
 namespace {
@@ -94,10 +95,106 @@ TEST(DebugReduce, NoReductionPhasesKeepsTheModelsOutputs) {
   EXPECT_EQ(result.checks_run, 1);
 }
 
-TEST(DebugReduce, PassingWholeModelIsAnError) {
+TEST(DebugReduce, PassingWholeModelGoesOnAndKeepsTheWholeModelWhenNothingFails) {
   auto model = branches(4, 1);
   auto values = values_of(model);
-  EXPECT_THROW(debug::reduce(model, values, [](const onnx::Model&, int) { return false; }), InvalidInputError);
+  for (auto mode : {debug::ReduceMode::kBisect, debug::ReduceMode::kLinear}) {
+    debug::ReduceOptions options;
+    options.mode = mode;
+    int checks = 0;
+    auto result = debug::reduce(
+        model, values,
+        [&checks](const onnx::Model&, int) {
+          ++checks;
+          return false;
+        },
+        options);
+    EXPECT_TRUE(result.whole_model_passes);
+    EXPECT_FALSE(result.reduced_fails);
+    EXPECT_EQ(result.reduced->graph().node_size(), 9);
+    EXPECT_EQ(result.reduced->graph().output_size(), 1);
+    EXPECT_EQ(result.failing_node, "");
+    EXPECT_FALSE(result.min_good);
+    EXPECT_GT(checks, 1);  // the search went on after the whole model
+    EXPECT_EQ(result.checks_run, checks);
+  }
+  debug::ReduceOptions strict;
+  strict.require_failing_model = true;
+  EXPECT_THROW(debug::reduce(model, values, [](const onnx::Model&, int) { return false; }, strict),
+               InvalidInputError);
+}
+
+TEST(DebugReduce, PassingWholeModelKeepsTheSmallestFailingCandidate) {
+  // Fails only on candidates that hold the planted node without the Concat: never on the whole model.
+  auto model = branches(12, 5);
+  auto values = values_of(model);
+  auto check = [](const onnx::Model& m, int) {
+    for (const auto& node : m->graph().node())
+      if (node.name() == "concat") return false;
+    return contains_bad(m);
+  };
+  for (auto mode : {debug::ReduceMode::kBisect, debug::ReduceMode::kLinear}) {
+    debug::ReduceOptions options;
+    options.mode = mode;
+    auto result = debug::reduce(model, values, check, options);
+    EXPECT_TRUE(result.whole_model_passes);
+    EXPECT_TRUE(result.reduced_fails);
+    EXPECT_TRUE(check(result.reduced, 0));
+    EXPECT_EQ(names(result.reduced), std::vector<std::string>{"bad"});
+  }
+}
+
+// Polygraphy's reducable model: x feeds a Relu and the planted Abs, which meet in an Add read by two
+// Identity outputs.
+onnx::Model two_branches() {
+  Builder b;
+  b.input("x", 1, {2, 3});
+  b.node("Relu", {"x"}, {"a"}, "first");
+  b.node("Abs", {"x"}, {"b"}, "bad");
+  b.node("Add", {"a", "b"}, {"c"}, "add");
+  b.node("Identity", {"c"}, {"out0"}, "copy0");
+  b.node("Identity", {"c"}, {"out1"}, "copy1");
+  b.output("out0");
+  b.output("out1");
+  return b.model;
+}
+
+TEST(DebugReduce, CutOffBranchesAreFrozenWithTheFirstSamplesValues) {
+  auto model = two_branches();
+  auto values = values_of(model);
+  debug::ReduceOptions options;
+  options.reduce_outputs = false;
+  options.mode = debug::ReduceMode::kLinear;
+  auto check = [](const onnx::Model& m, int) { return contains_bad(m); };
+  // Without freezing, the Relu's output is a graph input fed per sample.
+  auto fed = debug::reduce(model, values, check, options);
+  EXPECT_EQ(names(fed.reduced), (std::vector<std::string>{"bad", "add", "copy0", "copy1"}));
+  EXPECT_EQ(fed.frozen_inputs, std::vector<std::string>{"a"});
+  EXPECT_TRUE(fed.frozen_initializers.empty());
+  EXPECT_EQ(fed.reduced->graph().input_size(), 2);
+  // Frozen: an initializer holding the first sample's value; the first node's input stays the graph input.
+  options.freeze_cut_branches = true;
+  std::vector<std::string> announced;
+  options.on_freeze = [&announced](const std::string& tensor) { announced.push_back(tensor); };
+  auto frozen = debug::reduce(model, values, check, options);
+  EXPECT_EQ(names(frozen.reduced), names(fed.reduced));
+  EXPECT_TRUE(frozen.frozen_inputs.empty());
+  EXPECT_EQ(frozen.frozen_initializers, std::vector<std::string>{"a"});
+  ASSERT_EQ(frozen.reduced->graph().input_size(), 1);
+  EXPECT_EQ(frozen.reduced->graph().input(0).name(), "x");
+  ASSERT_EQ(frozen.reduced->graph().initializer_size(), 1);
+  const auto& initializer = frozen.reduced->graph().initializer(0);
+  EXPECT_EQ(initializer.name(), "a");
+  Tensor value = onnx::tensor_from_proto(initializer, {});
+  const Tensor& first = values[0].at("a");
+  ASSERT_EQ(value.shape(), first.shape());
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(value.data<float>()[i], first.data<float>()[i]);
+  EXPECT_NE(first.data<float>()[5], values[1].at("a").data<float>()[5]);  // the samples differ
+  EXPECT_FALSE(announced.empty());
+  // The feeds hold only the remaining graph input, x.
+  auto feeds = debug::candidate_feeds(frozen.reduced, values);
+  ASSERT_EQ(feeds.size(), 2u);
+  EXPECT_EQ(feeds[0].size(), 1u);
 }
 
 TEST(DebugReduce, ReplayAnswersEveryCheckAndBelongsToItsModel) {

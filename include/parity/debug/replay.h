@@ -18,8 +18,8 @@ namespace parity::debug {
 
 class DebugReplay {
  public:
-  // Reads `load` (nothing when empty): FileError when it is not JSON, not an object, or lacks
-  // "steps" or one of the `required` fields. `header` is written before the steps to `save` (not
+  // Reads `load` (nothing when empty): FileError when it is not JSON, not an object, a replay
+  // written by Polygraphy (another format), or lacks "steps" or one of the `required` fields. `header` is written before the steps to `save` (not
   // written when empty), which is rewritten after each record().
   DebugReplay(std::filesystem::path load, std::filesystem::path save, nlohmann::json header,
               const std::vector<std::string>& required);
@@ -28,7 +28,8 @@ class DebugReplay {
   const nlohmann::json& loaded_field(const std::string& name) const;
   const std::filesystem::path& load_path() const { return load_; }
 
-  // The recorded step of `key`, when the loaded replay has one.
+  // The recorded step of `key`, when the loaded replay has one; logs Polygraphy's "Loading iteration
+  // information from debug replay: success=True|False" line when it does.
   std::optional<nlohmann::json> find(const std::string& key) const;
 
   // Appends `step` (which has "key" and "failed") and rewrites the saved replay.

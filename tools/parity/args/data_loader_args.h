@@ -38,6 +38,8 @@ class DataLoaderArgs {
   // The feeds, made from the first runner's input metadata: loaded files, a script's, or seeded
   // random data (checking --input-shapes / --val-range names against the inputs).
   compare::DataLoaderFunc data_loader() const;
+  // True when data_loader() generates random data (neither --load-inputs nor --data-loader-script).
+  bool uses_random_data() const { return load_inputs_.empty() && data_loader_script_.empty(); }
   // Saves the feeds when --save-inputs is given.
   void save_inputs(const std::vector<NamedTensors>& feeds) const;
 

@@ -8,7 +8,8 @@ void ReplayArgs::add_to(CLI::App& app, const std::string& checks) {
   const char* group = "Artifact Sorting";
   app.add_option("--save-debug-replay", save_,
                  "Where to write the outcome of every " + checks +
-                     " so far, for --load-debug-replay (default parity_debug_replay.json)")
+                     " so far, for --load-debug-replay (default polygraphy_debug_replay.json, Polygraphy's name; the "
+                     "format is Parity's)")
       ->group(group);
   app.add_option("--load-debug-replay", load_,
                  "A replay written by --save-debug-replay: its outcomes are used instead of running those " + checks +

@@ -23,7 +23,7 @@ class ReplayArgs {
   debug::DebugReplay open(const std::string& tool) const;
 
  private:
-  std::string save_ = "parity_debug_replay.json", load_;
+  std::string save_ = "polygraphy_debug_replay.json", load_;  // Polygraphy's default name, Parity's format
 };
 
 }  // namespace parity::cli

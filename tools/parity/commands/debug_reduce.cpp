@@ -27,6 +27,7 @@
 #include "parity/onnx/passes.h"
 #include "parity/runtime/feed_coercion.h"
 #include "parity/runtime/interpreter.h"
+#include "parity/runtime/passes/fallback_shape_inference.h"
 
 namespace parity::cli {
 namespace {
@@ -71,9 +72,19 @@ class DebugReduceCommand : public Command {
                  "Do not change the graph outputs: only find the latest failing inputs")
         ->excludes(no_inputs)
         ->group(group);
+    app.add_flag("--require-failing-model", require_failing_model_,
+                 "Refuse (exit 1) when the check passes on the whole model, instead of going on as Polygraphy does "
+                 "(a warning, then the smallest failing candidate or the whole model is saved)")
+        ->group(group);
     app.add_option("--model-input-shapes,--model-inputs", model_input_shapes_,
                    "Shapes to set on the model's inputs before reducing: name:[dims]")
         ->group(group);
+    app.add_flag("--force-fallback-shape-inference", force_fallback_,
+                 "Take the dtype and shape of every tensor from one run of the model on the reference runner "
+                 "(the data loader's first input, after --model-input-shapes), replacing the model's; ONNX shape "
+                 "inference is then not run. Dynamic dims become those of the data")
+        ->group("ONNX Model Loading")
+        ->excludes("--no-shape-inference");
 
     checks_.add_to(app,
                    "A command to check each candidate, given last: every argument after it is the command's "
@@ -97,12 +108,14 @@ class DebugReduceCommand : public Command {
   int run() override {
     const auto start = std::chrono::steady_clock::now();
     parse_arguments();
+    // As Polygraphy: no ONNX shape inference when the fallback gives the shapes.
+    if (force_fallback_) model_.disable_shape_inference();
     onnx::Model model = model_.load();
     refuse_unrelated_min_good(model);
     if (!model_input_shapes_.empty()) {
       onnx::override_input_shapes(*model->mutable_graph(),
                                   parse_input_shapes(model_input_shapes_, "--model-input-shapes"));
-      onnx::infer_shapes(*model);
+      if (!force_fallback_) onnx::infer_shapes(*model);
     }
     onnx::lower_constant_nodes(*model->mutable_graph());
 
@@ -118,6 +131,13 @@ class DebugReduceCommand : public Command {
         runtime::coerce_feed_dtypes(metadata, feed);
       }
     }
+    if (force_fallback_) {
+      if (feeds.empty()) raise<InvalidInputError>("the data loader gave no input for fallback shape inference");
+      log::info("Freezing shapes in the model according to values determined by fallback shape inference");
+      auto metadata =
+          runtime::fallback_shape_inference(model, [&feeds](const TensorMetadata&) { return feeds.front(); });
+      runtime::set_shapes_from_metadata(*model->mutable_graph(), metadata);
+    }
     log::info("Running the whole model on the reference runner ({} sample(s)) for the values of tensors that "
               "become graph inputs",
               feeds.size());
@@ -129,6 +149,19 @@ class DebugReduceCommand : public Command {
     options.reduce_outputs = !no_reduce_outputs_;
     options.load_replay = replay_.load_path();
     options.save_replay = replay_.save_path();
+    options.require_failing_model = require_failing_model_;
+    // A --check command feeds only the candidate's graph inputs, as Polygraphy's checks do: the tensors of
+    // cut-off branches are frozen with the data loader's values. In-process, every sample feeds them.
+    options.freeze_cut_branches = checks_.given();
+    bool warned = false;
+    options.on_freeze = [this, &warned](const std::string&) {
+      if (warned || !data_loader_.uses_random_data()) return;
+      warned = true;
+      log::warning("This model includes multiple branches/paths. In order to continue reducing, one branch needs to "
+                   "be folded away.\nPlease ensure that you have provided a data loader argument directly to `debug "
+                   "reduce` (i.e. prior to `--check`) if your `--check` command is using a non-default data "
+                   "loader.\nNot doing so may result in false negatives!");
+    };
     debug::FailureCheck check = checks_.given() ? debug::FailureCheck([this](const onnx::Model& candidate, int step) {
       return run_check_command(candidate, step);
     })
@@ -152,6 +185,10 @@ class DebugReduceCommand : public Command {
         log::info("Saving the minimal good model ({} node(s)) to: {}", (*result.min_good)->graph().node_size(),
                   min_good_);
         onnx::save_model(*result.min_good, min_good_, save_.options());
+      } else if (!result.reduced_fails) {
+        log::warning("No candidate failed the check: there is no failing model for a minimal good model to be close "
+                     "to, so nothing is saved to {}",
+                     min_good_);
       } else {
         log::warning("No candidate passed the check: there is no minimal good model to save to {}", min_good_);
       }
@@ -258,12 +295,20 @@ class DebugReduceCommand : public Command {
       log::info("Why: {} is the first node (in topological order) whose output makes the check fail{}",
                 result.failing_node,
                 graph.node_size() > 1 ? "; the other kept nodes are those of its ancestors it still fails with" : "");
+    if (!result.frozen_initializers.empty())
+      log::info("Tensors of cut-off branches frozen into initializers (their values in the data loader's first "
+                "input): {}",
+                fmt::join(result.frozen_initializers, ", "));
     if (!result.frozen_inputs.empty())
       log::info("Graph inputs that were intermediate tensors (fed with the whole model's values): {}",
                 fmt::join(result.frozen_inputs, ", "));
     std::vector<std::string> outputs;
     for (const auto& output : graph.output()) outputs.push_back(output.name());
     log::info("Graph outputs: {}", fmt::join(outputs, ", "));
+    if (!result.reduced_fails)
+      log::warning("No candidate failed the check: the reduced model is the whole model ({} node(s)), which PASSES "
+                   "the check",
+                   graph.node_size());
   }
 
   ModelArgs model_;
@@ -272,7 +317,8 @@ class DebugReduceCommand : public Command {
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
   std::string output_, min_good_, mode_ = "bisect";
-  bool no_reduce_inputs_ = false, no_reduce_outputs_ = false;
+  bool no_reduce_inputs_ = false, no_reduce_outputs_ = false, require_failing_model_ = false,
+       force_fallback_ = false;
   std::vector<std::string> model_input_shapes_;
   CheckArgs checks_;
   std::string iter_artifact_ = "polygraphy_debug.onnx";
