@@ -4,6 +4,7 @@
 #include <cctype>
 #include <ctime>
 #include <map>
+#include <optional>
 #include <mutex>
 
 #include "parity/core/error.h"
@@ -91,28 +92,42 @@ std::optional<std::string> closest_name(const std::string& name, const std::vect
 
 namespace {
 
-bool equal_ignoring_case(const std::string& a, const std::string& b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
+std::string lower_case(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
 }
 
-bool feed_has(const NamedTensors& feed, const std::string& name) {
-  return std::any_of(feed.begin(), feed.end(), [&](const auto& entry) { return entry.first == name; });
+// Polygraphy's util.find_str_in_iterable over the feed's names: the index of the entry for `name`.
+std::optional<std::size_t> find_feed_entry(const NamedTensors& feed, const std::string& name, std::size_t position) {
+  for (std::size_t i = 0; i < feed.size(); ++i)
+    if (feed[i].first == name) return i;
+  const std::string wanted = lower_case(name);
+  for (std::size_t i = 0; i < feed.size(); ++i) {
+    const std::string entry = lower_case(feed[i].first);
+    if (entry.find(wanted) != std::string::npos || wanted.find(entry) != std::string::npos) return i;
+  }
+  if (position < feed.size()) return position;
+  return std::nullopt;
 }
 
 }  // namespace
 
 void match_feed_names(const TensorMetadata& metadata, NamedTensors& feed) {
-  for (auto& [name, tensor] : feed) {
-    if (metadata.find(name)) continue;
-    for (const auto& [input, _] : metadata) {
-      if (!equal_ignoring_case(name, input) || feed_has(feed, input)) continue;
-      log::warning("Input tensor: {} | Buffer name ({}) does not match expected input name ({}).", input, name, input);
-      name = input;
-      break;
-    }
+  NamedTensors matched;
+  std::vector<bool> taken(feed.size(), false);
+  std::size_t position = 0;
+  for (const auto& [input, _] : metadata) {
+    auto entry = find_feed_entry(feed, input, position++);
+    if (!entry) continue;
+    taken[*entry] = true;
+    if (feed[*entry].first != input)
+      log::warning("Input tensor: {} | Buffer name ({}) does not match expected input name ({}).", input,
+                   feed[*entry].first, input);
+    matched.emplace_back(input, feed[*entry].second);
   }
+  for (std::size_t i = 0; i < feed.size(); ++i)
+    if (!taken[i]) log::warning("Input tensor: {} | Not an input of the model: ignored.", feed[i].first);
+  feed = std::move(matched);
 }
 
 void validate_feed(const TensorMetadata& metadata, const NamedTensors& feed, const std::string& runner_name) {

@@ -44,13 +44,17 @@ def test_data_loader_script(run_parity, small_cnn, tmp_path):
     # Failures: the script's exception, a missing function, a wrong input name, both input flags.
     for spec, needles in ((f"{script}:broken", ["loader.py", "RuntimeError: no data today"]),
                           (f"{script}:missing", ["defines no 'missing'"]),
-                          (f"{script}:wrong_name", ["'imge'", "did you mean 'image'"]),
                           (str(tmp_path / "nowhere.py"), ["nowhere.py", "no such file"])):
         bad = run_parity("run", small_cnn, "--ref", "--data-loader-script", spec, env=env, timeout=RUN_TIMEOUT)
         assert bad.returncode == 1, bad.describe()
         line = single_error_line(bad)
         for needle in needles:
             assert needle in line, line
+    # A feed named after no input is taken by position, as Polygraphy's data loader cache takes it.
+    renamed = run_parity("run", small_cnn, "--ref", "--data-loader-script", f"{script}:wrong_name", env=env,
+                         timeout=RUN_TIMEOUT)
+    assert renamed.returncode == 0, renamed.describe()
+    assert "[W] Input tensor: image | Buffer name (imge) does not match expected input name (image)." in renamed.output
     both = run_parity("run", small_cnn, "--ref", "--data-loader-script", script, "--load-inputs", ours, env=env,
                       timeout=RUN_TIMEOUT)
     assert both.returncode != 0 and "excludes" in both.output

@@ -101,10 +101,13 @@ class ActiveRunner {
 // Throws InvalidInputError naming the input (with a "did you mean" hint for unknown names).
 void validate_feed(const TensorMetadata& metadata, const NamedTensors& feed, const std::string& runner_name);
 
-// As Polygraphy's data loader does, a feed entry whose name is no input of the model but equals one,
-// ignoring case, that the feed lacks (`x` for the model's `X`) is renamed to it, with Polygraphy's
-// warning ("Input tensor: X | Buffer name (x) does not match expected input name (X)."). Anything
-// else is left for validate_feed to refuse.
+// Builds the feed the model asks for as Polygraphy's data loader cache does (util.find_str_in_iterable):
+// each input of the model, in order, takes the feed entry of its name; else the first entry whose
+// name contains it or is contained in it, ignoring case (`x` for the model's `X`); else the entry at
+// its own position. A taken entry of another name draws Polygraphy's warning ("Input tensor: X |
+// Buffer name (x) does not match expected input name (X)."). Entries no input takes are dropped, each
+// with a warning (Polygraphy drops them silently); an input nothing matches stays missing, for
+// validate_feed to refuse.
 void match_feed_names(const TensorMetadata& metadata, NamedTensors& feed);
 
 // The name in `candidates` nearest to `name` by edit distance, when it is close enough to be a
