@@ -193,3 +193,40 @@ def test_insert_places_the_node_after_its_inputs_producer(run_parity, tmp_path):
     nodes = onnx.load(str(out)).graph.node
     assert [node.op_type for node in nodes] == ["Identity", "Identity", "Add", "FakeOp", "Identity"]
     assert nodes[-1].name == "onnx_graphsurgeon_node_7" and list(nodes[-1].input) == ["add_out_4"]
+
+
+def test_insert_keeps_declared_output_shapes_that_inference_cannot_derive(run_parity, tmp_path):
+    """Downstream of an op shape inference does not know, graph outputs keep the shapes the model
+    declares ((1,) in reducable.onnx), as in Polygraphy; a graph output the new node makes anew (its
+    input and output named alike) has a dtype and no shape, as Polygraphy's new tensor has."""
+    single = tmp_path / "single.onnx"
+    result = run_parity("surgeon", "insert", POLYGRAPHY_MODELS / "reducable.onnx", "-o", single,
+                        "--inputs=add_out_4", "--outputs=identity_out_8", "--op=FakeOp")
+    assert result.returncode == 0, result.describe()
+    outputs = onnx.load(str(single)).graph.output
+    assert [(value.name, dims(value)) for value in outputs] == [("identity_out_6", [1]), ("identity_out_8", [1])]
+    renewed = tmp_path / "renewed.onnx"
+    result = run_parity("surgeon", "insert", POLYGRAPHY_MODELS / "reducable.onnx", "-o", renewed,
+                        "--inputs=identity_out_8", "--outputs=identity_out_8", "--op=FakeOp")
+    assert result.returncode == 0, result.describe()
+    outputs = {value.name: value for value in onnx.load(str(renewed)).graph.output}
+    assert dims(outputs["identity_out_6"]) == [1]
+    assert outputs["identity_out_8"].type.tensor_type.elem_type == TensorProto.FLOAT
+    assert not outputs["identity_out_8"].type.tensor_type.HasField("shape")
+
+
+def test_insert_replaces_a_declared_output_shape_that_inference_derives_anew(run_parity, tmp_path):
+    source, out = tmp_path / "identity.onnx", tmp_path / "transposed.onnx"
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(source))
+    result = run_parity("surgeon", "insert", source, "-o", out, "--inputs=x", "--outputs=y", "--op=Transpose",
+                        "--attrs", "perm=[1,0]")
+    assert result.returncode == 0, result.describe()
+    assert dims(onnx.load(str(out)).graph.output[0]) == [3, 2]
+    kept = tmp_path / "kept.onnx"
+    result = run_parity("surgeon", "insert", source, "-o", kept, "--no-shape-inference", "--inputs=x",
+                        "--outputs=y", "--op=Transpose", "--attrs", "perm=[1,0]")
+    assert result.returncode == 0, result.describe()
+    assert dims(onnx.load(str(kept)).graph.output[0]) == [2, 3]  # no inference: the declared shape, as Polygraphy
