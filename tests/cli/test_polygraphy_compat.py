@@ -2,7 +2,7 @@
 tests pass on Parity; the ported cases are in tests/peers/test_polygraphy_cli_port.py):
 `run` with no model, --iterations 0, a feed named in another case, --model-type, --val-range messages,
 the unused-tolerance warning with --compare-func indices, sanitize's --override-input-shapes
-(a non-input name, stale output shapes) and per-pass lines, lint of unknown and custom-domain ops.
+(a non-input name cuts the graph, stale output shapes) and per-pass lines, lint of unknown and custom-domain ops.
 Bad input keeps an error wherever Polygraphy errors too."""
 
 import json
@@ -123,16 +123,38 @@ def test_override_input_shapes_updates_graph_output_shapes(run_parity, tmp_path)
     assert all(dims(value) == [5] for value in model.graph.output), [dims(value) for value in model.graph.output]
 
 
-def test_override_input_shapes_of_a_non_input_is_ignored_with_a_warning(run_parity, tmp_path):
+def test_override_input_shapes_of_a_non_input_cuts_the_graph_there(run_parity, tmp_path):
+    """As Polygraphy's sanitize does: the tensor becomes a graph input (after the model's own), the
+    nodes only it needed go, and a warning says so. Bad text and a name that is no tensor stay errors."""
     out = tmp_path / "out.onnx"
     result = run_parity("surgeon", "sanitize", POLYGRAPHY_MODELS / "dynamic_identity.onnx",
                         "--override-input-shapes=Y:[1,2,3,4]", "-o", out)
     assert result.returncode == 0, result.describe()
-    assert any("--override-input-shapes: 'Y' is not an input of" in line for line in result.lines("[W] "))
-    assert dims(onnx.load(str(out)).graph.input[0]) == [1, 2, "height", "width"]
+    assert any("--override-input-shapes: 'Y' not among the inputs of" in line and "1 node(s)" in line
+               for line in result.lines("[W] ")), result.describe()
+    assert "[I] Overriding input shapes to:\n    {X [dtype=float32, shape=(1, 2, 'height', 'width')],\n     Y " \
+        in result.stdout, result.describe()
+    model = onnx.load(str(out))
+    onnx.checker.check_model(model)
+    assert [(value.name, dims(value)) for value in model.graph.input] == [("X", [1, 2, "height", "width"]),
+                                                                          ("Y", [1, 2, 3, 4])]
+    assert dims(model.graph.output[0]) == [1, 2, 3, 4] and len(model.graph.node) == 0
+    # An intermediate tensor: the nodes before it go, those after it stay and take the new shape.
+    cut = tmp_path / "cut.onnx"
+    result = run_parity("surgeon", "sanitize", POLYGRAPHY_MODELS / "reducable.onnx",
+                        "--override-input-shapes=add_out_4:[3]", "-o", cut)
+    assert result.returncode == 0, result.describe()
+    model = onnx.load(str(cut))
+    assert [value.name for value in model.graph.input] == ["X0", "Y0", "add_out_4"]
+    assert [node.op_type for node in model.graph.node] == ["Identity", "Identity"]
+    assert all(dims(value) == [3] for value in model.graph.output), [dims(value) for value in model.graph.output]
     bad = run_parity("surgeon", "sanitize", POLYGRAPHY_MODELS / "dynamic_identity.onnx",
                      "--override-input-shapes=X:[1,2", "-o", out)
     assert bad.returncode == 1 and bad.lines("[E] "), bad.describe()
+    ghost = run_parity("surgeon", "sanitize", POLYGRAPHY_MODELS / "dynamic_identity.onnx",
+                       "--override-input-shapes=ghost:[1]", "-o", tmp_path / "ghost.onnx")
+    assert ghost.returncode == 1 and any("'ghost'" in line for line in ghost.lines("[E] ")), ghost.describe()
+    assert not (tmp_path / "ghost.onnx").exists()
 
 
 def test_fold_constants_logs_each_pass(run_parity, tmp_path):
