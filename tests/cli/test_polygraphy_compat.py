@@ -2,7 +2,7 @@
 tests pass on Parity; the ported cases are in tests/peers/test_polygraphy_cli_port.py):
 `run` with no model, --iterations 0, a feed named in another case, --model-type, --val-range messages,
 the unused-tolerance warning with --compare-func indices, sanitize's --override-input-shapes
-(a non-input name, stale output shapes) and per-pass lines, lint of unknown and custom-domain ops.
+(a non-input name cuts the graph, stale output shapes) and per-pass lines, lint of unknown and custom-domain ops.
 Bad input keeps an error wherever Polygraphy errors too."""
 
 import json
@@ -137,16 +137,38 @@ def test_override_input_shapes_updates_graph_output_shapes(run_parity, tmp_path)
     assert all(dims(value) == [5] for value in model.graph.output), [dims(value) for value in model.graph.output]
 
 
-def test_override_input_shapes_of_a_non_input_is_ignored_with_a_warning(run_parity, tmp_path):
+def test_override_input_shapes_of_a_non_input_cuts_the_graph_there(run_parity, tmp_path):
+    """As Polygraphy's sanitize does: the tensor becomes a graph input (after the model's own), the
+    nodes only it needed go, and a warning says so. Bad text and a name that is no tensor stay errors."""
     out = tmp_path / "out.onnx"
     result = run_parity("surgeon", "sanitize", POLYGRAPHY_MODELS / "dynamic_identity.onnx",
                         "--override-input-shapes=Y:[1,2,3,4]", "-o", out)
     assert result.returncode == 0, result.describe()
-    assert any("--override-input-shapes: 'Y' is not an input of" in line for line in result.lines("[W] "))
-    assert dims(onnx.load(str(out)).graph.input[0]) == [1, 2, "height", "width"]
+    assert any("--override-input-shapes: 'Y' not among the inputs of" in line and "1 node(s)" in line
+               for line in result.lines("[W] ")), result.describe()
+    assert "[I] Overriding input shapes to:\n    {X [dtype=float32, shape=(1, 2, 'height', 'width')],\n     Y " \
+        in result.stdout, result.describe()
+    model = onnx.load(str(out))
+    onnx.checker.check_model(model)
+    assert [(value.name, dims(value)) for value in model.graph.input] == [("X", [1, 2, "height", "width"]),
+                                                                          ("Y", [1, 2, 3, 4])]
+    assert dims(model.graph.output[0]) == [1, 2, 3, 4] and len(model.graph.node) == 0
+    # An intermediate tensor: the nodes before it go, those after it stay and take the new shape.
+    cut = tmp_path / "cut.onnx"
+    result = run_parity("surgeon", "sanitize", POLYGRAPHY_MODELS / "reducable.onnx",
+                        "--override-input-shapes=add_out_4:[3]", "-o", cut)
+    assert result.returncode == 0, result.describe()
+    model = onnx.load(str(cut))
+    assert [value.name for value in model.graph.input] == ["X0", "Y0", "add_out_4"]
+    assert [node.op_type for node in model.graph.node] == ["Identity", "Identity"]
+    assert all(dims(value) == [3] for value in model.graph.output), [dims(value) for value in model.graph.output]
     bad = run_parity("surgeon", "sanitize", POLYGRAPHY_MODELS / "dynamic_identity.onnx",
                      "--override-input-shapes=X:[1,2", "-o", out)
     assert bad.returncode == 1 and bad.lines("[E] "), bad.describe()
+    ghost = run_parity("surgeon", "sanitize", POLYGRAPHY_MODELS / "dynamic_identity.onnx",
+                       "--override-input-shapes=ghost:[1]", "-o", tmp_path / "ghost.onnx")
+    assert ghost.returncode == 1 and any("'ghost'" in line for line in ghost.lines("[E] ")), ghost.describe()
+    assert not (tmp_path / "ghost.onnx").exists()
 
 
 def test_fold_constants_logs_each_pass(run_parity, tmp_path):
@@ -207,3 +229,40 @@ def test_insert_places_the_node_after_its_inputs_producer(run_parity, tmp_path):
     nodes = onnx.load(str(out)).graph.node
     assert [node.op_type for node in nodes] == ["Identity", "Identity", "Add", "FakeOp", "Identity"]
     assert nodes[-1].name == "onnx_graphsurgeon_node_7" and list(nodes[-1].input) == ["add_out_4"]
+
+
+def test_insert_keeps_declared_output_shapes_that_inference_cannot_derive(run_parity, tmp_path):
+    """Downstream of an op shape inference does not know, graph outputs keep the shapes the model
+    declares ((1,) in reducable.onnx), as in Polygraphy; a graph output the new node makes anew (its
+    input and output named alike) has a dtype and no shape, as Polygraphy's new tensor has."""
+    single = tmp_path / "single.onnx"
+    result = run_parity("surgeon", "insert", POLYGRAPHY_MODELS / "reducable.onnx", "-o", single,
+                        "--inputs=add_out_4", "--outputs=identity_out_8", "--op=FakeOp")
+    assert result.returncode == 0, result.describe()
+    outputs = onnx.load(str(single)).graph.output
+    assert [(value.name, dims(value)) for value in outputs] == [("identity_out_6", [1]), ("identity_out_8", [1])]
+    renewed = tmp_path / "renewed.onnx"
+    result = run_parity("surgeon", "insert", POLYGRAPHY_MODELS / "reducable.onnx", "-o", renewed,
+                        "--inputs=identity_out_8", "--outputs=identity_out_8", "--op=FakeOp")
+    assert result.returncode == 0, result.describe()
+    outputs = {value.name: value for value in onnx.load(str(renewed)).graph.output}
+    assert dims(outputs["identity_out_6"]) == [1]
+    assert outputs["identity_out_8"].type.tensor_type.elem_type == TensorProto.FLOAT
+    assert not outputs["identity_out_8"].type.tensor_type.HasField("shape")
+
+
+def test_insert_replaces_a_declared_output_shape_that_inference_derives_anew(run_parity, tmp_path):
+    source, out = tmp_path / "identity.onnx", tmp_path / "transposed.onnx"
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(source))
+    result = run_parity("surgeon", "insert", source, "-o", out, "--inputs=x", "--outputs=y", "--op=Transpose",
+                        "--attrs", "perm=[1,0]")
+    assert result.returncode == 0, result.describe()
+    assert dims(onnx.load(str(out)).graph.output[0]) == [3, 2]
+    kept = tmp_path / "kept.onnx"
+    result = run_parity("surgeon", "insert", source, "-o", kept, "--no-shape-inference", "--inputs=x",
+                        "--outputs=y", "--op=Transpose", "--attrs", "perm=[1,0]")
+    assert result.returncode == 0, result.describe()
+    assert dims(onnx.load(str(kept)).graph.output[0]) == [2, 3]  # no inference: the declared shape, as Polygraphy

@@ -359,6 +359,38 @@ TEST(GraphPasses, ExtractRejectsUnknownAndUnreachableTensors) {
   EXPECT_NE(msg.find("'pool1_out'"), std::string::npos) << msg;
 }
 
+TEST(GraphPasses, MakeGraphInputsCutsTheGraphAtComputedTensors) {
+  onnx::Model model = onnx::load_model(kExamples + "small_cnn.onnx");
+  auto feed = make_feed(model, {{"image", {2, 3, 32, 32}}});
+  auto original = run(model, feed, {"relu1_out"});
+  onnx::Model cut = copy_of(model);
+  onnx::infer_shapes(*cut);
+  const int nodes_before = cut->graph().node_size();
+  const int inputs_before = cut->graph().input_size();
+  onnx::make_graph_inputs(*cut->mutable_graph(), {"relu1_out"});
+  ASSERT_EQ(cut->graph().input_size(), inputs_before + 1);
+  const auto& added = cut->graph().input(inputs_before);
+  EXPECT_EQ(added.name(), "relu1_out");
+  EXPECT_EQ(added.type().tensor_type().elem_type(), ::onnx::TensorProto::FLOAT);
+  EXPECT_FALSE(added.type().tensor_type().has_shape());
+  EXPECT_EQ(cut->graph().node_size(), nodes_before - 3);  // conv1 bn1 relu1 are no longer needed
+  for (const auto& node : cut->graph().node())
+    for (const auto& output : node.output()) EXPECT_NE(output, "relu1_out") << node.name();
+  NamedTensors cut_feed = feed;
+  cut_feed.emplace_back("relu1_out", find(original, "relu1_out"));
+  auto result = run(cut, cut_feed);
+  auto whole = run(model, feed);
+  EXPECT_EQ(max_abs_diff(find(result, "probabilities"), find(whole, "probabilities")), 0.0);
+}
+
+TEST(GraphPasses, MakeGraphInputsRejectsTensorsNoNodeComputes) {
+  onnx::Model model = onnx::load_model(kExamples + "small_cnn.onnx");
+  auto msg = error_of([&] { onnx::make_graph_inputs(*model->mutable_graph(), {"image"}); });
+  EXPECT_NE(msg.find("'image'"), std::string::npos) << msg;
+  msg = error_of([&] { onnx::make_graph_inputs(*model->mutable_graph(), {"ghost"}); });
+  EXPECT_NE(msg.find("'ghost'"), std::string::npos) << msg;
+}
+
 // --- lint ---
 
 // Lint on the reference runner (no ONNX Runtime needed) with one iteration of seeded inputs.

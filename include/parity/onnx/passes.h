@@ -71,6 +71,14 @@ struct ExtractTensor {
 void extract_subgraph(::onnx::ModelProto& model, const std::vector<ExtractTensor>& inputs,
                       const std::vector<ExtractTensor>& outputs);
 
+// Cuts the main graph at tensors that nodes compute, making each a graph input (appended in the
+// order given, with the dtype the model or shape inference gives it and no shape), as Polygraphy's
+// sanitize --override-input-shapes does for a name that is no graph input: its producer no longer
+// outputs it (the output slot is left empty), and cleanup removes the nodes no graph output needs
+// any more (graph inputs are kept). Throws InvalidInputError naming a tensor that no node computes
+// or whose dtype is unknown.
+void make_graph_inputs(::onnx::GraphProto& graph, const std::vector<std::string>& names);
+
 // --- surgeon insert ---
 // Parses Polygraphy's --attrs value syntax: a decimal point or exponent means float, quotes
 // mean string, [a,b] a list, else int, else a bare string. Throws InvalidInputError on

@@ -128,4 +128,32 @@ void extract_subgraph(::onnx::ModelProto& model, const std::vector<ExtractTensor
   cleanup(graph, CleanupOptions{.remove_unused_graph_inputs = false, .recurse_subgraphs = false});
 }
 
+void make_graph_inputs(GraphProto& graph, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  auto infos = known_value_infos(graph);
+  std::unordered_set<std::string> cut;
+  for (const auto& name : names) {
+    bool computed = std::any_of(graph.node().begin(), graph.node().end(), [&](const NodeProto& node) {
+      return std::find(node.output().begin(), node.output().end(), name) != node.output().end();
+    });
+    if (!computed) raise<InvalidInputError>("tensor '{}' is computed by no node: it cannot become a graph input", name);
+    auto info = infos.find(name);
+    if (info == infos.end() || info->second.dtype == DType::kUndefined)
+      raise<InvalidInputError>("tensor '{}' cannot become a graph input: its dtype is unknown (the model declares "
+                               "none and shape inference derives none)",
+                               name);
+    if (!cut.insert(name).second) continue;
+    auto* input = graph.add_input();
+    input->set_name(name);
+    input->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(info->second.dtype));
+  }
+  for (auto& node : *graph.mutable_node())
+    for (auto& output : *node.mutable_output())
+      if (cut.count(output)) output.clear();
+  auto* value_infos = graph.mutable_value_info();
+  for (int i = value_infos->size() - 1; i >= 0; --i)
+    if (cut.count(value_infos->Get(i).name())) value_infos->DeleteSubrange(i, 1);
+  cleanup(graph, CleanupOptions{.remove_unused_graph_inputs = false, .recurse_subgraphs = false});
+}
+
 }  // namespace parity::onnx

@@ -2,6 +2,7 @@
 // override input shapes and topologically sort an ONNX model (Polygraphy's surgeon sanitize).
 #include <charconv>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -101,15 +102,23 @@ class SurgeonSanitizeCommand : public Command {
     // As Polygraphy's loader does: the outputs first, then the bounds (on the graph they give).
     outputs_.apply(model, model_.path());
     if (upper_bounds) set_upper_bounds(graph, *upper_bounds);
-    TensorMetadata overrides = inputs_to_override(graph);
+    TensorMetadata overrides = parse_input_shapes(override_shapes_, "--override-input-shapes");
     if (!overrides.empty()) {
+      cut_at_non_inputs(graph, overrides);
       onnx::override_input_shapes(graph, overrides);
-      log::info("Overriding input shapes to:\n    {}", onnx::graph_inputs(graph).to_string());
+      log::info("Overriding input shapes to:\n{}", onnx::graph_inputs(graph).to_string());
       // Every shape downstream of the inputs is stale, the graph outputs' included: shape inference
-      // (when on) derives them again from the new input shapes, as in Polygraphy.
+      // (when on) derives them again from the new input shapes, as in Polygraphy. A graph output that
+      // is now a graph input too is the input's tensor, with its shape.
       onnx::clear_value_info(graph);
-      for (auto& output : *graph.mutable_output())
-        if (output.type().has_tensor_type()) output.mutable_type()->mutable_tensor_type()->clear_shape();
+      std::map<std::string, ::onnx::TypeProto> input_types;
+      for (const auto& input : graph.input()) input_types.emplace(input.name(), input.type());
+      for (auto& output : *graph.mutable_output()) {
+        if (auto input = input_types.find(output.name()); input != input_types.end())
+          *output.mutable_type() = input->second;
+        else if (output.type().has_tensor_type())
+          output.mutable_type()->mutable_tensor_type()->clear_shape();
+      }
       if (model_.shape_inference()) onnx::infer_shapes(*model);
     }
     if (force_fallback_) {
@@ -157,26 +166,27 @@ class SurgeonSanitizeCommand : public Command {
   }
 
  private:
-  // --override-input-shapes for the graph's inputs. A tensor of the model that is no graph input is
-  // left out with a warning (Polygraphy does not refuse it either: it cuts the graph there, making
-  // the tensor an input); a name that is no tensor at all stays, for override_input_shapes to refuse
-  // (Polygraphy: "Tensor: ... does not exist in the model").
-  TensorMetadata inputs_to_override(const ::onnx::GraphProto& graph) const {
-    TensorMetadata requested = parse_input_shapes(override_shapes_, "--override-input-shapes");
-    TensorMetadata inputs = onnx::graph_inputs(graph), kept;
-    std::set<std::string> tensors;
-    for (const auto& node : graph.node()) tensors.insert(node.output().begin(), node.output().end());
-    for (const auto& [name, info] : requested) {
-      if (inputs.contains(name) || !tensors.count(name)) {
-        kept.add(name, info);
-        continue;
-      }
-      std::vector<std::string> names;
-      for (const auto& [input, _] : inputs) names.push_back(input);
-      log::warning("--override-input-shapes: '{}' is not an input of {}; its shape is not overridden (inputs: {})",
-                   name, model_.path(), fmt::join(names, ", "));
-    }
-    return kept;
+  // --override-input-shapes naming a tensor that nodes compute but that is no graph input: as
+  // Polygraphy does, the graph is cut there and the tensor becomes a graph input (appended after the
+  // model's own), so the nodes only it needed are removed; a warning says so. A name that is no
+  // tensor at all (or an initializer) is left for override_input_shapes to refuse (Polygraphy:
+  // "Tensor: ... does not exist in the model").
+  void cut_at_non_inputs(::onnx::GraphProto& graph, const TensorMetadata& requested) const {
+    TensorMetadata inputs = onnx::graph_inputs(graph);
+    std::set<std::string> computed;
+    for (const auto& node : graph.node()) computed.insert(node.output().begin(), node.output().end());
+    std::vector<std::string> cut;
+    for (const auto& [name, info] : requested)
+      if (!inputs.contains(name) && computed.count(name)) cut.push_back(name);
+    if (cut.empty()) return;
+    int64_t nodes_before = graph.node_size();
+    with_context(fmt::format("--override-input-shapes ({})", model_.path()),
+                 [&] { onnx::make_graph_inputs(graph, cut); });
+    std::vector<std::string> quoted;
+    for (const auto& name : cut) quoted.push_back(fmt::format("'{}'", name));
+    log::warning("--override-input-shapes: {} not among the inputs of {}: the graph is cut there and the tensor(s) "
+                 "become graph inputs, as in Polygraphy; {} node(s) that no graph output needs any more were removed",
+                 fmt::join(quoted, ", "), model_.path(), nodes_before - graph.node_size());
   }
 
   // --set-unbounded-dds-upper-bound: "[<tensor>:]<bound>", the last colon splitting the name off.
