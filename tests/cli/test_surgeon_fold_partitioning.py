@@ -1,5 +1,6 @@
-"""`parity surgeon sanitize --fold-constants --partitioning`, `--no-onnxruntime-shape-inference` and
-`surgeon sanitize|extract --force-fallback-shape-inference`.
+"""`parity surgeon sanitize --fold-constants --partitioning` and
+`surgeon sanitize|extract --force-fallback-shape-inference` (--no-onnxruntime-shape-inference:
+test_sanitize_onnxruntime_shape_inference.py).
 
 The partitioning model has two constant chains feeding the graph: one folds (Add, Mul), the other
 ends in a Gather whose index is out of range, so it fails to evaluate. Without partitioning that
@@ -55,21 +56,6 @@ def test_partitioning_unknown_mode_is_refused(run_parity, tmp_path):
     assert result.returncode != 0
     assert "--partitioning" in result.output and "greedy" in result.output, result.describe()
     assert not out.exists()
-
-
-def test_no_onnxruntime_shape_inference_is_what_parity_always_does(run_parity, tmp_path):
-    """Parity's shape inference is ONNX's in every case: the flag changes nothing."""
-    source = tmp_path / "model.onnx"
-    onnx.save(partially_foldable_model(), source)
-    outputs = []
-    for index, flags in enumerate(([], ["--no-onnxruntime-shape-inference"])):
-        out = tmp_path / f"out{index}.onnx"
-        result = run_parity("surgeon", "sanitize", source, "-o", out, "--fold-constants", "--partitioning",
-                            "recursive", *flags, "-v")
-        assert result.returncode == 0, result.describe()
-        assert "symbolic_shape_infer" not in result.output
-        outputs.append(out.read_bytes())
-    assert outputs[0] == outputs[1]
 
 
 def dynamic_chain_model():

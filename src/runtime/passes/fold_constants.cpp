@@ -12,6 +12,7 @@
 #include "parity/onnx/graph_order.h"
 #include "parity/onnx/passes.h"
 #include "parity/onnx/tensor_proto.h"
+#include "parity/runtime/symbolic_shape_inference.h"
 #include "evaluate_nodes.h"
 #include "fold_partitions.h"
 
@@ -385,7 +386,7 @@ FoldReport fold_constants(onnx::Model& model, const FoldOptions& options) {
     if (options.log_passes) log::start("Folding Constants | Pass {}", pass + 1);
     if (options.shape_inference && (options.per_pass_shape_inference || pass == 0)) {
       onnx::clear_value_info(graph);
-      auto result = onnx::infer_shapes(*model);
+      auto result = infer_shapes(model, options.allow_onnxruntime_shape_inference);
       if (!result.ok && !warned) {
         log::warning("ONNX shape inference stopped with an error; shapes it could not reach are not folded.\n"
                      "Note: error was: {}", result.error);
@@ -406,7 +407,7 @@ FoldReport fold_constants(onnx::Model& model, const FoldOptions& options) {
   }
   if (options.shape_inference) {
     onnx::clear_value_info(graph);
-    onnx::infer_shapes(*model);
+    infer_shapes(model, options.allow_onnxruntime_shape_inference);
   }
   report.nodes_after = onnx::count_nodes(graph);
   return report;

@@ -5,6 +5,7 @@
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/runtime/symbolic_shape_inference.h"
 
 namespace parity::cli {
 
@@ -20,13 +21,17 @@ void ModelArgs::add_to(CLI::App& app, bool shape_inference_by_default, bool chec
     app.add_flag_callback("--shape-inference,--do-shape-inference", [this] { no_shape_inference_ = false; },
                           "Run ONNX shape inference on the model when loading it")->group(group);
   }
-  // Polygraphy's switch from ONNX Runtime's symbolic shape inference to ONNX's: Parity's shape
-  // inference is ONNX's own in every case, so what the flag asks for is always what happens.
-  app.add_flag("--no-onnxruntime-shape-inference", no_onnxruntime_shape_inference_,
-               "Use ONNX's shape inference, not ONNX Runtime's symbolic shape inference (Polygraphy's flag). Parity "
-               "always infers shapes with ONNX's own shape inference and never uses ONNX Runtime's, so this is "
-               "what happens with or without the flag")
-      ->group(group);
+  // Polygraphy's switch from ONNX Runtime's symbolic shape inference to ONNX's.
+  const char* onnxruntime_help =
+      onnxruntime_shape_inference_allowed_
+          ? "Use ONNX's shape inference (`onnx.shape_inference`) instead of ONNX Runtime's symbolic shape inference "
+            "(`onnxruntime.tools.symbolic_shape_infer`, run in the Python that has the onnxruntime package and "
+            "sympy), which this command uses by default, as Polygraphy does, falling back to ONNX's when it "
+            "cannot run"
+          : "Use ONNX's shape inference, not ONNX Runtime's symbolic shape inference (Polygraphy's flag). This "
+            "command always infers shapes with ONNX's own shape inference (only surgeon sanitize uses ONNX "
+            "Runtime's), so this is what happens with or without the flag";
+  app.add_flag("--no-onnxruntime-shape-inference", no_onnxruntime_shape_inference_, onnxruntime_help)->group(group);
   if (checker_flag)
     app.add_flag("--check", check_, "Run ONNX's checker on the model and fail on any error")->group(group);
 }
@@ -66,7 +71,7 @@ onnx::Model ModelArgs::load(const onnx::LoadOptions& options) const {
                model->ByteSizeLong(), model->graph().node_size(), model->graph().initializer_size(),
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   if (!no_shape_inference_) {
-    infer_shapes(model);
+    infer_shapes(model, onnxruntime_shape_inference());
     log::info("Loading model: {}", shown_path);
   }
   if (check_) {
@@ -76,9 +81,9 @@ onnx::Model ModelArgs::load(const onnx::LoadOptions& options) const {
   return model;
 }
 
-void ModelArgs::infer_shapes(onnx::Model& model) {
-  log::verbose("Running ONNX shape inference (data propagation on)");
-  auto result = onnx::infer_shapes(*model.proto);
+void ModelArgs::infer_shapes(onnx::Model& model, bool allow_onnxruntime) {
+  if (!allow_onnxruntime) log::verbose("Running ONNX shape inference (data propagation on)");
+  auto result = runtime::infer_shapes(model, allow_onnxruntime);
   if (!result.ok) log::warning("ONNX shape inference exited with an error:\n{}", result.error);
   else log::verbose("Shape inference completed successfully");  // Polygraphy's line, which its tests look for
 }

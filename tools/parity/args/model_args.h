@@ -20,6 +20,14 @@ class ModelArgs {
   // as in Polygraphy); path() is then empty.
   void add_to(CLI::App& app, bool shape_inference_by_default = true, bool checker_flag = true,
               bool model_required = true);
+  // Called before add_to by a command that infers shapes as Polygraphy's does (surgeon sanitize):
+  // ONNX Runtime's symbolic shape inference, falling back to ONNX's (runtime::infer_shapes), unless
+  // --no-onnxruntime-shape-inference. Other commands use ONNX's shape inference only.
+  void allow_onnxruntime_shape_inference() { onnxruntime_shape_inference_allowed_ = true; }
+  // Whether this command line infers shapes with ONNX Runtime's symbolic shape inference first.
+  bool onnxruntime_shape_inference() const {
+    return onnxruntime_shape_inference_allowed_ && !no_onnxruntime_shape_inference_;
+  }
   // Loads (and, unless disabled, shape-infers) the model, logging what it does as Polygraphy does:
   // "Loading model: <absolute path>" after shape inference and its warning, if any.
   onnx::Model load(const onnx::LoadOptions& options = {}) const;
@@ -35,16 +43,18 @@ class ModelArgs {
   // Turns load()'s shape inference off: for a command that decides itself whether (and how) to infer
   // shapes (surgeon extract, --force-fallback-shape-inference).
   void disable_shape_inference() { no_shape_inference_ = true; }
-  // ONNX shape inference on `model`, logged as load() logs it (a warning on error, else Polygraphy's
-  // "Shape inference completed successfully" at -v).
-  static void infer_shapes(onnx::Model& model);
+  // Shape inference on `model`, logged as load() logs it (a warning on error, else Polygraphy's
+  // "Shape inference completed successfully" at -v): ONNX's, or with `allow_onnxruntime` ONNX
+  // Runtime's symbolic shape inference first (see runtime::infer_shapes).
+  static void infer_shapes(onnx::Model& model, bool allow_onnxruntime = false);
 
  private:
   std::string path_;
   std::string external_data_dir_;
   bool no_shape_inference_ = false;
   bool check_ = false;
-  bool no_onnxruntime_shape_inference_ = false;  // what Parity always does (see add_to)
+  bool no_onnxruntime_shape_inference_ = false;
+  bool onnxruntime_shape_inference_allowed_ = false;  // see allow_onnxruntime_shape_inference
   std::optional<onnx::Model> loaded_;
 };
 

@@ -22,6 +22,7 @@
 #include "parity/onnx/unbounded_dds.h"
 #include "parity/runtime/passes/fallback_shape_inference.h"
 #include "parity/runtime/passes/fold_constants.h"
+#include "parity/runtime/symbolic_shape_inference.h"
 
 namespace parity::cli {
 namespace {
@@ -33,6 +34,7 @@ class SurgeonSanitizeCommand : public Command {
     return "Clean up, sanitize, constant-fold and topologically sort an ONNX model";
   }
   void add_options(CLI::App& app) override {
+    model_.allow_onnxruntime_shape_inference();  // as Polygraphy's sanitize infers shapes
     model_.add_to(app);
     compute_.add_to(app);
     app.add_option("--override-input-shapes,--override-inputs", override_shapes_,
@@ -119,7 +121,7 @@ class SurgeonSanitizeCommand : public Command {
         else if (output.type().has_tensor_type())
           output.mutable_type()->mutable_tensor_type()->clear_shape();
       }
-      if (model_.shape_inference()) onnx::infer_shapes(*model);
+      if (model_.shape_inference()) runtime::infer_shapes(model, model_.onnxruntime_shape_inference());
     }
     if (force_fallback_) {
       auto data_loader = data_loader_.data_loader();
@@ -138,6 +140,7 @@ class SurgeonSanitizeCommand : public Command {
       options.fold_shapes = !no_fold_shapes_;
       options.per_pass_shape_inference = !no_per_pass_inference_;
       options.shape_inference = model_.shape_inference();
+      options.allow_onnxruntime_shape_inference = model_.onnxruntime_shape_inference();
       options.log_passes = true;
       auto start = std::chrono::steady_clock::now();
       auto report = runtime::fold_constants(model, options);
@@ -159,7 +162,7 @@ class SurgeonSanitizeCommand : public Command {
     if (toposort_) {
       onnx::toposort(graph);
       // ONNX's shape inference reads nodes in order: sorted, it reaches the tensors an unsorted graph hid.
-      if (model_.shape_inference()) onnx::infer_shapes(*model);
+      if (model_.shape_inference()) runtime::infer_shapes(model, model_.onnxruntime_shape_inference());
     }
     save_.save(model, output_);
     return 0;

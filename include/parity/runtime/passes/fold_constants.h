@@ -39,6 +39,9 @@ struct FoldOptions {
   bool fold_shapes = true;                // --no-fold-shapes turns shape folding off
   bool shape_inference = true;           // false: never run it (shape folding uses the value_info present)
   bool per_pass_shape_inference = true;
+  // Infer shapes as Polygraphy does by default: ONNX Runtime's symbolic shape inference, falling
+  // back to ONNX's (runtime::infer_shapes); false: ONNX's only (--no-onnxruntime-shape-inference).
+  bool allow_onnxruntime_shape_inference = false;
   bool flatten_subgraphs = true;          // inline If nodes whose condition is constant
   FoldPartitioning partitioning = FoldPartitioning::kNone;
   // Log each pass as Polygraphy does: "Folding Constants | Pass N", then its "Total Nodes" line.

@@ -23,7 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kLibraryEnvironmentVariable = "PARITY_ORT_LIBRARY";
-constexpr const char* kPythonEnvironmentVariable = "PARITY_PYTHON";
 
 // One place that was tried and why it did not work out.
 struct Attempt {
@@ -200,34 +199,17 @@ LibraryPtr Library::load(const std::string& explicit_path) {
     // and no Python was chosen, 4. the venv scripts/setup.sh made (it records its interpreter), so a
     // built `parity` finds ONNX Runtime from a plain shell. Both are answered from the cache once
     // asked: no Python process starts while the interpreter and its packages are unchanged.
-    const char* python_variable = std::getenv(kPythonEnvironmentVariable);
-    bool python_chosen = python_variable && *python_variable;
-    auto try_python = [&](const std::string& python, std::string where) {
-      PythonPackageLibrary found = library_in_python_package(python);
-      if (!found.interpreter.empty() && found.interpreter != python) where += " at " + found.interpreter;
+    for (const auto& step : search_onnxruntime_python()) {
+      const PythonPackageLibrary& found = step.found;
+      std::string where = step.where;
+      if (!found.interpreter.empty() && found.interpreter != step.python) where += " at " + found.interpreter;
       std::string remembered;
       if (auto cache = LibraryCache::default_cache(); cache && found.from_cache)
         remembered = fmt::format("as remembered in {}", cache->file().string());
-      if (found.library) {
+      if (found.library)
         candidates.emplace_back(found.library->string(), remembered.empty() ? where : where + " (" + remembered + ")");
-        return true;
-      }
-      attempts.push_back({where, remembered.empty() ? found.outcome : found.outcome + ", " + remembered});
-      return false;
-    };
-    std::string python = python_chosen ? python_variable : "python3";
-    std::string chosen_by = python_chosen ? fmt::format(" (${})", kPythonEnvironmentVariable) : "";
-    bool found = try_python(python, fmt::format("the onnxruntime Python package of {}{}", python, chosen_by));
-    if (!found && !python_chosen) {
-      std::string outcome;
-      auto record = setup_python_record();
-      std::string record_name = record ? record->string() : "~/.cache/parity/setup-python";
-      if (auto setup_python = recorded_setup_python(outcome))
-        try_python(*setup_python,
-                   fmt::format("the onnxruntime Python package of {} (recorded by scripts/setup.sh in {})",
-                               *setup_python, record_name));
       else
-        attempts.push_back({fmt::format("the Python recorded by scripts/setup.sh in {}", record_name), outcome});
+        attempts.push_back({where, remembered.empty() ? found.outcome : found.outcome + ", " + remembered});
     }
     candidates.emplace_back("libonnxruntime.so.1", "the system library path");
     candidates.emplace_back("libonnxruntime.so", "the system library path");

@@ -87,57 +87,12 @@ std::optional<PythonLibraryRecord> library_in_virtual_environment(const fs::path
   return std::nullopt;
 }
 
-// Runs `interpreter -c script` with no shell between, stdin and stderr on /dev/null; returns its
-// standard output, or nullopt with `outcome` set when it could not be started or failed.
-std::optional<std::string> run_python(const fs::path& interpreter, const char* script, std::string& outcome) {
-  int pipe_ends[2];
-  if (::pipe2(pipe_ends, O_CLOEXEC) != 0) {
-    outcome = fmt::format("could not start that Python: {}", std::strerror(errno));
-    return std::nullopt;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDOUT_FILENO);
-  std::string program = interpreter.string();
-  std::vector<char*> argv = {program.data(), const_cast<char*>("-c"), const_cast<char*>(script), nullptr};
-  pid_t pid = 0;
-  int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_ends[1]);
-  if (spawned != 0) {
-    ::close(pipe_ends[0]);
-    outcome = fmt::format("could not start that Python: {}", std::strerror(spawned));
-    return std::nullopt;
-  }
-  std::string output;
-  char buffer[4096];
-  for (ssize_t count; (count = ::read(pipe_ends[0], buffer, sizeof buffer)) != 0;) {
-    if (count < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    output.append(buffer, static_cast<std::size_t>(count));
-  }
-  ::close(pipe_ends[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    outcome = WIFEXITED(status) ? fmt::format("could not run that Python (exit status {})", WEXITSTATUS(status))
-                                : "could not run that Python (killed by a signal)";
-    return std::nullopt;
-  }
-  return output;
-}
-
 // Asks the interpreter where its onnxruntime package is. nullopt (with `outcome`) when it could not
 // be asked; a record, found or not, otherwise.
 std::optional<PythonLibraryRecord> ask_interpreter(const fs::path& interpreter, std::string& outcome) {
   // Stamped before it runs: an interpreter replaced meanwhile leaves a record that no longer matches.
   PythonLibraryRecord before = record_now(interpreter.string(), "", "unknown", {});
-  auto output = run_python(interpreter, kLocatePackageScript, outcome);
+  auto output = run_python(interpreter, {"-c", kLocatePackageScript}, /*capture_errors=*/false, outcome);
   if (!output) return std::nullopt;
   std::vector<std::string> lines;
   std::string_view rest(*output);
@@ -172,6 +127,82 @@ std::optional<PythonLibraryRecord> ask_interpreter(const fs::path& interpreter, 
 }
 
 }  // namespace
+
+std::optional<std::string> run_python(const fs::path& interpreter, const std::vector<std::string>& arguments,
+                                      bool capture_errors, std::string& outcome) {
+  int pipe_ends[2];
+  if (::pipe2(pipe_ends, O_CLOEXEC) != 0) {
+    outcome = fmt::format("could not start that Python: {}", std::strerror(errno));
+    return std::nullopt;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (capture_errors) {
+    posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDERR_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
+  posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDOUT_FILENO);
+  std::string program = interpreter.string();
+  std::vector<std::string> owned_arguments = arguments;
+  std::vector<char*> argv = {program.data()};
+  for (auto& argument : owned_arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_ends[1]);
+  if (spawned != 0) {
+    ::close(pipe_ends[0]);
+    outcome = fmt::format("could not start that Python: {}", std::strerror(spawned));
+    return std::nullopt;
+  }
+  std::string output;
+  char buffer[4096];
+  for (ssize_t count; (count = ::read(pipe_ends[0], buffer, sizeof buffer)) != 0;) {
+    if (count < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    output.append(buffer, static_cast<std::size_t>(count));
+  }
+  ::close(pipe_ends[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    outcome = WIFEXITED(status) ? fmt::format("could not run that Python (exit status {})", WEXITSTATUS(status))
+                                : "could not run that Python (killed by a signal)";
+    if (capture_errors && !output.empty()) outcome += ":\n" + output;
+    return std::nullopt;
+  }
+  return output;
+}
+
+std::vector<PythonSearchStep> search_onnxruntime_python() {
+  std::vector<PythonSearchStep> steps;
+  const char* python_variable = std::getenv(kPythonEnvironmentVariable);
+  bool python_chosen = python_variable && *python_variable;
+  std::string python = python_chosen ? python_variable : "python3";
+  std::string chosen_by = python_chosen ? fmt::format(" (${})", kPythonEnvironmentVariable) : "";
+  steps.push_back({fmt::format("the onnxruntime Python package of {}{}", python, chosen_by), python,
+                   library_in_python_package(python)});
+  if (steps.back().found.library || python_chosen) return steps;
+  std::string outcome;
+  auto record = setup_python_record();
+  std::string record_name = record ? record->string() : "~/.cache/parity/setup-python";
+  if (auto setup_python = recorded_setup_python(outcome)) {
+    steps.push_back({fmt::format("the onnxruntime Python package of {} (recorded by scripts/setup.sh in {})",
+                                 *setup_python, record_name),
+                     *setup_python, library_in_python_package(*setup_python)});
+  } else {
+    PythonSearchStep step{fmt::format("the Python recorded by scripts/setup.sh in {}", record_name), "", {}};
+    step.found.outcome = outcome;
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
 
 std::optional<fs::path> library_in_folder(const fs::path& folder) {
   std::error_code error;

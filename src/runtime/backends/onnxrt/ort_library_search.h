@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace parity::runtime::onnxrt {
 
@@ -37,5 +38,30 @@ std::optional<std::filesystem::path> setup_python_record();
 // The interpreter recorded in setup_python_record(); nullopt with `outcome` saying why when there is
 // no record or it names no executable file.
 std::optional<std::string> recorded_setup_python(std::string& outcome);
+
+// The environment variable naming the Python whose onnxruntime package Parity uses.
+inline constexpr const char* kPythonEnvironmentVariable = "PARITY_PYTHON";
+
+// One Python looked at for an onnxruntime package: how it was chosen ("the onnxruntime Python
+// package of python3") and what it gave. `found.interpreter` is empty when none could be named
+// (no setup record: `found.outcome` says why).
+struct PythonSearchStep {
+  std::string where;
+  std::string python;  // the interpreter as named (a path, or a name looked up on PATH); empty when none
+  PythonPackageLibrary found;
+};
+
+// The Pythons looked at, in order, up to the first whose onnxruntime package has the library:
+// $PARITY_PYTHON when set (and then only it), else python3 on PATH, then the interpreter that
+// scripts/setup.sh recorded. Answered from the LibraryCache when still valid (no process started).
+std::vector<PythonSearchStep> search_onnxruntime_python();
+
+// Runs `interpreter arguments...` with no shell between, stdin on /dev/null; returns its standard
+// output (with its standard error when `capture_errors`, else that goes to /dev/null), or nullopt
+// with `outcome` set when it could not be started or exited with an error (its output appended
+// when `capture_errors`).
+std::optional<std::string> run_python(const std::filesystem::path& interpreter,
+                                      const std::vector<std::string>& arguments, bool capture_errors,
+                                      std::string& outcome);
 
 }  // namespace parity::runtime::onnxrt

@@ -1,0 +1,178 @@
+// ONNX Runtime's symbolic shape inference through its Python tool, and Polygraphy's fallback to
+// ONNX's shape inference.
+#include "parity/runtime/symbolic_shape_inference.h"
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include <fmt/ranges.h>
+
+#include "ort_library_search.h"
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+
+namespace parity::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+// argv: the model, where to write the result, the temporary folder (the working folder: the tool
+// saves "sym_shape_infer_temp.onnx" in it when inference stays incomplete). The result keeps its
+// tensors in an external file, which is never read back: only its types are.
+constexpr const char* kSymbolicShapeInferenceScript =
+    "import os, sys\n"
+    "os.chdir(sys.argv[3])\n"
+    "import onnx\n"
+    "from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference\n"
+    "model = onnx.load(sys.argv[1])\n"
+    "inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)\n"
+    "if inferred is None:\n"
+    "    sys.exit('SymbolicShapeInference.infer_shapes returned no model')\n"
+    "onnx.save_model(inferred, sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True,\n"
+    "                location='inferred.onnx.data', size_threshold=0)\n";
+
+// A folder of its own under the system's temporary folder, removed with everything in it.
+class TemporaryFolder {
+ public:
+  TemporaryFolder() {
+    std::string pattern = (fs::temp_directory_path() / "parity-symbolic-shapes-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+      raise<FileError>("cannot create a temporary folder for ONNX Runtime's symbolic shape inference: {}",
+                       std::strerror(errno));
+    path_ = pattern;
+  }
+  ~TemporaryFolder() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TemporaryFolder(const TemporaryFolder&) = delete;
+  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// The interpreter whose onnxruntime package has the library, else nullopt with every Python looked
+// at and why it did not do in `outcome`.
+std::optional<std::string> python_with_onnxruntime(std::string& outcome) {
+  std::vector<std::string> looked_at;
+  for (const auto& step : onnxrt::search_onnxruntime_python()) {
+    if (step.found.library) return step.found.interpreter;
+    looked_at.push_back(fmt::format("{} ({})", step.where, step.found.outcome));
+  }
+  outcome = fmt::format("no Python with the onnxruntime package; looked at: {}", fmt::join(looked_at, "; "));
+  return std::nullopt;
+}
+
+// Whether `inferred` (what the tool wrote) is `target`'s graph: the same inputs, outputs and
+// nodes (op types and subgraph attributes), subgraphs included.
+bool same_graph(const ::onnx::GraphProto& target, const ::onnx::GraphProto& inferred) {
+  if (target.node_size() != inferred.node_size() || target.input_size() != inferred.input_size() ||
+      target.output_size() != inferred.output_size())
+    return false;
+  for (int i = 0; i < target.input_size(); ++i)
+    if (target.input(i).name() != inferred.input(i).name()) return false;
+  for (int i = 0; i < target.output_size(); ++i)
+    if (target.output(i).name() != inferred.output(i).name()) return false;
+  for (int i = 0; i < target.node_size(); ++i) {
+    const auto& node = target.node(i);
+    const auto& inferred_node = inferred.node(i);
+    if (node.op_type() != inferred_node.op_type() || node.attribute_size() != inferred_node.attribute_size())
+      return false;
+    for (int a = 0; a < node.attribute_size(); ++a) {
+      const auto& attribute = node.attribute(a);
+      const auto& inferred_attribute = inferred_node.attribute(a);
+      if (attribute.has_g() != inferred_attribute.has_g() ||
+          attribute.graphs_size() != inferred_attribute.graphs_size())
+        return false;
+      if (attribute.has_g() && !same_graph(attribute.g(), inferred_attribute.g())) return false;
+      for (int g = 0; g < attribute.graphs_size(); ++g)
+        if (!same_graph(attribute.graphs(g), inferred_attribute.graphs(g))) return false;
+    }
+  }
+  return true;
+}
+
+// Copies the inferred types of `inferred` (same_graph as `target`) into `target`: value_info
+// replaced, graph inputs' and outputs' types, and the same in every subgraph.
+void copy_inferred_types(::onnx::GraphProto& target, const ::onnx::GraphProto& inferred) {
+  *target.mutable_value_info() = inferred.value_info();
+  for (int i = 0; i < target.input_size(); ++i) *target.mutable_input(i)->mutable_type() = inferred.input(i).type();
+  for (int i = 0; i < target.output_size(); ++i)
+    *target.mutable_output(i)->mutable_type() = inferred.output(i).type();
+  for (int i = 0; i < target.node_size(); ++i) {
+    auto& node = *target.mutable_node(i);
+    for (int a = 0; a < node.attribute_size(); ++a) {
+      auto& attribute = *node.mutable_attribute(a);
+      const auto& inferred_attribute = inferred.node(i).attribute(a);
+      if (attribute.has_g()) copy_inferred_types(*attribute.mutable_g(), inferred_attribute.g());
+      for (int g = 0; g < attribute.graphs_size(); ++g)
+        copy_inferred_types(*attribute.mutable_graphs(g), inferred_attribute.graphs(g));
+    }
+  }
+}
+
+}  // namespace
+
+std::string infer_shapes_with_onnxruntime(onnx::Model& model) {
+  if (model.external_data_ignored) return "the model was loaded without its external data";
+  std::string outcome;
+  auto python = python_with_onnxruntime(outcome);
+  if (!python) return outcome;
+  try {
+    TemporaryFolder folder;
+    fs::path input = folder.path() / "model.onnx", output = folder.path() / "inferred.onnx";
+    onnx::save_model(model, input);
+    log::verbose("Running ONNX Runtime's symbolic shape inference (onnxruntime.tools.symbolic_shape_infer, "
+                 "auto_merge=True) with {}",
+                 *python);
+    if (!onnxrt::run_python(*python,
+                            {"-c", kSymbolicShapeInferenceScript, input.string(), output.string(),
+                             folder.path().string()},
+                            /*capture_errors=*/true, outcome))
+      return outcome;
+    onnx::LoadOptions options;
+    options.ignore_external_data = true;  // only the types are read back
+    options.check_dims_and_data = false;
+    onnx::Model inferred = onnx::load_model(output, options);
+    if (!same_graph(model->graph(), inferred->graph()))
+      return "the model the tool wrote is not the graph it was given";
+    copy_inferred_types(*model->mutable_graph(), inferred->graph());
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+onnx::ShapeInferenceResult infer_shapes(onnx::Model& model, bool allow_onnxruntime) {
+  if (allow_onnxruntime) {
+    std::string failure = infer_shapes_with_onnxruntime(model);
+    if (failure.empty()) {
+      static std::atomic<bool> logged{false};
+      if (!logged.exchange(true))
+        log::verbose("Inferred shapes in the model with `onnxruntime.tools.symbolic_shape_infer`.\n"
+                     "Note: To force Parity to use `onnx.shape_inference` instead, use the "
+                     "`--no-onnxruntime-shape-inference` command-line option.");
+      return {};
+    }
+    log::extra_verbose("Error while running `onnxruntime.tools.symbolic_shape_infer`:\n{}", failure);
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      log::warning("Falling back to `onnx.shape_inference` because `onnxruntime.tools.symbolic_shape_infer` either "
+                   "could not be loaded or did not run successfully.\n"
+                   "Note that using ONNX-Runtime for shape inference may be faster and require less memory.\n"
+                   "Consider installing ONNX-Runtime and sympy in the Python Parity uses (${}, else python3 on "
+                   "PATH, else the one scripts/setup.sh recorded), or pass --no-onnxruntime-shape-inference.",
+                   onnxrt::kPythonEnvironmentVariable);
+  }
+  return onnx::infer_shapes(*model);
+}
+
+}  // namespace parity::runtime
