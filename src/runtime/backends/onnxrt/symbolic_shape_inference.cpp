@@ -25,11 +25,22 @@ namespace fs = std::filesystem;
 // argv: the model, where to write the result, the temporary folder (the working folder: the tool
 // saves "sym_shape_infer_temp.onnx" in it when inference stays incomplete). The result keeps its
 // tensors in an external file, which is never read back: only its types are.
+// The tool's file is loaded by its path inside the onnxruntime package, not imported as
+// onnxruntime.tools.symbolic_shape_infer: that import runs onnxruntime/__init__.py (the runtime
+// itself) and onnxruntime/tools/__init__.py, which imports torch when it is installed, about 1.5 s
+// of the 2 s a start took; the tool needs only onnx, numpy, sympy and packaging.
 constexpr const char* kSymbolicShapeInferenceScript =
-    "import os, sys\n"
+    "import importlib.util, os, sys\n"
     "os.chdir(sys.argv[3])\n"
+    "package = importlib.util.find_spec('onnxruntime')\n"
+    "if package is None or not package.submodule_search_locations:\n"
+    "    sys.exit('this Python has no onnxruntime package')\n"
+    "tool = os.path.join(list(package.submodule_search_locations)[0], 'tools', 'symbolic_shape_infer.py')\n"
+    "spec = importlib.util.spec_from_file_location('symbolic_shape_infer', tool)\n"
+    "module = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(module)\n"
+    "SymbolicShapeInference = module.SymbolicShapeInference\n"
     "import onnx\n"
-    "from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference\n"
     "model = onnx.load(sys.argv[1])\n"
     "inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)\n"
     "if inferred is None:\n"
