@@ -21,31 +21,12 @@
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/core/temporary_folder.h"
 
 namespace parity::compare::detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-class PrivateFolder {
- public:
-  PrivateFolder() {
-    std::string pattern = (fs::temp_directory_path() / "parity-subprocess-XXXXXX").string();
-    if (!::mkdtemp(pattern.data()))
-      raise<FileError>("cannot create a temporary folder for a runner's subprocess: {}", std::strerror(errno));
-    path_ = pattern;
-  }
-  ~PrivateFolder() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  PrivateFolder(const PrivateFolder&) = delete;
-  PrivateFolder& operator=(const PrivateFolder&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // The Error subclass's name, so the parent can throw the same kind.
 std::string error_kind(const Error& error) {
@@ -110,7 +91,7 @@ std::string signal_name(int signal) {
 
 RunnerResults run_runner_in_subprocess(runtime::Runner& runner, std::vector<NamedTensors>& feeds,
                                        const RunnerSetup& setup) {
-  PrivateFolder folder;
+  TemporaryFolder folder("parity-subprocess", "a runner's subprocess");
   // Buffered output (the console, a --log-file) would otherwise be written by both processes.
   std::fflush(nullptr);
   log::verbose("Running {} in a subprocess", runner.name());

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "parity/core/error.h"
+#include "parity/core/temporary_folder.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 
@@ -91,24 +92,6 @@ for name, value in returned.items():
 with open(os.path.join(out, "verdicts.json"), "w") as f:
     json.dump(verdicts, f)
 )PY";
-
-class TempFolder {
- public:
-  TempFolder() {
-    std::string pattern = (fs::temp_directory_path() / "parity-data-loader-XXXXXX").string();
-    if (!::mkdtemp(pattern.data()))
-      raise<FileError>("cannot create a temporary folder for the data loader script: {}", std::strerror(errno));
-    path_ = pattern;
-  }
-  ~TempFolder() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string python_interpreter() {
   const char* configured = std::getenv("PARITY_PYTHON");
@@ -201,7 +184,7 @@ std::vector<NamedTensors> run_data_loader_script(const ScriptSpec& script) {
   const std::string what = fmt::format("--data-loader-script {}", script.path);
   std::error_code error;
   if (!fs::is_regular_file(script.path, error)) raise<FileError>("{}: no such file", what);
-  TempFolder folder;
+  TemporaryFolder folder("parity-data-loader", "the data loader script");
   log::info("Running data loader script {} (function {}) with {}", script.path, script.function, python_interpreter());
   nlohmann::json manifest = run_driver(script, kDataLoaderDriver, folder.path(), "feeds.json", what);
   std::vector<NamedTensors> feeds;
@@ -224,7 +207,7 @@ compare::CompareFunc compare_func_script(const ScriptSpec& script) {
   std::error_code error;
   if (!fs::is_regular_file(script.path, error)) raise<FileError>("{}: no such file", what);
   return [script, what](const compare::IterationResult& r0, const compare::IterationResult& r1) {
-    TempFolder folder;
+    TemporaryFolder folder("parity-data-loader", "the data loader script");
     nlohmann::json pair = nlohmann::json::array();
     int side = 0;
     for (const compare::IterationResult* result : {&r0, &r1}) {
