@@ -1,7 +1,8 @@
 // Shape inference as Polygraphy's InferShapes loader does it: ONNX Runtime's symbolic shape
 // inference (`onnxruntime.tools.symbolic_shape_infer`, which needs sympy) run in the Python that
 // has the onnxruntime package, falling back to ONNX's own shape inference when that Python, its
-// packages or the tool fail. Starts a Python process per call: only for the commands that ask.
+// packages or the tool fail. Starts one Python process, at the first call, and keeps it for the
+// process's other calls: only for the commands that ask.
 #pragma once
 
 #include <string>
@@ -15,7 +16,8 @@ namespace parity::runtime {
 // verbose at their defaults). The model is written to a temporary folder (its external data inline,
 // or beside it past protobuf's 2 GB), the Python found as the ONNX Runtime backend finds it
 // ($PARITY_PYTHON, else python3 on PATH, else the one scripts/setup.sh recorded; the first whose
-// onnxruntime package has the library) runs the tool once, and the result's value_info and graph
+// onnxruntime package has the library) runs the tool in a worker started at the first call and kept
+// for the others (one interpreter start per command), and the result's value_info and graph
 // input/output types (subgraphs included) replace `model`'s; the folder is removed in every case.
 // Returns an empty string on success, else why it did not run; `model` is then untouched.
 std::string infer_shapes_with_onnxruntime(onnx::Model& model);

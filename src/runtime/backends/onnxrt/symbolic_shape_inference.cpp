@@ -8,67 +8,116 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
 #include <fmt/ranges.h>
 
 #include "ort_library_search.h"
+#include "python_worker.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/core/temporary_folder.h"
 
 namespace parity::runtime {
 namespace {
 
 namespace fs = std::filesystem;
 
-// argv: the model, where to write the result, the temporary folder (the working folder: the tool
-// saves "sym_shape_infer_temp.onnx" in it when inference stays incomplete). The result keeps its
-// tensors in an external file, which is never read back: only its types are.
+// The script of the Python worker (python_worker.h) that serves every inference of a command: each
+// request is the model, where to write the result, and the working folder (the tool saves
+// "sym_shape_infer_temp.onnx" there when inference stays incomplete); the answer is "ok", or
+// "error" and a traceback. The result keeps its tensors in an external file, which is never read
+// back: only its types are. The tool's own prints go to the worker's standard error, never into the
+// answers.
 // The tool's file is loaded by its path inside the onnxruntime package, not imported as
 // onnxruntime.tools.symbolic_shape_infer: that import runs onnxruntime/__init__.py (the runtime
 // itself) and onnxruntime/tools/__init__.py, which imports torch when it is installed, about 1.5 s
 // of the 2 s a start took; the tool needs only onnx, numpy, sympy and packaging.
-constexpr const char* kSymbolicShapeInferenceScript =
-    "import importlib.util, os, sys\n"
-    "os.chdir(sys.argv[3])\n"
-    "package = importlib.util.find_spec('onnxruntime')\n"
-    "if package is None or not package.submodule_search_locations:\n"
-    "    sys.exit('this Python has no onnxruntime package')\n"
-    "tool = os.path.join(list(package.submodule_search_locations)[0], 'tools', 'symbolic_shape_infer.py')\n"
-    "spec = importlib.util.spec_from_file_location('symbolic_shape_infer', tool)\n"
-    "module = importlib.util.module_from_spec(spec)\n"
-    "spec.loader.exec_module(module)\n"
-    "SymbolicShapeInference = module.SymbolicShapeInference\n"
-    "import onnx\n"
-    "model = onnx.load(sys.argv[1])\n"
-    "inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)\n"
-    "if inferred is None:\n"
-    "    sys.exit('SymbolicShapeInference.infer_shapes returned no model')\n"
-    "onnx.save_model(inferred, sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True,\n"
-    "                location='inferred.onnx.data', size_threshold=0)\n";
+constexpr const char* kSymbolicShapeInferenceWorker = R"PY(
+import os, sys, traceback
+requests = sys.stdin.buffer
+answers = os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)
 
-// A folder of its own under the system's temporary folder, removed with everything in it.
-class TemporaryFolder {
- public:
-  TemporaryFolder() {
-    std::string pattern = (fs::temp_directory_path() / "parity-symbolic-shapes-XXXXXX").string();
-    if (!::mkdtemp(pattern.data()))
-      raise<FileError>("cannot create a temporary folder for ONNX Runtime's symbolic shape inference: {}",
-                       std::strerror(errno));
-    path_ = pattern;
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TemporaryFolder(const TemporaryFolder&) = delete;
-  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
-  const fs::path& path() const { return path_; }
+def read_message():
+    header = requests.readline()
+    if not header:
+        return None
+    return requests.read(int(header)).decode()
 
- private:
-  fs::path path_;
+def answer(text):
+    data = text.encode()
+    answers.write(b"%d\n" % len(data) + data)
+    answers.flush()
+
+try:
+    import importlib.util
+    package = importlib.util.find_spec("onnxruntime")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("this Python has no onnxruntime package")
+    tool = os.path.join(list(package.submodule_search_locations)[0], "tools", "symbolic_shape_infer.py")
+    spec = importlib.util.spec_from_file_location("symbolic_shape_infer", tool)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    SymbolicShapeInference = module.SymbolicShapeInference
+    import onnx
+    setup_error = None
+except BaseException:
+    setup_error = traceback.format_exc()
+
+while True:
+    model_path, output_path, folder = read_message(), read_message(), read_message()
+    if model_path is None or output_path is None or folder is None:
+        break
+    if setup_error is not None:
+        answer("error\n" + setup_error)
+        continue
+    try:
+        os.chdir(folder)
+        inferred = SymbolicShapeInference.infer_shapes(onnx.load(model_path), auto_merge=True)
+        if inferred is None:
+            raise RuntimeError("SymbolicShapeInference.infer_shapes returned no model")
+        onnx.save_model(inferred, output_path, save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="inferred.onnx.data", size_threshold=0)
+        answer("ok")
+    except BaseException:
+        answer("error\n" + traceback.format_exc())
+    finally:
+        os.chdir("/")
+)PY";
+
+// One worker per interpreter for the life of the process; a worker that ended stays as its reason,
+// so a Python that cannot serve is not started again for every inference.
+struct WorkerSlot {
+  std::unique_ptr<onnxrt::PythonWorker> worker;
+  std::string failure;
 };
+
+std::optional<std::string> infer_in_worker(const std::string& python, const std::vector<std::string>& request,
+                                           std::string& outcome) {
+  static std::mutex mutex;
+  static std::map<std::string, WorkerSlot> slots;
+  std::lock_guard lock(mutex);
+  WorkerSlot& slot = slots[python];
+  if (!slot.failure.empty()) {
+    outcome = slot.failure;
+    return std::nullopt;
+  }
+  if (!slot.worker) {
+    slot.worker = onnxrt::PythonWorker::start(python, kSymbolicShapeInferenceWorker, outcome);
+    if (!slot.worker) {
+      slot.failure = outcome;
+      return std::nullopt;
+    }
+  }
+  auto answer = slot.worker->call(request, outcome);
+  if (!answer) slot.failure = outcome;
+  return answer;
+}
 
 // The interpreter whose onnxruntime package has the library, else nullopt with every Python looked
 // at and why it did not do in `outcome`.
@@ -138,17 +187,15 @@ std::string infer_shapes_with_onnxruntime(onnx::Model& model) {
   auto python = python_with_onnxruntime(outcome);
   if (!python) return outcome;
   try {
-    TemporaryFolder folder;
+    TemporaryFolder folder("parity-symbolic-shapes", "ONNX Runtime's symbolic shape inference");
     fs::path input = folder.path() / "model.onnx", output = folder.path() / "inferred.onnx";
     onnx::save_model(model, input);
     log::verbose("Running ONNX Runtime's symbolic shape inference (onnxruntime.tools.symbolic_shape_infer, "
                  "auto_merge=True) with {}",
                  *python);
-    if (!onnxrt::run_python(*python,
-                            {"-c", kSymbolicShapeInferenceScript, input.string(), output.string(),
-                             folder.path().string()},
-                            /*capture_errors=*/true, outcome))
-      return outcome;
+    auto answer = infer_in_worker(*python, {input.string(), output.string(), folder.path().string()}, outcome);
+    if (!answer) return outcome;
+    if (*answer != "ok") return answer->rfind("error\n", 0) == 0 ? answer->substr(6) : *answer;
     onnx::LoadOptions options;
     options.ignore_external_data = true;  // only the types are read back
     options.check_dims_and_data = false;
