@@ -65,6 +65,9 @@ std::string signal_name(int signal) {
 [[noreturn]] void child_main(runtime::Runner& runner, std::vector<NamedTensors>& feeds, const RunnerSetup& setup,
                              const fs::path& folder) {
   int status = 0;
+  // The child's own temporary folders (a data loader script's) go inside the parent's, which the
+  // parent removes even when the child crashes.
+  ::setenv("TMPDIR", folder.c_str(), 1);
   try {
     RunnerSetup child_setup = setup;
     child_setup.on_feeds = nullptr;  // the parent calls it with the feeds that come back

@@ -109,11 +109,15 @@ def test_use_subprocess_reports_a_crashing_runner(run_parity, tmp_path):
     # The data loader script runs in the first runner's process and kills it as a crashing backend would.
     (tmp_path / "crash.py").write_text("import os, signal\n\ndef load_data():\n"
                                        "    os.kill(os.getppid(), signal.SIGSEGV)\n")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     run = run_parity("run", IDENTITY, "--onnxrt", "--use-subprocess", "--data-loader-script", "crash.py",
-                     cwd=tmp_path)
+                     cwd=tmp_path, env={"TMPDIR": str(temporary)})
     assert run.returncode > 0, run.describe()
     error = single_error_line(run)
     assert "onnxrt-runner" in error and "signal 11 (SIGSEGV)" in error, error
+    # The crashed child's temporary folders (the data loader script's) went with the parent's.
+    assert list(temporary.iterdir()) == [], list(temporary.iterdir())
     # Without it, parity itself is what dies.
     run = run_parity("run", IDENTITY, "--onnxrt", "--data-loader-script", "crash.py", cwd=tmp_path)
     assert run.returncode == -11, run.describe()
