@@ -196,8 +196,16 @@ Tensor decode_ndarray(dom::element value, const LongStrings& strings, const std:
   std::string found = class_of(value);
   if (found.empty())
     raise<InvalidInputError>("{}: not a Polygraphy-encoded array: the object has no \"polygraphy_class\" key", what);
+  if (found == "Tensor") {  // a torch tensor: {"tensor": base64 of torch.save bytes}
+    dom::element tensor = member(value, "tensor", what);
+    if (!tensor.is_string())
+      raise<InvalidInputError>("{}: \"tensor\" must be a base64 string, found a JSON {}", what, type_name(tensor));
+    std::string unescaped;
+    return decode_torch_save(base64_decode(strings.resolve(string_of(tensor), unescaped, what), what), what);
+  }
   if (found != "ndarray")
-    raise<UnsupportedError>("{}: holds a Polygraphy-encoded '{}', but only 'ndarray' is supported", what, found);
+    raise<UnsupportedError>("{}: holds a Polygraphy-encoded '{}', but only 'ndarray' and 'Tensor' (torch) are "
+                            "supported", what, found);
   dom::element array = member(value, "array", what);
   if (!array.is_string())
     raise<InvalidInputError>("{}: \"array\" must be a base64 string, found a JSON {}", what, type_name(array));

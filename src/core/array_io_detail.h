@@ -28,6 +28,16 @@ NpyParts npy_parts(const TensorView& tensor);
 // suitably aligned, the tensor points into `bytes` instead of copying them.
 Tensor decode_npy_owned(std::string&& bytes, const std::string& what);
 
+// Reads the member being visited and returns its bytes; `member_what` names it in errors.
+using ZipMemberReader = std::function<std::string(const std::string& member_what)>;
+// Called for each member (directory entries aside) in archive order, with its name and a reader.
+using ZipVisitor = std::function<void(const std::string& member, const ZipMemberReader& read)>;
+// Walks an in-memory zip archive; `kind` names the format in errors (".npz (zip)").
+void visit_zip(std::string&& bytes, const std::string& what, std::string_view kind, const ZipVisitor& visit);
+
+// Reverses the bytes of each `unit`-byte value of `data` (big endian <-> little endian).
+void byte_swap(std::byte* data, std::size_t bytes, std::size_t unit);
+
 // Reads an in-memory .npz archive.
 NamedTensors decode_npz(std::string&& bytes, const std::string& what);
 

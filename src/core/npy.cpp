@@ -400,11 +400,6 @@ void for_each_fortran_element(const Shape& shape, int64_t count, Fn&& fn) {
   }
 }
 
-void byte_swap(std::byte* data, std::size_t bytes, std::size_t unit) {
-  if (unit <= 1) return;
-  for (std::size_t i = 0; i + unit <= bytes; i += unit) std::reverse(data + i, data + i + unit);
-}
-
 std::string decode_string_element(const unsigned char* p, const Descr& d, const std::string& what,
                                    int64_t index) {
   std::string out;
@@ -513,7 +508,7 @@ Tensor decode(std::string_view bytes, const std::string& what, std::shared_ptr<O
   std::size_t alignment = std::min<std::size_t>(descr.itemsize, 8);
   if (owner && !transpose && reinterpret_cast<uintptr_t>(src) % alignment == 0) {
     std::byte* data = owner->data() + data_offset;
-    byte_swap(data, data_bytes, swap ? descr.swap_unit : 1);
+    detail::byte_swap(data, data_bytes, swap ? descr.swap_unit : 1);
     if (descr.dtype == DType::kBool)
       for (std::size_t i = 0; i < data_bytes; ++i) data[i] = static_cast<std::byte>(data[i] != std::byte{0});
     return Tensor::borrow(descr.dtype, header.shape, std::move(owner), data_offset);
@@ -528,7 +523,7 @@ Tensor decode(std::string_view bytes, const std::string& what, std::shared_ptr<O
   } else if (data_bytes) {
     std::memcpy(dst, src, data_bytes);
   }
-  byte_swap(dst, data_bytes, swap ? descr.swap_unit : 1);
+  detail::byte_swap(dst, data_bytes, swap ? descr.swap_unit : 1);
   if (descr.dtype == DType::kBool)
     for (std::size_t i = 0; i < data_bytes; ++i) dst[i] = static_cast<std::byte>(dst[i] != std::byte{0});
   return tensor;
@@ -620,5 +615,14 @@ void save_npy(const std::filesystem::path& path, const TensorView& tensor) {
   writer.write(parts.data());
   writer.commit();
 }
+
+namespace detail {
+
+void byte_swap(std::byte* data, std::size_t bytes, std::size_t unit) {
+  if (unit <= 1) return;
+  for (std::size_t i = 0; i + unit <= bytes; i += unit) std::reverse(data + i, data + i + unit);
+}
+
+}  // namespace detail
 
 }  // namespace parity

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <functional>
 #include <set>
 
 #include "array_io_detail.h"
@@ -62,11 +63,9 @@ std::string read_member(zip_t* archive, zip_uint64_t index, zip_uint64_t size, c
   return bytes;
 }
 
-NamedTensors read_archive(zip_t* archive, const std::string& what) {
+void read_archive(zip_t* archive, const std::string& what, const detail::ZipVisitor& visit) {
   zip_int64_t entries = zip_get_num_entries(archive, 0);
   if (entries < 0) raise<InvalidInputError>("{}: cannot list the archive: {}", what, zip_strerror(archive));
-  NamedTensors arrays;
-  std::set<std::string> seen;
   for (zip_int64_t i = 0; i < entries; ++i) {
     auto index = static_cast<zip_uint64_t>(i);
     zip_stat_t stat;
@@ -76,19 +75,31 @@ NamedTensors read_archive(zip_t* archive, const std::string& what) {
       raise<InvalidInputError>("{}: cannot read entry {} of the archive: {}", what, i, zip_strerror(archive));
     std::string member = stat.name;
     if (member.ends_with('/')) continue;  // a directory entry
+    visit(member, [&](const std::string& member_what) { return read_member(archive, index, stat.size, member_what); });
+  }
+}
+
+// Collects a .npz archive's .npy members as arrays named after them, warning about other members.
+class NpzMembers {
+ public:
+  NpzMembers(NamedTensors& arrays, const std::string& what) : arrays_(arrays), what_(what) {}
+  void operator()(const std::string& member, const detail::ZipMemberReader& read) {
     if (!member.ends_with(kMemberSuffix)) {
-      log::warning("{}: ignoring member '{}', which is not a .npy file", what, member);
-      continue;
+      log::warning("{}: ignoring member '{}', which is not a .npy file", what_, member);
+      return;
     }
     std::string name = member.substr(0, member.size() - kMemberSuffix.size());
-    if (!seen.insert(name).second)
-      raise<InvalidInputError>("{}: the archive holds member '{}' more than once", what, member);
-    std::string member_what = fmt::format("{}: member '{}'", what, member);
-    std::string bytes = read_member(archive, index, stat.size, member_what);
-    arrays.emplace_back(std::move(name), detail::decode_npy_owned(std::move(bytes), member_what));
+    if (!seen_.insert(name).second)
+      raise<InvalidInputError>("{}: the archive holds member '{}' more than once", what_, member);
+    std::string member_what = fmt::format("{}: member '{}'", what_, member);
+    arrays_.emplace_back(std::move(name), detail::decode_npy_owned(read(member_what), member_what));
   }
-  return arrays;
-}
+
+ private:
+  NamedTensors& arrays_;
+  const std::string& what_;
+  std::set<std::string> seen_;
+};
 
 // A valid zip archive with no members: only the end-of-central-directory record.
 std::string empty_zip() {
@@ -170,10 +181,10 @@ std::string build_archive(const NamedTensors& arrays, bool compress, const std::
 
 namespace detail {
 
-NamedTensors decode_npz(std::string&& bytes, const std::string& what) {
+void visit_zip(std::string&& bytes, const std::string& what, std::string_view kind, const ZipVisitor& visit) {
   // libzip reads from `holder` until the archive is discarded (before `holder` goes away).
   std::string holder = std::move(bytes);
-  if (holder.empty()) raise<InvalidInputError>("{}: empty data, not a .npz (zip) archive", what);
+  if (holder.empty()) raise<InvalidInputError>("{}: empty data, not a {} archive", what, kind);
   zip_error_t error;
   zip_error_init(&error);
   zip_source_t* source = zip_source_buffer_create(holder.data(), holder.size(), 0, &error);
@@ -187,10 +198,17 @@ NamedTensors decode_npz(std::string&& bytes, const std::string& what) {
     std::string message = zip_error_strerror(&error);
     zip_error_fini(&error);
     zip_source_free(source);
-    raise<InvalidInputError>("{}: not a valid .npz (zip) archive: {}", what, message);
+    raise<InvalidInputError>("{}: not a valid {} archive: {}", what, kind, message);
   }
   zip_error_fini(&error);
-  return read_archive(archive.get(), what);
+  read_archive(archive.get(), what, visit);
+}
+
+NamedTensors decode_npz(std::string&& bytes, const std::string& what) {
+  NamedTensors arrays;
+  NpzMembers members(arrays, what);
+  visit_zip(std::move(bytes), what, ".npz (zip)", std::ref(members));
+  return arrays;
 }
 
 }  // namespace detail
@@ -211,7 +229,10 @@ NamedTensors load_npz(const std::filesystem::path& path) {
       raise<FileError>("'{}': cannot open: {}", what, zip_error_message(code));
     raise<InvalidInputError>("{}: not a valid .npz (zip) archive: {}", what, zip_error_message(code));
   }
-  return read_archive(archive.get(), what);
+  NamedTensors arrays;
+  NpzMembers members(arrays, what);
+  read_archive(archive.get(), what, std::ref(members));
+  return arrays;
 }
 
 void save_npz(const std::filesystem::path& path, const NamedTensors& arrays, bool compress) {

@@ -54,6 +54,16 @@ Tensor decode_payload(std::string&& bytes, const std::string& what) {
   return detail::decode_npy_owned(std::move(bytes), what);
 }
 
+// {"tensor": base64 of torch.save bytes, "polygraphy_class": "Tensor"}: a torch tensor.
+template <typename Json>
+Tensor decode_torch_object(const Json& object, const std::string& what) {
+  auto tensor = object.find("tensor");
+  if (tensor == object.end()) raise<InvalidInputError>("{}: Polygraphy-encoded torch tensor has no \"tensor\" key", what);
+  if (!tensor->is_string())
+    raise<InvalidInputError>("{}: \"tensor\" must be a base64 string, found a JSON {}", what, tensor->type_name());
+  return decode_torch_save(base64_decode(tensor->template get_ref<const std::string&>(), what), what);
+}
+
 template <typename Json>
 Tensor decode_object(const Json& object, const std::string& what) {
   if (!object.is_object())
@@ -73,9 +83,10 @@ Tensor decode_object(const Json& object, const std::string& what) {
       raise<InvalidInputError>("{}: \"{}\" must be a string, found a JSON {}", what, kTypeMarker,
                                marker->type_name());
     const auto& type = marker->template get_ref<const std::string&>();
+    if (type == "Tensor") return decode_torch_object(object, what);
     if (type != "ndarray")
-      raise<UnsupportedError>("{}: holds a Polygraphy-encoded '{}', but only 'ndarray' is supported", what,
-                              type);
+      raise<UnsupportedError>("{}: holds a Polygraphy-encoded '{}', but only 'ndarray' and 'Tensor' (torch) are "
+                              "supported", what, type);
   }
   auto array = object.find("array");
   if (array == object.end())

@@ -118,6 +118,10 @@ RUN_CASES = [
           cmd("run", f"{M}/identity.onnx", "--onnxrt", "--load-input-data", "in0.json", "--save-input-data", "in1.json"),
           cmd("run", f"{M}/identity.onnx", "--onnxrt", "--load-input-data", "in0.json", "in1.json")],
          compare_files=["in0.json", "in1.json"]),
+    Case("run/test_load_torch_inputs",
+         [Setup(["{python}", "-c", "import torch; from polygraphy.json import save_json; "
+                 "save_json([{'x': torch.ones((1, 1, 2, 2), dtype=torch.float32)}], 'torch_inputs.json')"]),
+          cmd("run", f"{M}/identity.onnx", "--onnxrt", "--onnxrt", "--load-inputs", "torch_inputs.json")]),
 ]
 
 # ----- surgeon (tests/tools/test_surgeon.py) -----------------------------------------------------

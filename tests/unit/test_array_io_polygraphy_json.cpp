@@ -71,9 +71,17 @@ TEST(PolygraphyJsonTest, RejectsBadObjectsNamingTheSource) {
   };
   for (const auto& [object, needle] : invalid)
     expect_error<InvalidInputError>([&] { decode_polygraphy_array(object, what); }, {what, needle}, object.dump());
-  expect_error<UnsupportedError>(
+  // A torch tensor's payload must be torch.save's archive (tests/cli/test_torch_tensors_in_json.py
+  // reads real ones), and a class Parity does not know is named.
+  expect_error<InvalidInputError>(
       [&] { decode_polygraphy_array(nlohmann::json{{"polygraphy_class", "Tensor"}, {"tensor", b64}}, what); },
-      {what, "'Tensor'"}, "torch tensor");
+      {what, "not a valid torch.save (zip) archive"}, "torch tensor holding .npy bytes");
+  expect_error<InvalidInputError>(
+      [&] { decode_polygraphy_array(nlohmann::json{{"polygraphy_class", "Tensor"}, {"array", b64}}, what); },
+      {what, "\"tensor\""}, "torch tensor without its key");
+  expect_error<UnsupportedError>(
+      [&] { decode_polygraphy_array(nlohmann::json{{"polygraphy_class", "DataFrame"}, {"array", b64}}, what); },
+      {what, "'DataFrame'"}, "unknown class");
 }
 
 std::vector<NamedTensors> sample_iterations() {

@@ -34,6 +34,11 @@ NamedTensors load_npz(const std::filesystem::path& path);
 void save_npz(const std::filesystem::path& path, const NamedTensors& arrays,
               bool compress = false);  // atomic
 
+// --- torch.save (one tensor, as Polygraphy's JSON holds torch tensors) ---
+// Reads the zip archive torch.save writes for a dense CPU tensor (any storage offset and strides,
+// either byte order) into a C-order tensor, without Python; `what` names the source in errors.
+Tensor decode_torch_save(std::string&& bytes, const std::string& what);
+
 // --- base64 (standard alphabet, padded) ---
 std::string base64_encode(std::string_view bytes);
 // Strict: rejects characters outside the alphabet and bad padding (InvalidInputError).
