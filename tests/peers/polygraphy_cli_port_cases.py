@@ -2,15 +2,16 @@
 (../shared/polygraphy/examples/cli/) that need no TensorRT, TensorFlow, GPU or plugin, as data for
 polygraphy_cli_port_harness. Case ids are '<command>/<Polygraphy test name>[parameters]', or
 'example/<example folder>'. Each `check` restates what the Polygraphy test asserts on its files; the
-Polygraphy CLI fixture's `-v` after the subcommand is kept.
+Polygraphy CLI fixture's `-v` after the subcommand is kept. The examples' cases are in
+polygraphy_cli_port_examples.py.
 """
 
 import onnx
 
+from polygraphy_cli_port_examples import EXAMPLE_CASES  # the CLI examples, in their own file
 from polygraphy_cli_port_harness import Case, Setup, Step
 
 M = "{models}"
-E = "{examples}"
 
 
 def cmd(subcommand: str, *args, **step_options) -> Step:
@@ -734,98 +735,6 @@ DEBUG_MORE_CASES = [
 TEMPLATE_CASES = [
     Case("template/test_onnx_gs_basic",
          [cmd("template", "onnx-gs", f"{M}/identity.onnx", "-o", "template.py"), Setup(["{python}", "template.py"])]),
-]
-
-# ----- the CLI examples (examples/cli/*/README.md), the commands that need no TensorRT ------------
-
-DEBUG_EXAMPLE = f"{E}/debug/02_reducing_failing_onnx_models"
-EXAMPLE_CASES = [
-    Case("example/check/01_linting_an_onnx_model",
-         [Step(["check", "lint", f"{E}/check/01_linting_an_onnx_model/bad_graph.onnx", "-o", "report.json"],
-               fails=True)], compare_files=["report.json"]),
-    Case("example/convert/04_converting_models_to_fp16",
-         [Step(["convert", "--fp-to-fp16", "-o", "identity_fp16.onnx", f"{E}/convert/04_converting_models_to_fp16/identity.onnx"]),
-          Step(["inspect", "model", "identity_fp16.onnx"]),
-          Step(["run", "--onnxrt", f"{E}/convert/04_converting_models_to_fp16/identity.onnx", "--save-inputs",
-                "inputs.json", "--save-outputs", "outputs_fp32.json"]),
-          Step(["run", "--onnxrt", "identity_fp16.onnx", "--load-inputs", "inputs.json", "--load-outputs",
-                "outputs_fp32.json", "--atol", "0.001", "--rtol", "0.001"]),
-          Step(["run", "--onnxrt", "identity_fp16.onnx", "--onnx-outputs", "mark", "all", "--validate"])],
-         compare_files=["identity_fp16.onnx"], compare_text_of_step=1),
-    Case("example/debug/02_reducing_failing_onnx_models",
-         [Step(["surgeon", "sanitize", f"{DEBUG_EXAMPLE}/model.onnx", "-o", "folded.onnx", "--fold-constants",
-                "--override-input-shapes", "x0:[1,3,224,224]", "x1:[1,3,224,224]"]),
-          Step(["run", "folded.onnx", "--onnxrt", "--save-inputs", "inputs.json", "--onnx-outputs", "mark", "all",
-                "--save-outputs", "layerwise_golden.json"]),
-          Step(["data", "to-input", "inputs.json", "layerwise_golden.json", "-o", "layerwise_inputs.json"]),
-          Step(["debug", "reduce", "folded.onnx", "-o", "initial_reduced.onnx", "--mode=bisect", "--fail-regex",
-                "Op: Mul", "--check", "{tool}", "inspect", "model", "polygraphy_debug.onnx", "--show", "layers"]),
-          Step(["inspect", "model", "initial_reduced.onnx", "--show", "layers"]),
-          Step(["debug", "reduce", "initial_reduced.onnx", "-o", "final_reduced.onnx", "--mode=linear",
-                "--fail-regex", "Op: Mul", "--check", "{tool}", "inspect", "model", "polygraphy_debug.onnx", "--show",
-                "layers"]),
-          Step(["inspect", "model", "final_reduced.onnx", "--show", "layers"])],
-         compare_files=["folded.onnx", "layerwise_inputs.json", "final_reduced.onnx"], compare_text_of_step=6),
-    Case("example/inspect/03_inspecting_an_onnx_model",
-         [Step(["inspect", "model", f"{E}/inspect/03_inspecting_an_onnx_model/identity.onnx", "--show", "layers"])],
-         compare_text_of_step=0),
-    *[Case(f"example/inspect/{folder}",
-           [Step(["run", f"{E}/inspect/{folder}/identity.onnx", "--onnxrt", f"--save-{kind}", "data.json"]),
-            Step(["inspect", "data", "data.json", "--show-values"])], compare_text_of_step=1)
-      for folder, kind in (("05_inspecting_inference_outputs", "outputs"), ("06_inspecting_input_data", "inputs"))],
-    # The ONNX-Runtime half of the example (its TensorRT commands are not ported).
-    Case("example/run/02_comparing_across_runs",
-         [Step(["run", f"{E}/run/02_comparing_across_runs/identity.onnx", "--onnxrt", "--save-inputs", "inputs.json",
-                "--save-outputs", "run_0_outputs.json"]),
-          Step(["run", f"{E}/run/02_comparing_across_runs/identity.onnx", "--onnxrt", "--load-inputs", "inputs.json",
-                "--load-outputs", "run_0_outputs.json"]),
-          Step(["run", f"{E}/run/02_comparing_across_runs/identity.onnx", "--onnxrt", "--load-inputs", "inputs.json",
-                "--load-outputs", "run_0_outputs.json", "--atol", "0.001", "--rtol", "0.001", "--check-error-stat",
-                "median"])],
-         compare_files=["inputs.json", "run_0_outputs.json"]),
-    # --onnxrt in place of the example's --trt (its data handling is what the example shows).
-    Case("example/run/05_comparing_with_custom_input_data",
-         [Setup(["{python}", f"{E}/run/05_comparing_with_custom_input_data/data_loader.py"]),
-          Step(["run", f"{E}/run/05_comparing_with_custom_input_data/dynamic_identity.onnx", "--onnxrt",
-                "--data-loader-script", f"{E}/run/05_comparing_with_custom_input_data/data_loader.py"]),
-          Step(["run", f"{E}/run/05_comparing_with_custom_input_data/dynamic_identity.onnx", "--onnxrt",
-                "--load-inputs", "custom_inputs.json"])]),
-    Case("example/run/06_comparing_with_custom_output_data",
-         [Setup(["{python}", f"{E}/run/06_comparing_with_custom_output_data/generate_data.py"]),
-          Step(["inspect", "data", "custom_inputs.json"]),
-          Step(["inspect", "data", "custom_outputs.json"]),
-          Step(["run", f"{E}/run/06_comparing_with_custom_output_data/identity.onnx", "--onnxrt", "--load-inputs",
-                "custom_inputs.json", "--load-outputs", "custom_outputs.json"])], compare_text_of_step=1),
-    Case("example/run/07_checking_nan_inf",
-         [Step(["run", f"{E}/run/07_checking_nan_inf/add_infinity.onnx", "--onnx-outputs", "mark", "all", "--onnxrt",
-                "--validate"], fails=True)]),
-    Case("example/run/08_adding_precision_constraints",
-         [Step(["run", f"{E}/run/08_adding_precision_constraints/needs_constraints.onnx", "--onnxrt", "--val-range",
-                "x:[1,2]", "--save-inputs", "inputs.json", "--save-outputs", "golden_outputs.json"])],
-         compare_files=["inputs.json", "golden_outputs.json"]),
-    *[Case(f"example/surgeon/01_isolating_subgraphs[{inputs}]",
-           [Step(["surgeon", "extract", f"{E}/surgeon/01_isolating_subgraphs/model.onnx", "--inputs", inputs,
-                  "--outputs", outputs, "-o", "subgraph.onnx"]),
-            Step(["inspect", "model", "subgraph.onnx", "--show", "layers"])],
-           compare_files=["subgraph.onnx"], compare_text_of_step=1)
-      for inputs, outputs in (("x1:auto:auto", "add_out:auto"), ("x1:[1,3,224,224]:float32", "add_out:float32"))],
-    Case("example/surgeon/02_folding_constants",
-         [Step(["surgeon", "sanitize", f"{E}/surgeon/02_folding_constants/model.onnx", "--fold-constants", "-o",
-                "folded.onnx"]),
-          Step(["inspect", "model", "folded.onnx", "--show", "layers"])],
-         compare_files=["folded.onnx"], compare_text_of_step=1),
-    Case("example/surgeon/03_modifying_input_shapes",
-         [Step(["surgeon", "sanitize", f"{E}/surgeon/03_modifying_input_shapes/identity.onnx",
-                "--override-input-shapes", "x:['batch',1,2,2]", "-o", "dynamic_identity.onnx"]),
-          Step(["inspect", "model", "dynamic_identity.onnx", "--show", "layers"])],
-         compare_files=["dynamic_identity.onnx"], compare_text_of_step=1),
-    Case("example/surgeon/04_setting_upper_bounds",
-         [Step(["surgeon", "sanitize", f"{E}/surgeon/04_setting_upper_bounds/model.onnx", "-o", "folded.onnx",
-                "--fold-constants"]),
-          Step(["inspect", "model", "folded.onnx", "--list-unbounded-dds"]),
-          Step(["surgeon", "sanitize", "folded.onnx", "--set-unbounded-dds-upper-bound", "1000", "-o", "modified.onnx"]),
-          Step(["inspect", "model", "modified.onnx", "--show", "layers"])],
-         compare_files=["folded.onnx", "modified.onnx"], compare_text_of_step=1),
 ]
 
 ALL_CASES = [*RUN_CASES, *SURGEON_CASES, *CHECK_CASES, *CONVERT_AND_DATA_CASES, *INSPECT_MODEL_CASES,
