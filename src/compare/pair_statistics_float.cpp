@@ -16,6 +16,7 @@
 
 #include "float_kernels.h"
 #include "pair_statistics_internal.h"
+#include "rank_selection.h"
 
 namespace parity::compare::detail {
 namespace {
@@ -85,19 +86,7 @@ std::vector<uint64_t> wanted_ranks(int64_t count, const std::vector<double>& lev
   return ranks;
 }
 
-// Selects ascending `ranks` (positions in `values`) in place; returns their values.
-std::vector<float> select_ranks(float* values, int64_t count, const std::vector<int64_t>& ranks) {
-  std::vector<float> out;
-  int64_t from = 0;
-  for (int64_t rank : ranks) {
-    std::nth_element(values + from, values + rank, values + count);
-    out.push_back(positive_zero(values[rank]));
-    from = rank + 1;
-  }
-  return out;
-}
-
-// Windows around `selection.ranks` from a sample of the stream (modified: partially ordered).
+// Windows around `selection.ranks` from a sample of the stream (left unchanged).
 void plan_windows(Selection& selection, std::vector<float>& sample, float stream_min, float stream_max) {
   const double s = static_cast<double>(sample.size());
   const double n = static_cast<double>(selection.count);
@@ -132,7 +121,7 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
   }
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
-  std::vector<float> at = select_ranks(sample.data(), size, positions);
+  std::vector<float> at = select_float_ranks(sample.data(), size, positions);
   auto sample_value = [&](int64_t position) {
     return at[static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), position) - positions.begin())];
   };
@@ -175,7 +164,7 @@ bool resolve(Selection& selection, std::vector<WindowState>& workers) {
     for (auto& w : workers) all.append(w.all.data(), w.all.size());
     if (all.size() != selection.count) return false;
     std::vector<int64_t> positions(selection.ranks.begin(), selection.ranks.end());
-    std::vector<float> values = select_ranks(all.data(), all.size(), positions);
+    std::vector<float> values = select_float_ranks(all.data(), all.size(), positions);
     for (std::size_t i = 0; i < positions.size(); ++i) selection.values.emplace_back(selection.ranks[i], values[i]);
     return true;
   }
@@ -211,7 +200,7 @@ bool resolve(Selection& selection, std::vector<WindowState>& workers) {
       }
       return false;
     }
-    std::vector<float> values = select_ranks(inside.data(), inside.size(), inner);
+    std::vector<float> values = select_float_ranks(inside.data(), inside.size(), inner);
     for (std::size_t i = 0; i < pending.size(); ++i) selection.values.emplace_back(pending[i].first, values[i]);
   }
   std::sort(selection.values.begin(), selection.values.end());
