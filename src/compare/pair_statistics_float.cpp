@@ -247,6 +247,27 @@ inline void update_extremes(Moments& m, const float* v, int64_t count, int64_t b
 
 enum Stream { kX, kY, kAbs, kRel, kRelNonzero, kStreams };
 
+// Moments::add(v, v, ...) for each of values[0, count) in order, but for the min/max and their
+// indices (pass 1 finds those): the shifted sums over the non-zero references' relative errors,
+// from their compacted values, with no branch on which references are zero.
+void add_shifted_sums(Moments& m, const float* values, int64_t count) {
+  if (count == 0) return;
+  if (m.n == 0) m.shift = static_cast<double>(values[0]);
+  double s1 = m.s1, s2 = m.s2, sabs = m.sabs;
+  const double shift = m.shift;
+  for (int64_t i = 0; i < count; ++i) {
+    const double v = static_cast<double>(values[i]);
+    const double c = v - shift;
+    s1 += c;
+    s2 += c * c;
+    sabs += v;
+  }
+  m.s1 = s1;
+  m.s2 = s2;
+  m.sabs = sabs;
+  m.n += count;
+}
+
 struct Scratch {
   std::unique_ptr<float[]> d{new float[kChunk]}, r{new float[kChunk]}, mx{new float[kChunk]}, my{new float[kChunk]};
 };
@@ -440,12 +461,7 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
       int64_t nonzero_in_chunk = 0;
       if (has_zero) {
         nonzero_in_chunk = kernels::select_nonzero_reference(s.r.get(), ys, count, nonzero.get());
-        Moments& m = state.nonzero;
-        for (int64_t j = 0; j < count; ++j) {
-          if (ys[j] == 0) continue;
-          const float r = s.r[static_cast<std::size_t>(j)];
-          m.add(static_cast<double>(r), static_cast<double>(r), base + j);
-        }
+        add_shifted_sums(state.nonzero, nonzero.get(), nonzero_in_chunk);
       }
       if (display.count) {
         if (display.spec0.valid) kernels::count_bins(xs, count, display.spec0, state.bins[0]);
@@ -473,6 +489,11 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   if (has_zero) {
     Moments nonzero;
     for (auto& s : second) nonzero.merge(s.nonzero);
+    const Moments& extremes = acc[kRelNonzero].moments;  // pass 1's, first indices included
+    nonzero.min = extremes.min;
+    nonzero.max = extremes.max;
+    nonzero.argmin = extremes.argmin;
+    nonzero.argmax = extremes.argmax;
     acc[kRelNonzero].moments = nonzero;
   }
   std::array<std::array<int64_t, 10>, 4> bins{};
