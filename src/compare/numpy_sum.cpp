@@ -2,8 +2,11 @@
 // over a float32 array, or 8192-value buffers when numpy casts), split over tree-aligned worker
 // ranges and merged in numpy's order; and the mean / avg-magnitude / float32 var built on them.
 #include <algorithm>
+#include <cstring>
 #include <functional>
+#include <cmath>
 
+#include "parity/core/error.h"
 #include "streaming_statistics.h"
 
 namespace parity::compare::detail {
@@ -51,34 +54,98 @@ void PairwiseSum32::finish_leaf(float sum) {
 
 namespace {
 
-// acc[j] += v[8 * row + j] for every row: numpy's eight accumulators, one vector add per row
-// where the CPU has 256-bit vectors (lane-wise, so the same sums bit for bit).
-[[gnu::target_clones("avx2", "default")]] void add_rows(float* __restrict acc, const float* __restrict v,
-                                                        int64_t rows) {
-  float a[8];
-  for (int j = 0; j < 8; ++j) a[j] = acc[j];
-  for (int64_t row = 0; row < rows; ++row)
-    for (int j = 0; j < 8; ++j) a[j] += v[row * 8 + j];
-  for (int j = 0; j < 8; ++j) acc[j] = a[j];
+using Lanes8 = float __attribute__((vector_size(32)));
+
+// acc += v[0..8) (unaligned; a vector in and out by pointer, never by value: the default
+// clone has no 256-bit registers to pass it in).
+[[gnu::always_inline]] inline void add_lanes(Lanes8& acc, const float* v) {
+  Lanes8 lanes;
+  std::memcpy(&lanes, v, sizeof lanes);
+  acc += lanes;
+}
+
+// numpy's leaf of at most 128 values, for `Streams` arrays at once (independent chains, so the
+// adds overlap): fewer than 8 values added in order from 0; else eight accumulators over whole
+// rows, combined pairwise, and the remainder added in order.
+template <int Streams>
+[[gnu::always_inline]] inline void leaf_sums(const float* const* v, int64_t offset, int64_t n, float* out) {
+  if (n < 8) {
+    for (int k = 0; k < Streams; ++k) {
+      float sum = 0.0f;
+      for (int64_t i = 0; i < n; ++i) sum += v[k][offset + i];
+      out[k] = sum;
+    }
+    return;
+  }
+  Lanes8 acc[Streams];
+  for (int k = 0; k < Streams; ++k) std::memcpy(&acc[k], v[k] + offset, sizeof(Lanes8));
+  const int64_t rows_end = n - n % 8;
+  for (int64_t i = 8; i < rows_end; i += 8)
+    for (int k = 0; k < Streams; ++k) add_lanes(acc[k], v[k] + offset + i);
+  for (int k = 0; k < Streams; ++k) {
+    const Lanes8& r = acc[k];
+    float sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (int64_t i = rows_end; i < n; ++i) sum += v[k][offset + i];
+    out[k] = sum;
+  }
+}
+
+// One leaf of every stream, with 256-bit vectors where the CPU has them (lane-wise adds: the same
+// sums bit for bit).
+[[gnu::target_clones("avx2", "default")]] void leaf_sums_of(const float* const* v, int streams, int64_t offset,
+                                                            int64_t n, float* out) {
+  switch (streams) {
+    case 1: leaf_sums<1>(v, offset, n, out); break;
+    case 2: leaf_sums<2>(v, offset, n, out); break;
+    case 3: leaf_sums<3>(v, offset, n, out); break;
+    case 4: leaf_sums<4>(v, offset, n, out); break;
+    case 5: leaf_sums<5>(v, offset, n, out); break;
+    default: leaf_sums<6>(v, offset, n, out); break;
+  }
+}
+
+void node_sums(const float* const* v, int streams, int64_t offset, int64_t n, float* out) {
+  if (n <= 128) {
+    leaf_sums_of(v, streams, offset, n, out);
+    return;
+  }
+  int64_t half = n / 2;
+  half -= half % 8;
+  float left[kMaxPairwiseStreams], right[kMaxPairwiseStreams];
+  node_sums(v, streams, offset, half, left);
+  node_sums(v, streams, offset + half, n - half, right);
+  for (int k = 0; k < streams; ++k) out[k] = left[k] + right[k];
 }
 
 }  // namespace
 
+void pairwise_sums32(const float* const* streams, int stream_count, int64_t count, float* sums) {
+  if (stream_count < 1 || stream_count > kMaxPairwiseStreams)
+    raise<InternalError>("pairwise_sums32: {} streams (1 to {})", stream_count, kMaxPairwiseStreams);
+  if (count <= 0) {
+    for (int k = 0; k < stream_count; ++k) sums[k] = 0.0f;
+    return;
+  }
+  node_sums(streams, stream_count, 0, count, sums);
+}
+
 void PairwiseSum32::add(const float* v, int64_t count) {
   while (count > 0 && leaf_length_ > 0) {
+    if (position_ == 0 && count >= leaf_length_) {
+      // A whole leaf at hand: summed at once.
+      float sum;
+      leaf_sums_of(&v, 1, 0, leaf_length_, &sum);
+      v += leaf_length_;
+      count -= leaf_length_;
+      finish_leaf(sum);
+      continue;
+    }
     int64_t take = std::min(count, leaf_length_ - position_);
     const float* end = v + take;
     if (leaf_length_ < 8) {
       for (; v < end; ++v) partial_ += *v;
     } else {
       for (; v < end && position_ < 8; ++v) r_[position_++] = *v;
-      if (end - v >= 8 && position_ + 8 <= main_end_ && (position_ & 7) == 0) {
-        // Whole rows of eight at once (numpy adds row after row to its eight accumulators).
-        int64_t rows = std::min<int64_t>((end - v) / 8, (main_end_ - position_) / 8);
-        add_rows(r_, v, rows);
-        v += rows * 8;
-        position_ += rows * 8;
-      }
       for (; v < end && position_ < main_end_; ++v) r_[(position_++) & 7] += *v;
       for (; v < end; ++v) {
         if (position_ == main_end_) partial_ = combine();
@@ -97,9 +164,9 @@ void PairwiseSum32::add(const float* v, int64_t count) {
 }
 
 float pairwise_sum32(const float* values, int64_t count) {
-  PairwiseSum32 sum(count);
-  sum.add(values, count);
-  return sum.result();
+  float sum = 0.0f;
+  if (count > 0) pairwise_sums32(&values, 1, count, &sum);
+  return sum;
 }
 
 SumPart32::SumPart32(bool buffered, int64_t begin, int64_t end)
@@ -174,16 +241,9 @@ float SumPart32::combine(std::vector<SumPart32>& parts, int64_t n, int depth) {
   for (auto& p : parts) p.finish();
   if (parts.empty()) return 0.0f;
   if (!parts[0].buffered_) {
-    std::size_t next = 0;
-    std::function<float(int64_t, int)> node = [&](int64_t length, int level) -> float {
-      if (level == 0 || length <= 128) return parts[next++].tree_.result();
-      int64_t half = length / 2;
-      half -= half % 8;
-      float left = node(half, level - 1);
-      float right = node(length - half, level - 1);
-      return left + right;
-    };
-    return 0.0f + node(n, depth);
+    std::vector<float> sums;
+    for (auto& p : parts) sums.push_back(p.tree_.result());
+    return combine_worker_sums(sums, n, depth);
   }
   const int64_t chunks = (n + kBuffer - 1) / kBuffer;
   std::vector<float> sums(static_cast<std::size_t>(chunks), 0.0f);
@@ -223,30 +283,52 @@ double mean_of(float sum, int64_t n) { return static_cast<double>(static_cast<fl
 
 }  // namespace
 
-float variance_mean(std::vector<StreamSums>& parts, int64_t n, int depth) {
-  if (parts.empty() || n == 0) return 0.0f;
-  // The variance's own mean: the float32 array's sum (the same as the mean's unless float16).
-  std::vector<SumPart32> pieces;
-  for (auto& p : parts) pieces.push_back(p.separate_variance ? p.variance_sum : p.sum);
-  float s = SumPart32::combine(pieces, n, depth);
-  return static_cast<float>(static_cast<double>(s) / static_cast<double>(n));
+float variance_mean_of(float sum, int64_t n) {
+  return static_cast<float>(static_cast<double>(sum) / static_cast<double>(n));
 }
 
-NumpyNumbers numpy_numbers(std::vector<StreamSums>& parts, int64_t n, int depth) {
+NumpyNumbers numpy_numbers_of(float sum, const float* magnitude_sum, const float* squares_sum, int64_t n) {
   NumpyNumbers numbers;
-  if (parts.empty() || n == 0) return numbers;
-  const bool same_magnitude = parts[0].same_magnitude, variance = parts[0].variance;
-  float sum = combine_member(parts, n, depth, &StreamSums::sum);
   numbers.mean = mean_of(sum, n);
-  numbers.avg_magnitude = same_magnitude ? numbers.mean : mean_of(combine_member(parts, n, depth, &StreamSums::magnitude), n);
-  if (variance) {
-    float squares = combine_member(parts, n, depth, &StreamSums::squares);
-    float var = static_cast<float>(static_cast<double>(squares) / static_cast<double>(n));
+  numbers.avg_magnitude = magnitude_sum ? mean_of(*magnitude_sum, n) : numbers.mean;
+  if (squares_sum) {
+    float var = static_cast<float>(static_cast<double>(*squares_sum) / static_cast<double>(n));
     numbers.has_variance = true;
     numbers.variance = var;
     numbers.std_dev = static_cast<double>(std::sqrt(var));
   }
   return numbers;
+}
+
+float combine_worker_sums(const std::vector<float>& parts, int64_t n, int depth) {
+  if (parts.empty()) return 0.0f;
+  std::size_t next = 0;
+  std::function<float(int64_t, int)> node = [&](int64_t length, int level) -> float {
+    if (level == 0 || length <= 128) return parts[next++];
+    int64_t half = length / 2;
+    half -= half % 8;
+    float left = node(half, level - 1);
+    float right = node(length - half, level - 1);
+    return left + right;
+  };
+  return 0.0f + node(n, depth);
+}
+
+float variance_mean(std::vector<StreamSums>& parts, int64_t n, int depth) {
+  if (parts.empty() || n == 0) return 0.0f;
+  // The variance's own mean: the float32 array's sum (the same as the mean's unless float16).
+  std::vector<SumPart32> pieces;
+  for (auto& p : parts) pieces.push_back(p.separate_variance ? p.variance_sum : p.sum);
+  return variance_mean_of(SumPart32::combine(pieces, n, depth), n);
+}
+
+NumpyNumbers numpy_numbers(std::vector<StreamSums>& parts, int64_t n, int depth) {
+  if (parts.empty() || n == 0) return NumpyNumbers{};
+  const bool same_magnitude = parts[0].same_magnitude, variance = parts[0].variance;
+  float sum = combine_member(parts, n, depth, &StreamSums::sum);
+  float magnitude = same_magnitude ? 0.0f : combine_member(parts, n, depth, &StreamSums::magnitude);
+  float squares = variance ? combine_member(parts, n, depth, &StreamSums::squares) : 0.0f;
+  return numpy_numbers_of(sum, same_magnitude ? nullptr : &magnitude, variance ? &squares : nullptr, n);
 }
 
 }  // namespace parity::compare::detail

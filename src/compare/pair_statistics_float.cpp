@@ -16,6 +16,7 @@
 
 #include "float_kernels.h"
 #include "pair_statistics_internal.h"
+#include "rank_selection.h"
 
 namespace parity::compare::detail {
 namespace {
@@ -85,19 +86,7 @@ std::vector<uint64_t> wanted_ranks(int64_t count, const std::vector<double>& lev
   return ranks;
 }
 
-// Selects ascending `ranks` (positions in `values`) in place; returns their values.
-std::vector<float> select_ranks(float* values, int64_t count, const std::vector<int64_t>& ranks) {
-  std::vector<float> out;
-  int64_t from = 0;
-  for (int64_t rank : ranks) {
-    std::nth_element(values + from, values + rank, values + count);
-    out.push_back(positive_zero(values[rank]));
-    from = rank + 1;
-  }
-  return out;
-}
-
-// Windows around `selection.ranks` from a sample of the stream (modified: partially ordered).
+// Windows around `selection.ranks` from a sample of the stream (left unchanged).
 void plan_windows(Selection& selection, std::vector<float>& sample, float stream_min, float stream_max) {
   const double s = static_cast<double>(sample.size());
   const double n = static_cast<double>(selection.count);
@@ -132,7 +121,7 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
   }
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
-  std::vector<float> at = select_ranks(sample.data(), size, positions);
+  std::vector<float> at = select_float_ranks(sample.data(), size, positions);
   auto sample_value = [&](int64_t position) {
     return at[static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), position) - positions.begin())];
   };
@@ -175,7 +164,7 @@ bool resolve(Selection& selection, std::vector<WindowState>& workers) {
     for (auto& w : workers) all.append(w.all.data(), w.all.size());
     if (all.size() != selection.count) return false;
     std::vector<int64_t> positions(selection.ranks.begin(), selection.ranks.end());
-    std::vector<float> values = select_ranks(all.data(), all.size(), positions);
+    std::vector<float> values = select_float_ranks(all.data(), all.size(), positions);
     for (std::size_t i = 0; i < positions.size(); ++i) selection.values.emplace_back(selection.ranks[i], values[i]);
     return true;
   }
@@ -211,7 +200,7 @@ bool resolve(Selection& selection, std::vector<WindowState>& workers) {
       }
       return false;
     }
-    std::vector<float> values = select_ranks(inside.data(), inside.size(), inner);
+    std::vector<float> values = select_float_ranks(inside.data(), inside.size(), inner);
     for (std::size_t i = 0; i < pending.size(); ++i) selection.values.emplace_back(pending[i].first, values[i]);
   }
   std::sort(selection.values.begin(), selection.values.end());
@@ -258,10 +247,50 @@ inline void update_extremes(Moments& m, const float* v, int64_t count, int64_t b
 
 enum Stream { kX, kY, kAbs, kRel, kRelNonzero, kStreams };
 
+// Moments::add(v, v, ...) for each of values[0, count) in order, but for the min/max and their
+// indices (pass 1 finds those): the shifted sums over the non-zero references' relative errors,
+// from their compacted values, with no branch on which references are zero.
+void add_shifted_sums(Moments& m, const float* values, int64_t count) {
+  if (count == 0) return;
+  if (m.n == 0) m.shift = static_cast<double>(values[0]);
+  double s1 = m.s1, s2 = m.s2, sabs = m.sabs;
+  const double shift = m.shift;
+  for (int64_t i = 0; i < count; ++i) {
+    const double v = static_cast<double>(values[i]);
+    const double c = v - shift;
+    s1 += c;
+    s2 += c * c;
+    sabs += v;
+  }
+  m.s1 = s1;
+  m.s2 = s2;
+  m.sabs = sabs;
+  m.n += count;
+}
+
 struct Scratch {
-  std::unique_ptr<float[]> d{new float[kChunk]}, r{new float[kChunk]}, mx{new float[kChunk]}, my{new float[kChunk]},
-      work{new float[kChunk]};
+  std::unique_ptr<float[]> d{new float[kChunk]}, r{new float[kChunk]}, mx{new float[kChunk]}, my{new float[kChunk]};
 };
+
+// Visits the nodes of numpy's pairwise tree over [begin, begin + length) that hold at most kChunk
+// values (>= 128, so each is a whole subtree), left to right, and adds their sums up the tree as
+// numpy does: visit(base, count, sums) fills the node's sums of `Streams` streams.
+template <int Streams, typename Visit>
+void tree_chunks(int64_t begin, int64_t length, Visit& visit, float* sums) {
+  if (length <= kChunk) {
+    visit(begin, length, sums);
+    return;
+  }
+  int64_t half = length / 2;
+  half -= half % 8;
+  float left[Streams], right[Streams];
+  tree_chunks<Streams>(begin, half, visit, left);
+  tree_chunks<Streams>(begin + half, length - half, visit, right);
+  for (int k = 0; k < Streams; ++k) sums[k] = left[k] + right[k];
+}
+
+// Pass 1's sums, in pairwise_sums32's stream order.
+enum SumStream { kSumX, kSumMagnitudeX, kSumY, kSumMagnitudeY, kSumAbs, kSumRel, kSumStreams };
 
 }  // namespace
 
@@ -277,16 +306,12 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   const float epsilon = static_cast<float>(kRelativeEpsilon);
   const float atol = static_cast<float>(request.atol), rtol = static_cast<float>(request.rtol);
 
-  // numpy's float32 sums, per worker (the ranges are nodes of numpy's pairwise tree).
-  std::array<std::vector<StreamSums>, 4> sums;
-  for (auto& v : sums) v.resize(workers);
-  for (std::size_t w = 0; w < workers; ++w) {
-    auto [begin, end] = plan.ranges[w];
-    sums[kX][w].init(false, false, true, false, begin, end);
-    sums[kY][w].init(false, false, true, false, begin, end);
-    sums[kAbs][w].init(false, true, true, false, begin, end);
-    sums[kRel][w].init(false, true, true, false, begin, end);  // r >= +0: |r| is r, bit for bit
-  }
+  // numpy's float32 sums, per worker (the ranges are nodes of numpy's pairwise tree, and each
+  // worker's chunks are nodes of its range's subtree).
+  std::array<std::vector<float>, kSumStreams> sums;  // sums[stream][worker]
+  std::array<std::vector<float>, 4> squares;         // squares[kX..kRel][worker]
+  for (auto& v : sums) v.assign(workers, 0.0f);
+  for (auto& v : squares) v.assign(workers, 0.0f);
 
   // ---- Pass 1 ----
   struct First {
@@ -299,20 +324,18 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     const std::size_t w = static_cast<std::size_t>(wi);
     First& f = first[w];
     Scratch s;
-    for (int64_t base = begin; base < end; base += kChunk) {
-      const int64_t count = std::min(kChunk, end - base);
+    auto visit = [&](int64_t base, int64_t count, float* node_sums) {
+      for (int k = 0; k < kSumStreams; ++k) node_sums[k] = 0.0f;
+      if (!f.finite) return;
       const float* xs = x + base;
       const float* ys = y + base;
       if (!kernels::errors(xs, ys, count, epsilon, s.d.get(), s.r.get(), s.mx.get(), s.my.get())) {
         f.finite = false;
         return;
       }
-      sums[kX][w].sum.add_block(xs, count);
-      sums[kX][w].magnitude.add_block(s.mx.get(), count);
-      sums[kY][w].sum.add_block(ys, count);
-      sums[kY][w].magnitude.add_block(s.my.get(), count);
-      sums[kAbs][w].sum.add_block(s.d.get(), count);
-      sums[kRel][w].sum.add_block(s.r.get(), count);
+      // r >= +0: |r| is r, bit for bit (the errors' avg-magnitude is their mean).
+      const float* streams[kSumStreams] = {xs, s.mx.get(), ys, s.my.get(), s.d.get(), s.r.get()};
+      pairwise_sums32(streams, kSumStreams, count, node_sums);
       update_extremes(f.m[kX], xs, count, base);
       update_extremes(f.m[kY], ys, count, base);
       update_extremes(f.m[kAbs], s.d.get(), count, base);
@@ -341,7 +364,10 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
           m.argmax = base + j;
         }
       }
-    }
+    };
+    float worker_sums[kSumStreams];
+    tree_chunks<kSumStreams>(begin, end - begin, visit, worker_sums);
+    for (int k = 0; k < kSumStreams; ++k) sums[static_cast<std::size_t>(k)][w] = worker_sums[k];
   });
   StreamAccumulator acc[kStreams];
   kernels::Verdict verdict;
@@ -357,8 +383,10 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   // Pass 1 found only the count and min/max of the non-zero references; pass 2 adds their moments.
   if (!has_zero) acc[kRelNonzero] = acc[kRel];
 
-  float means[4];
-  for (int k = 0; k < 4; ++k) means[k] = variance_mean(sums[static_cast<std::size_t>(k)], n, plan.depth);
+  float total[kSumStreams];
+  for (int k = 0; k < kSumStreams; ++k) total[k] = combine_worker_sums(sums[static_cast<std::size_t>(k)], n, plan.depth);
+  const float means[4] = {variance_mean_of(total[kSumX], n), variance_mean_of(total[kSumY], n),
+                          variance_mean_of(total[kSumAbs], n), variance_mean_of(total[kSumRel], n)};
 
   // ---- Order statistics: what each stream needs ----
   const std::vector<double> errors = error_levels(request);
@@ -416,26 +444,24 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     const std::size_t w = static_cast<std::size_t>(wi);
     Second& state = second[w];
     Scratch s;
+    std::unique_ptr<float[]> squared(new float[4 * kChunk]);
     std::unique_ptr<float[]> nonzero(has_zero ? new float[kChunk + 16] : nullptr);
-    for (int64_t base = begin; base < end; base += kChunk) {
-      const int64_t count = std::min(kChunk, end - base);
+    auto visit = [&](int64_t base, int64_t count, float* node_sums) {
       const float* xs = x + base;
       const float* ys = y + base;
       kernels::errors(xs, ys, count, epsilon, s.d.get(), s.r.get(), s.mx.get(), s.my.get());
       const float* stream[4] = {xs, ys, s.d.get(), s.r.get()};
+      const float* squares_of[4];
       for (std::size_t k = 0; k < 4; ++k) {
-        kernels::squared_deviation(stream[k], count, means[k], s.work.get());
-        sums[k][w].squares.add_block(s.work.get(), count);
+        float* out = squared.get() + k * kChunk;
+        kernels::squared_deviation(stream[k], count, means[k], out);
+        squares_of[k] = out;
       }
+      pairwise_sums32(squares_of, 4, count, node_sums);
       int64_t nonzero_in_chunk = 0;
       if (has_zero) {
         nonzero_in_chunk = kernels::select_nonzero_reference(s.r.get(), ys, count, nonzero.get());
-        Moments& m = state.nonzero;
-        for (int64_t j = 0; j < count; ++j) {
-          if (ys[j] == 0) continue;
-          const float r = s.r[static_cast<std::size_t>(j)];
-          m.add(static_cast<double>(r), static_cast<double>(r), base + j);
-        }
+        add_shifted_sums(state.nonzero, nonzero.get(), nonzero_in_chunk);
       }
       if (display.count) {
         if (display.spec0.valid) kernels::count_bins(xs, count, display.spec0, state.bins[0]);
@@ -448,7 +474,10 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
       }
       for (int k = 0; k < kRelNonzero; ++k) state.windows[k].offer(selections[k], stream[k], count);
       if (has_zero) state.windows[kRelNonzero].offer(selections[kRelNonzero], nonzero.get(), nonzero_in_chunk);
-    }
+    };
+    float worker_squares[4];
+    tree_chunks<4>(begin, end - begin, visit, worker_squares);
+    for (std::size_t k = 0; k < 4; ++k) squares[k][w] = worker_squares[k];
   });
 
   for (int k = 0; k < streams_used; ++k) {
@@ -460,6 +489,11 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   if (has_zero) {
     Moments nonzero;
     for (auto& s : second) nonzero.merge(s.nonzero);
+    const Moments& extremes = acc[kRelNonzero].moments;  // pass 1's, first indices included
+    nonzero.min = extremes.min;
+    nonzero.max = extremes.max;
+    nonzero.argmin = extremes.argmin;
+    nonzero.argmax = extremes.argmax;
     acc[kRelNonzero].moments = nonzero;
   }
   std::array<std::array<int64_t, 10>, 4> bins{};
@@ -479,8 +513,12 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   streams.value_abs = value_of(kAbs);
   streams.value_rel_all = value_of(kRel);
   streams.value_rel_nonzero = has_zero ? value_of(kRelNonzero) : value_of(kRel);
+  const float magnitude_x = total[kSumMagnitudeX], magnitude_y = total[kSumMagnitudeY];
+  const float stream_sums[4] = {total[kSumX], total[kSumY], total[kSumAbs], total[kSumRel]};
+  const float* magnitudes[4] = {&magnitude_x, &magnitude_y, nullptr, nullptr};
   for (std::size_t k = 0; k < 4; ++k) {
-    streams.numbers[k] = numpy_numbers(sums[k], n, plan.depth);
+    const float squares_total = combine_worker_sums(squares[k], n, plan.depth);
+    streams.numbers[k] = numpy_numbers_of(stream_sums[k], magnitudes[k], &squares_total, n);
     const NumpyNumbers& numbers = streams.numbers[k];
     // Overflowing float32 sums: the general kernel falls back to its float64 moments there.
     if (!std::isfinite(numbers.mean) || !std::isfinite(numbers.avg_magnitude) || !std::isfinite(numbers.variance))

@@ -181,6 +181,11 @@ class PairwiseSum32 {
 
 float pairwise_sum32(const float* values, int64_t count);
 
+// numpy's pairwise sums of `stream_count` (1 to kMaxPairwiseStreams) arrays of `count` values each,
+// all at once (one traversal of the tree they share): sums[k] = pairwise_sum32(streams[k], count).
+constexpr int kMaxPairwiseStreams = 6;
+void pairwise_sums32(const float* const* streams, int stream_count, int64_t count, float* sums);
+
 // One worker's share of a float32 sum over n values. Contiguous: numpy reduces the array directly
 // (one pairwise tree over all n; the worker's range is a node of that tree). Buffered: numpy casts
 // first, in buffers of 8192 values, and adds each buffer's pairwise sum in order.
@@ -579,5 +584,12 @@ struct StreamSums {
 // The means needed before the squares pass, and the final numbers, from every worker's sums.
 float variance_mean(std::vector<StreamSums>& parts, int64_t n, int depth);
 NumpyNumbers numpy_numbers(std::vector<StreamSums>& parts, int64_t n, int depth);
+
+// The same from the workers' plain float32 sums of a contiguous float32 stream (`parts[w]`: the
+// sum over plan_work's range w): numpy's whole sum, its mean, and the numbers.
+float combine_worker_sums(const std::vector<float>& parts, int64_t n, int depth);
+float variance_mean_of(float sum, int64_t n);
+// `magnitude_sum` null: |x| is x (avg-magnitude is the mean); `squares_sum` null: no float32 var.
+NumpyNumbers numpy_numbers_of(float sum, const float* magnitude_sum, const float* squares_sum, int64_t n);
 
 }  // namespace parity::compare::detail}  // namespace parity::compare::detail

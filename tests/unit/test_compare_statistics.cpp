@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 #include "parity/compare/statistics.h"
 #include "parity/core/thread_pool.h"
 #include "test_compare_helpers.h"
+#include "../../src/compare/rank_selection.h"
 #include "../../src/compare/streaming_statistics.h"
 
 namespace parity::compare {
@@ -244,6 +247,58 @@ TEST(CompareNumpySum, SplitsAndChunksMergeExactly) {
   float chunked = 0.0f;
   for (int64_t c = 0; c < n; c += 8192) chunked += detail::pairwise_sum32(v.data() + c, std::min<int64_t>(8192, n - c));
   EXPECT_EQ(sum_parts(true), chunked);
+}
+
+TEST(CompareNumpySum, SeveralStreamsAtOnceEqualEachAlone) {
+  // pairwise_sums32 walks the tree once for up to six streams: each sum is the stream's own, at
+  // lengths around the leaf (8, 128) and split boundaries.
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1000.0f);
+  for (int64_t n : {1, 7, 8, 9, 127, 128, 129, 136, 1000, 2048, 4099, 100'003}) {
+    std::vector<std::vector<float>> streams(detail::kMaxPairwiseStreams, std::vector<float>(static_cast<std::size_t>(n)));
+    for (auto& stream : streams)
+      for (auto& x : stream) x = normal(rng);
+    for (int count = 1; count <= detail::kMaxPairwiseStreams; ++count) {
+      std::vector<const float*> pointers;
+      for (int k = 0; k < count; ++k) pointers.push_back(streams[static_cast<std::size_t>(k)].data());
+      std::vector<float> sums(static_cast<std::size_t>(count));
+      detail::pairwise_sums32(pointers.data(), count, n, sums.data());
+      for (int k = 0; k < count; ++k) {
+        detail::PairwiseSum32 streamed(n);  // fed in uneven pieces, as the general kernel does
+        const float* v = streams[static_cast<std::size_t>(k)].data();
+        for (int64_t at = 0, piece = 1; at < n; at += piece, piece = piece * 3 % 1000 + 1)
+          streamed.add(v + at, std::min(piece, n - at));
+        EXPECT_EQ(sums[static_cast<std::size_t>(k)], streamed.result()) << "n=" << n << " stream " << k;
+      }
+    }
+  }
+}
+
+TEST(CompareRankSelection, MatchesNthElementOnTiesZerosAndSpreads) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> small(-3, 3);
+  auto check = [](std::vector<float> values, const std::string& what) {
+    const int64_t n = static_cast<int64_t>(values.size());
+    std::vector<int64_t> ranks = {0, n / 7, n / 2, n / 2 + 1, n * 9 / 10, n - 1};
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    ranks.erase(std::remove_if(ranks.begin(), ranks.end(), [n](int64_t r) { return r >= n; }), ranks.end());
+    std::vector<float> got = detail::select_float_ranks(values.data(), n, ranks);
+    std::sort(values.begin(), values.end());
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      EXPECT_EQ(got[i], values[static_cast<std::size_t>(ranks[i])] + 0.0f) << what << " rank " << ranks[i];
+    for (float v : got) EXPECT_FALSE(std::signbit(v) && v == 0.0f) << what << ": -0 reads as +0";
+  };
+  for (int64_t n : {1, 2, 100, 2048, 2049, 50'000, 300'000}) {
+    std::vector<float> spread(static_cast<std::size_t>(n)), ties(spread.size()), narrow(spread.size());
+    for (auto& v : spread) v = normal(rng) * 1e3f;
+    for (auto& v : ties) v = static_cast<float>(small(rng)) * (small(rng) > 0 ? -0.0f : 1.0f);  // -0 and +0 too
+    for (auto& v : narrow) v = 1.0f + std::fabs(normal(rng)) * 1e-6f;  // one exponent, few mantissa bits
+    check(spread, "spread n=" + std::to_string(n));
+    check(ties, "ties n=" + std::to_string(n));
+    check(narrow, "narrow n=" + std::to_string(n));
+  }
 }
 
 // ---- Histograms ----

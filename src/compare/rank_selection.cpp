@@ -1,0 +1,106 @@
+#include "rank_selection.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+
+namespace parity::compare::detail {
+namespace {
+
+constexpr int kDigitBits = 11;
+constexpr uint32_t kBuckets = 1u << kDigitBits;
+constexpr int kTopShift = 32 - kDigitBits;  // digits at bits 21..31, 10..20, then 0..10
+constexpr int64_t kFewCandidates = 2048;    // below this, nth_element
+
+// A float's bits mapped so that unsigned order is the floats' order (negative values reversed).
+inline uint32_t key_of(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  return bits ^ ((bits & 0x80000000u) ? 0xffffffffu : 0x80000000u);
+}
+
+inline float value_of(uint32_t key) {
+  const uint32_t bits = (key & 0x80000000u) ? key ^ 0x80000000u : ~key;
+  return std::bit_cast<float>(bits) + 0.0f;  // -0 -> +0
+}
+
+struct FloatKeys {
+  const float* values;
+  uint32_t operator()(int64_t i) const { return key_of(values[i]); }
+};
+struct Keys {
+  const uint32_t* keys;
+  uint32_t operator()(int64_t i) const { return keys[i]; }
+};
+
+void select_keys(std::vector<uint32_t>& keys, int shift, const int64_t* ranks, int rank_count, float* out);
+
+// One level: the histogram of the digit at `shift` over `count` keys, the bucket of each wanted
+// rank, and the keys of those buckets gathered for the next level.
+template <typename KeyAt>
+void select_level(const KeyAt& key_at, int64_t count, int shift, const int64_t* ranks, int rank_count, float* out) {
+  std::array<int64_t, kBuckets> histogram{};
+  for (int64_t i = 0; i < count; ++i) ++histogram[(key_at(i) >> shift) & (kBuckets - 1)];
+  struct Group {
+    uint32_t bucket;
+    int64_t start;  // rank of the bucket's first key
+    std::vector<int64_t> ranks;  // within the bucket
+    int first;      // index of the group's first rank in `ranks`
+    std::vector<uint32_t> keys;
+  };
+  std::vector<Group> groups;
+  int64_t start = 0;
+  uint32_t bucket = 0;
+  for (int r = 0; r < rank_count; ++r) {
+    while (start + histogram[bucket] <= ranks[r]) start += histogram[bucket++];
+    if (groups.empty() || groups.back().bucket != bucket) groups.push_back(Group{bucket, start, {}, r, {}});
+    groups.back().ranks.push_back(ranks[r] - start);
+  }
+  std::array<int16_t, kBuckets> slot;
+  slot.fill(-1);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    slot[groups[g].bucket] = static_cast<int16_t>(g);
+    groups[g].keys.reserve(static_cast<std::size_t>(histogram[groups[g].bucket]));
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t key = key_at(i);
+    const int16_t s = slot[(key >> shift) & (kBuckets - 1)];
+    if (s >= 0) groups[static_cast<std::size_t>(s)].keys.push_back(key);
+  }
+  for (auto& group : groups)
+    select_keys(group.keys, shift - kDigitBits, group.ranks.data(), static_cast<int>(group.ranks.size()),
+                out + group.first);
+}
+
+// Keys whose digits above `shift + kDigitBits` are all equal.
+void select_keys(std::vector<uint32_t>& keys, int shift, const int64_t* ranks, int rank_count, float* out) {
+  const int64_t count = static_cast<int64_t>(keys.size());
+  if (shift < 0 || count <= kFewCandidates) {
+    int64_t from = 0;
+    for (int r = 0; r < rank_count; ++r) {
+      const int64_t rank = ranks[r];
+      if (rank >= from) std::nth_element(keys.begin() + from, keys.begin() + rank, keys.end());
+      out[r] = value_of(keys[static_cast<std::size_t>(rank)]);
+      from = rank + 1;
+    }
+    return;
+  }
+  select_level(Keys{keys.data()}, count, std::max(shift, 0), ranks, rank_count, out);
+}
+
+}  // namespace
+
+std::vector<float> select_float_ranks(const float* values, int64_t count, const std::vector<int64_t>& ranks) {
+  std::vector<float> out(ranks.size());
+  if (ranks.empty()) return out;
+  if (count <= kFewCandidates) {
+    std::vector<uint32_t> keys(static_cast<std::size_t>(count));
+    for (int64_t i = 0; i < count; ++i) keys[static_cast<std::size_t>(i)] = key_of(values[i]);
+    select_keys(keys, -1, ranks.data(), static_cast<int>(ranks.size()), out.data());
+    return out;
+  }
+  select_level(FloatKeys{values}, count, kTopShift, ranks.data(), static_cast<int>(ranks.size()), out.data());
+  return out;
+}
+
+}  // namespace parity::compare::detail
