@@ -343,12 +343,12 @@ def test_force_fallback_shape_inference(run_parity, tmp_path):
     assert not (tmp_path / "x.onnx").exists()
 
 
-def reducable_model():
-    """Polygraphy's reducable.onnx, with the planted node on the second branch: x and y each through an
-    Identity, their Add, two Identity outputs."""
+def reducable_model(planted_first=False):
+    """Polygraphy's reducable.onnx, with the planted node on the second branch (or the first): x and y each
+    through an Identity, their Add, two Identity outputs."""
     from onnx import TensorProto, helper
-    nodes = [helper.make_node("Identity", ["x"], ["x1"], name="first"),
-             helper.make_node("Identity", ["y"], ["y1"], name=PLANTED),
+    nodes = [helper.make_node("Identity", ["x"], ["x1"], name=PLANTED if planted_first else "first"),
+             helper.make_node("Identity", ["y"], ["y1"], name="second" if planted_first else PLANTED),
              helper.make_node("Add", ["x1", "y1"], ["sum"], name="add"),
              helper.make_node("Identity", ["sum"], ["out0"], name="copy0"),
              helper.make_node("Identity", ["sum"], ["out1"], name="copy1")]
@@ -381,3 +381,27 @@ def test_check_command_candidates_freeze_cut_off_branches(run_parity, tmp_path):
                              cwd=tmp_path)
     assert "Please ensure that you have provided" not in result.stdout + result.stderr
     assert onnx.numpy_helper.to_array(reduced.graph.initializer[0]).tolist() == [3.5]
+
+
+def test_default_bisection_is_polygraphys_and_the_neighbourhood_reduces_further(run_parity, tmp_path):
+    """The first node failing: Polygraphy's bisection never marks its outputs alone and keeps the Add and the
+    other branch (3 nodes, the count Polygraphy's test asserts), with its warning and the hint; linear mode
+    and --reduce-neighbourhood keep the failing node alone."""
+    model = tmp_path / "reducable.onnx"
+    onnx.save(reducable_model(planted_first=True), model)
+    check = ["--check", check_script(tmp_path), "polygraphy_debug.onnx"]
+    result, reduced = reduce(run_parity, model, tmp_path / "r.onnx", *check, cwd=tmp_path)
+    assert node_names(reduced) == [PLANTED, "second", "add"] and [o.name for o in reduced.graph.output] == ["sum"]
+    assert "could potentially be reduced further" in result.output
+    assert "Parity's --reduce-neighbourhood" in result.output
+    _, reduced = reduce(run_parity, model, tmp_path / "linear.onnx", "--mode", "linear", *check, cwd=tmp_path)
+    assert node_names(reduced) == [PLANTED]
+    result, reduced = reduce(run_parity, model, tmp_path / "n.onnx", "--reduce-neighbourhood", *check, cwd=tmp_path)
+    assert node_names(reduced) == [PLANTED] and [o.name for o in reduced.graph.output] == ["x1"]
+    assert "is the first node (in topological order) whose output makes the check fail" in result.output
+    assert "first 1 of 5 nodes" in result.output and "--reduce-neighbourhood" not in result.output
+    # A replay of one reduction is refused by the other.
+    replay = tmp_path / "polygraphy_debug_replay.json"
+    assert json.loads(replay.read_text())["reduction"] == "neighbourhood"
+    assert_one_error(run_parity("debug", "reduce", model, "-o", tmp_path / "x.onnx", "--load-debug-replay", replay,
+                                *check, cwd=tmp_path), "the replay is of the \"neighbourhood\" reduction")
