@@ -238,10 +238,9 @@ onnx::Model PreparedGraph::build(const MarkedCandidate& marked, bool freeze) con
       if (graph_inputs_.count(initializer.name())) add_input(graph, initializer.name());
       *graph.add_initializer() = initializer;
     }
-  if (freeze) {
-    for (const auto& tensor : marked.cut_off) *graph.add_initializer() = onnx::tensor_to_proto(value_of(tensor), tensor);
-    for (const auto& tensor : marked.folded) *graph.add_initializer() = onnx::tensor_to_proto(value_of(tensor), tensor);
-  }
+  if (freeze)
+    for (const auto* tensors : {&marked.cut_off, &marked.folded})
+      for (const auto& tensor : *tensors) *graph.add_initializer() = onnx::tensor_to_proto(value_of(tensor), tensor);
   for (const auto& output : marked.outputs) add_output(graph, output);
   return candidate;
 }

@@ -1,8 +1,9 @@
 """`parity debug reduce`: a planted bad node in a 1000-node model is found with a --check script and
 in-process (ref against ONNX Runtime, whose Tanh differs from ref's in the last bits), in bisect
 and linear modes, with two inputs and several samples; a model whose branches meet only at the end
-reduces as Polygraphy's does by default (hundreds of nodes), to the planted node with --reduce-neighbourhood; a saved replay resumes to the same
-result; Polygraphy's check flags and artifact sorting; bad input is one clear error."""
+reduces as Polygraphy's does by default (hundreds of nodes), to the planted node with
+--reduce-neighbourhood; a saved replay resumes to the same result; Polygraphy's check flags and
+artifact sorting; bad input is one clear error."""
 
 import json
 import os
