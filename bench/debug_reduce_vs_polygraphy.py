@@ -5,13 +5,14 @@ measured in the same run, and the ratios.
     python bench/debug_reduce_vs_polygraphy.py [--build build/release]
 
 Checks: Polygraphy with `--check polygraphy run polygraphy_debug.onnx --onnxrt --validate`;
-Parity with the equivalent `--check parity run parity_debug.onnx --onnxrt --validate` (a
+Parity with the equivalent `--check parity run polygraphy_debug.onnx --onnxrt --validate` (a
 subprocess per step) and in-process (`--onnxrt --validate`, no subprocess). Bisect mode, the same
 input shapes for all; each result is checked to contain the planted node.
 
 Then the tests' model of 200 branches meeting only in one Concat (601 nodes, the planted node
 ending one branch), reduced by both tools with the same check script (it fails on models holding
-the planted node): the node counts each keeps, side by side.
+the planted node): the node counts each keeps, side by side (Parity by default, which keeps
+Polygraphy's, and with --reduce-neighbourhood).
 """
 import argparse
 import os
@@ -61,7 +62,7 @@ def main():
                 "--check", polygraphy, "run", "polygraphy_debug.onnx", "--onnxrt", "--validate"],
             "parity (subprocess check)": [
                 parity, "debug", "reduce", model, "-o", "parity_subprocess.onnx", "--model-input-shapes", *SHAPES,
-                "--check", parity, "run", "parity_debug.onnx", "--onnxrt", "--validate"],
+                "--check", parity, "run", "polygraphy_debug.onnx", "--onnxrt", "--validate"],
             "parity (in-process check)": [
                 parity, "debug", "reduce", model, "-o", "parity_in_process.onnx", "--model-input-shapes", *SHAPES,
                 "--onnxrt", "--validate"],
@@ -88,11 +89,12 @@ def compare_on_branches(parity, polygraphy, folder):
         file.write(f'#!/bin/sh\nif grep -qa {PLANTED} "$1"; then exit 1; fi\nexit 0\n')
     os.chmod(script, 0o755)
     print(f"branches model: {len(onnx.load(model).graph.node)} nodes, 200 branches meeting in one Concat")
-    for name, tool, candidate in (("polygraphy", polygraphy, "polygraphy_debug.onnx"),
-                                  ("parity", parity, "parity_debug.onnx")):
-        output = f"{name}_branches.onnx"
-        seconds = timed([tool, "debug", "reduce", model, "-o", output, "--check", script, candidate], folder)
-        print(f"{name + ' (check script)':32s} {seconds:8.2f} s   reduced to "
+    for name, command in (("polygraphy", [polygraphy]), ("parity", [parity]),
+                          ("parity --reduce-neighbourhood", [parity, "--reduce-neighbourhood"])):
+        output = f"{name.split()[0]}{'_neighbourhood' if len(command) > 1 else ''}_branches.onnx"
+        seconds = timed([command[0], "debug", "reduce", *command[1:], model, "-o", output, "--check", script,
+                         "polygraphy_debug.onnx"], folder)
+        print(f"{name + ' (check script)':44s} {seconds:8.2f} s   reduced to "
               f"{reduced_nodes(os.path.join(folder, output))} node(s)")
 
 

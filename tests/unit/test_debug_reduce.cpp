@@ -60,12 +60,13 @@ std::vector<std::string> names(const onnx::Model& model) {
   return out;
 }
 
-TEST(DebugReduce, BranchesMeetingLateReduceToThePlantedNode) {
+TEST(DebugReduce, NeighbourhoodReducesBranchesMeetingLateToThePlantedNode) {
   for (auto mode : {debug::ReduceMode::kBisect, debug::ReduceMode::kLinear}) {
     auto model = branches(40, 23);
     auto values = values_of(model);
     debug::ReduceOptions options;
     options.mode = mode;
+    options.reduce_neighbourhood = true;
     auto result = debug::reduce(model, values, [](const onnx::Model& m, int) { return contains_bad(m); }, options);
     EXPECT_EQ(names(result.reduced), std::vector<std::string>{"bad"});
     EXPECT_EQ(result.failing_node, "node 'bad' (Abs)");
@@ -133,9 +134,14 @@ TEST(DebugReduce, PassingWholeModelKeepsTheSmallestFailingCandidate) {
       if (node.name() == "concat") return false;
     return contains_bad(m);
   };
-  for (auto mode : {debug::ReduceMode::kBisect, debug::ReduceMode::kLinear}) {
+  // Bisection (Polygraphy's, by default) assumes that failures only grow with the nodes kept; a linear scan,
+  // or Parity's prefix search, finds the candidate anyway.
+  for (auto [mode, neighbourhood] : {std::pair{debug::ReduceMode::kBisect, true},
+                                     std::pair{debug::ReduceMode::kLinear, true},
+                                     std::pair{debug::ReduceMode::kLinear, false}}) {
     debug::ReduceOptions options;
     options.mode = mode;
+    options.reduce_neighbourhood = neighbourhood;
     auto result = debug::reduce(model, values, check, options);
     EXPECT_TRUE(result.whole_model_passes);
     EXPECT_TRUE(result.reduced_fails);
@@ -144,13 +150,14 @@ TEST(DebugReduce, PassingWholeModelKeepsTheSmallestFailingCandidate) {
   }
 }
 
-// Polygraphy's reducable model: x feeds a Relu and the planted Abs, which meet in an Add read by two
+// Polygraphy's reducable model: x feeds a Relu and y the planted Abs, which meet in an Add read by two
 // Identity outputs.
 onnx::Model two_branches() {
   Builder b;
   b.input("x", 1, {2, 3});
+  b.input("y", 1, {2, 3});
   b.node("Relu", {"x"}, {"a"}, "first");
-  b.node("Abs", {"x"}, {"b"}, "bad");
+  b.node("Abs", {"y"}, {"b"}, "bad");
   b.node("Add", {"a", "b"}, {"c"}, "add");
   b.node("Identity", {"c"}, {"out0"}, "copy0");
   b.node("Identity", {"c"}, {"out1"}, "copy1");
@@ -159,42 +166,84 @@ onnx::Model two_branches() {
   return b.model;
 }
 
+debug::TensorValues values_of_two_inputs(const onnx::Model& model) {
+  std::vector<NamedTensors> feeds;
+  for (int s = 0; s < 2; ++s) {
+    Tensor x = Tensor::zeros(DType::kFloat32, {2, 3}), y = Tensor::zeros(DType::kFloat32, {2, 3});
+    for (int i = 0; i < 6; ++i) {
+      x.mutable_data<float>()[i] = static_cast<float>(i - 2 + s);
+      y.mutable_data<float>()[i] = static_cast<float>(3 - i - s);
+    }
+    feeds.push_back({{"x", x}, {"y", y}});
+  }
+  return debug::run_full_model(model, feeds);
+}
+
 TEST(DebugReduce, CutOffBranchesAreFrozenWithTheFirstSamplesValues) {
+  for (bool neighbourhood : {false, true}) {
+    SCOPED_TRACE(neighbourhood ? "--reduce-neighbourhood" : "Polygraphy's marking");
+    auto model = two_branches();
+    auto values = values_of_two_inputs(model);
+    debug::ReduceOptions options;
+    options.reduce_outputs = false;
+    options.mode = debug::ReduceMode::kLinear;
+    options.reduce_neighbourhood = neighbourhood;
+    auto check = [](const onnx::Model& m, int) { return contains_bad(m); };
+    // Without freezing, the Relu's output is a graph input fed per sample (by default the Relu is folded
+    // away, its input x being cut off once y is marked).
+    auto fed = debug::reduce(model, values, check, options);
+    EXPECT_EQ(names(fed.reduced), (std::vector<std::string>{"bad", "add", "copy0", "copy1"}));
+    EXPECT_EQ(fed.frozen_inputs, std::vector<std::string>{"a"});
+    EXPECT_TRUE(fed.frozen_initializers.empty());
+    EXPECT_EQ(fed.reduced->graph().input_size(), 2);
+    // Frozen: an initializer holding the first sample's value; the first node's input stays the graph input.
+    options.freeze_cut_branches = true;
+    std::vector<std::string> announced;
+    options.on_freeze = [&announced](const std::string& tensor) { announced.push_back(tensor); };
+    auto frozen = debug::reduce(model, values, check, options);
+    EXPECT_EQ(names(frozen.reduced), names(fed.reduced));
+    EXPECT_TRUE(frozen.frozen_inputs.empty());
+    EXPECT_EQ(frozen.frozen_initializers, std::vector<std::string>{"a"});
+    ASSERT_EQ(frozen.reduced->graph().input_size(), 1);
+    EXPECT_EQ(frozen.reduced->graph().input(0).name(), "y");
+    ASSERT_EQ(frozen.reduced->graph().initializer_size(), 1);
+    const auto& initializer = frozen.reduced->graph().initializer(0);
+    EXPECT_EQ(initializer.name(), "a");
+    Tensor value = onnx::tensor_from_proto(initializer, {});
+    const Tensor& first = values[0].at("a");
+    ASSERT_EQ(value.shape(), first.shape());
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(value.data<float>()[i], first.data<float>()[i]);
+    EXPECT_NE(first.data<float>()[5], values[1].at("a").data<float>()[5]);  // the samples differ
+    EXPECT_FALSE(announced.empty());
+    // The feeds hold only the remaining graph input, y.
+    auto feeds = debug::candidate_feeds(frozen.reduced, values);
+    ASSERT_EQ(feeds.size(), 2u);
+    EXPECT_EQ(feeds[0].size(), 1u);
+  }
+}
+
+// Polygraphy's bisection marks the outputs of the nodes in the middle first and never the first node's alone:
+// with the first node failing it keeps the Add too (3 nodes, as Polygraphy's test asserts); a linear scan, or
+// Parity's --reduce-neighbourhood, keeps the failing node alone.
+TEST(DebugReduce, DefaultIsPolygraphysMarkingWithItsBisection) {
   auto model = two_branches();
-  auto values = values_of(model);
+  auto values = values_of_two_inputs(model);
+  auto check = [](const onnx::Model& m, int) {
+    for (const auto& node : m->graph().node())
+      if (node.name() == "first") return true;
+    return false;
+  };
   debug::ReduceOptions options;
-  options.reduce_outputs = false;
-  options.mode = debug::ReduceMode::kLinear;
-  auto check = [](const onnx::Model& m, int) { return contains_bad(m); };
-  // Without freezing, the Relu's output is a graph input fed per sample.
-  auto fed = debug::reduce(model, values, check, options);
-  EXPECT_EQ(names(fed.reduced), (std::vector<std::string>{"bad", "add", "copy0", "copy1"}));
-  EXPECT_EQ(fed.frozen_inputs, std::vector<std::string>{"a"});
-  EXPECT_TRUE(fed.frozen_initializers.empty());
-  EXPECT_EQ(fed.reduced->graph().input_size(), 2);
-  // Frozen: an initializer holding the first sample's value; the first node's input stays the graph input.
   options.freeze_cut_branches = true;
-  std::vector<std::string> announced;
-  options.on_freeze = [&announced](const std::string& tensor) { announced.push_back(tensor); };
-  auto frozen = debug::reduce(model, values, check, options);
-  EXPECT_EQ(names(frozen.reduced), names(fed.reduced));
-  EXPECT_TRUE(frozen.frozen_inputs.empty());
-  EXPECT_EQ(frozen.frozen_initializers, std::vector<std::string>{"a"});
-  ASSERT_EQ(frozen.reduced->graph().input_size(), 1);
-  EXPECT_EQ(frozen.reduced->graph().input(0).name(), "x");
-  ASSERT_EQ(frozen.reduced->graph().initializer_size(), 1);
-  const auto& initializer = frozen.reduced->graph().initializer(0);
-  EXPECT_EQ(initializer.name(), "a");
-  Tensor value = onnx::tensor_from_proto(initializer, {});
-  const Tensor& first = values[0].at("a");
-  ASSERT_EQ(value.shape(), first.shape());
-  for (int i = 0; i < 6; ++i) EXPECT_EQ(value.data<float>()[i], first.data<float>()[i]);
-  EXPECT_NE(first.data<float>()[5], values[1].at("a").data<float>()[5]);  // the samples differ
-  EXPECT_FALSE(announced.empty());
-  // The feeds hold only the remaining graph input, x.
-  auto feeds = debug::candidate_feeds(frozen.reduced, values);
-  ASSERT_EQ(feeds.size(), 2u);
-  EXPECT_EQ(feeds[0].size(), 1u);
+  auto bisect = debug::reduce(model, values, check, options);
+  EXPECT_EQ(names(bisect.reduced), (std::vector<std::string>{"first", "bad", "add"}));
+  EXPECT_EQ(bisect.failing_node, "node 'add' (Add)");
+  EXPECT_EQ(bisect.reduced->graph().output(0).name(), "c");
+  options.mode = debug::ReduceMode::kLinear;
+  EXPECT_EQ(names(debug::reduce(model, values, check, options).reduced), std::vector<std::string>{"first"});
+  options.mode = debug::ReduceMode::kBisect;
+  options.reduce_neighbourhood = true;
+  EXPECT_EQ(names(debug::reduce(model, values, check, options).reduced), std::vector<std::string>{"first"});
 }
 
 TEST(DebugReduce, ReplayAnswersEveryCheckAndBelongsToItsModel) {
@@ -211,6 +260,11 @@ TEST(DebugReduce, ReplayAnswersEveryCheckAndBelongsToItsModel) {
   EXPECT_EQ(again.checks_run, 0);
   EXPECT_EQ(again.checks_replayed, first.checks_run);
   EXPECT_EQ(onnx::serialize_model(*again.reduced), onnx::serialize_model(*first.reduced));
+  // A replay of the other reduction is refused.
+  debug::ReduceOptions neighbourhood = load;
+  neighbourhood.reduce_neighbourhood = true;
+  EXPECT_THROW(debug::reduce(model, values, [](const onnx::Model& m, int) { return contains_bad(m); }, neighbourhood),
+               FileError);
   auto other = branches(5, 1);
   EXPECT_THROW(debug::reduce(other, values_of(other), [](const onnx::Model& m, int) { return contains_bad(m); },
                              load),
