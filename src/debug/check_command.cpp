@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "parity/core/child_process.h"
 #include "parity/core/error.h"
 
 namespace parity::debug {
@@ -113,9 +114,7 @@ CheckOutcome CheckCommand::run() const {
   }
   for (const auto& stream : streams)
     if (stream.fd >= 0) ::close(stream.fd);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = wait_for_child(child).value_or(0);
   outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
   auto contains = [](const std::vector<int>& codes, int code) {

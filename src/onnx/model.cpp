@@ -372,6 +372,14 @@ ShapeInferenceResult infer_shapes(ModelProto& model) {
   return result;
 }
 
+std::unordered_map<std::string, const ::onnx::ValueInfoProto*> declared_values(const ::onnx::GraphProto& graph) {
+  std::unordered_map<std::string, const ::onnx::ValueInfoProto*> values;
+  for (const auto& value : graph.value_info()) values[value.name()] = &value;
+  for (const auto& value : graph.input()) values[value.name()] = &value;
+  for (const auto& value : graph.output()) values[value.name()] = &value;
+  return values;
+}
+
 TensorInfo tensor_info_from_type(const ::onnx::TypeProto& type) {
   TensorInfo info;
   const ::onnx::TypeProto_Tensor* tensor = nullptr;

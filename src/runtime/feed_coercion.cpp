@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
+#include "parity/core/dtype_dispatch.h"
 #include "parity/core/error.h"
 #include "parity/core/half.h"
 #include "parity/core/logger.h"
@@ -11,26 +13,7 @@
 namespace parity::runtime {
 namespace {
 
-bool is_castable(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16:
-    case DType::kBFloat16:
-    case DType::kFloat32:
-    case DType::kFloat64:
-    case DType::kInt8:
-    case DType::kInt16:
-    case DType::kInt32:
-    case DType::kInt64:
-    case DType::kUInt8:
-    case DType::kUInt16:
-    case DType::kUInt32:
-    case DType::kUInt64:
-    case DType::kBool:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_castable(DType dtype) { return dtype_in<NumericAndBoolTypes>(dtype); }
 
 // A source element: integers are kept as integers (int64/uint64 beyond 2^53 stay exact when the
 // target is an integer type), floats as double (every float16/bfloat16/float32 value is exact).
@@ -42,36 +25,24 @@ struct Element {
 };
 
 Element read_element(const Tensor& tensor, int64_t i) {
-  switch (tensor.dtype()) {
-    case DType::kFloat16:
-      return {Element::Kind::kFloating, 0, 0, float16_bits_to_float(tensor.data<uint16_t>()[i])};
-    case DType::kBFloat16:
-      return {Element::Kind::kFloating, 0, 0, bfloat16_bits_to_float(tensor.data<uint16_t>()[i])};
-    case DType::kFloat32:
-      return {Element::Kind::kFloating, 0, 0, tensor.data<float>()[i]};
-    case DType::kFloat64:
-      return {Element::Kind::kFloating, 0, 0, tensor.data<double>()[i]};
-    case DType::kInt8:
-      return {Element::Kind::kSigned, tensor.data<int8_t>()[i]};
-    case DType::kInt16:
-      return {Element::Kind::kSigned, tensor.data<int16_t>()[i]};
-    case DType::kInt32:
-      return {Element::Kind::kSigned, tensor.data<int32_t>()[i]};
-    case DType::kInt64:
-      return {Element::Kind::kSigned, tensor.data<int64_t>()[i]};
-    case DType::kUInt8:
-      return {Element::Kind::kUnsigned, 0, tensor.data<uint8_t>()[i]};
-    case DType::kUInt16:
-      return {Element::Kind::kUnsigned, 0, tensor.data<uint16_t>()[i]};
-    case DType::kUInt32:
-      return {Element::Kind::kUnsigned, 0, tensor.data<uint32_t>()[i]};
-    case DType::kUInt64:
-      return {Element::Kind::kUnsigned, 0, tensor.data<uint64_t>()[i]};
-    case DType::kBool:
-      return {Element::Kind::kUnsigned, 0, static_cast<uint64_t>(tensor.data<bool>()[i] ? 1 : 0)};
-    default:
-      raise<InternalError>("cast_like_numpy: {} is not castable", dtype_name(tensor.dtype()));
-  }
+  return visit_dtype<NumericAndBoolTypes>(
+      tensor.dtype(),
+      [&]<typename T>() -> Element {
+        const T value = tensor.data<T>()[i];
+        if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+          return {Element::Kind::kFloating, 0, 0, static_cast<float>(value)};
+        else if constexpr (std::is_floating_point_v<T>)
+          return {Element::Kind::kFloating, 0, 0, value};
+        else if constexpr (std::is_same_v<T, bool>)
+          return {Element::Kind::kUnsigned, 0, static_cast<uint64_t>(value ? 1 : 0)};
+        else if constexpr (std::is_signed_v<T>)
+          return {Element::Kind::kSigned, value};
+        else
+          return {Element::Kind::kUnsigned, 0, value};
+      },
+      [&]() -> Element {
+        raise<InternalError>("cast_like_numpy: {} is not castable", dtype_name(tensor.dtype()));
+      });
 }
 
 double as_double(const Element& e) {
@@ -120,10 +91,30 @@ T to_integer(const Element& e, bool& out_of_range) {
 
 bool finite_outside(double value, double largest) { return std::isfinite(value) && std::fabs(value) > largest; }
 
+// The element as a T, as numpy's astype makes it; `out_of_range` is set when it does not fit.
 template <typename T>
-void write_integers(const Tensor& from, Tensor& to, bool& out_of_range) {
-  T* out = to.mutable_data<T>();
-  for (int64_t i = 0; i < from.size(); ++i) out[i] = to_integer<T>(read_element(from, i), out_of_range);
+T element_as(const Element& e, bool& out_of_range) {
+  if constexpr (std::is_same_v<T, double>) {
+    return as_double(e);
+  } else if constexpr (std::is_same_v<T, float>) {
+    double value = as_double(e);
+    out_of_range |= finite_outside(value, std::numeric_limits<float>::max());
+    return static_cast<float>(value);
+  } else if constexpr (std::is_same_v<T, Float16>) {
+    double value = as_double(e);
+    out_of_range |= finite_outside(value, 65504.0);
+    return Float16::from_double(value);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    double value = as_double(e);
+    out_of_range |= finite_outside(value, std::numeric_limits<float>::max());
+    return BFloat16(static_cast<float>(value));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return e.kind == Element::Kind::kSigned     ? e.signed_value != 0
+           : e.kind == Element::Kind::kUnsigned ? e.unsigned_value != 0
+                                                : e.float_value != 0.0;  // NaN is true, as numpy
+  } else {
+    return to_integer<T>(e, out_of_range);
+  }
 }
 
 }  // namespace
@@ -136,51 +127,13 @@ Tensor cast_like_numpy(const Tensor& tensor, DType dtype, bool* out_of_range_fla
   Tensor out = Tensor::zeros(dtype, tensor.shape());
   bool out_of_range = false;
   const int64_t count = tensor.size();
-  switch (dtype) {
-    case DType::kFloat64:
-      for (int64_t i = 0; i < count; ++i) out.mutable_data<double>()[i] = as_double(read_element(tensor, i));
-      break;
-    case DType::kFloat32:
-      for (int64_t i = 0; i < count; ++i) {
-        double value = as_double(read_element(tensor, i));
-        out_of_range |= finite_outside(value, std::numeric_limits<float>::max());
-        out.mutable_data<float>()[i] = static_cast<float>(value);
-      }
-      break;
-    case DType::kFloat16:
-      for (int64_t i = 0; i < count; ++i) {
-        double value = as_double(read_element(tensor, i));
-        out_of_range |= finite_outside(value, 65504.0);
-        out.mutable_data<uint16_t>()[i] = double_to_float16_bits(value);
-      }
-      break;
-    case DType::kBFloat16:
-      for (int64_t i = 0; i < count; ++i) {
-        double value = as_double(read_element(tensor, i));
-        out_of_range |= finite_outside(value, std::numeric_limits<float>::max());
-        out.mutable_data<uint16_t>()[i] = float_to_bfloat16_bits(static_cast<float>(value));
-      }
-      break;
-    case DType::kBool:
-      for (int64_t i = 0; i < count; ++i) {
-        Element e = read_element(tensor, i);
-        bool value = e.kind == Element::Kind::kSigned     ? e.signed_value != 0
-                     : e.kind == Element::Kind::kUnsigned ? e.unsigned_value != 0
-                                                          : e.float_value != 0.0;  // NaN is true, as numpy
-        out.mutable_data<bool>()[i] = value;
-      }
-      break;
-    case DType::kInt8: write_integers<int8_t>(tensor, out, out_of_range); break;
-    case DType::kInt16: write_integers<int16_t>(tensor, out, out_of_range); break;
-    case DType::kInt32: write_integers<int32_t>(tensor, out, out_of_range); break;
-    case DType::kInt64: write_integers<int64_t>(tensor, out, out_of_range); break;
-    case DType::kUInt8: write_integers<uint8_t>(tensor, out, out_of_range); break;
-    case DType::kUInt16: write_integers<uint16_t>(tensor, out, out_of_range); break;
-    case DType::kUInt32: write_integers<uint32_t>(tensor, out, out_of_range); break;
-    case DType::kUInt64: write_integers<uint64_t>(tensor, out, out_of_range); break;
-    default:
-      break;
-  }
+  visit_dtype<NumericAndBoolTypes>(
+      dtype,
+      [&]<typename T>() {
+        T* values = out.mutable_data<T>();
+        for (int64_t i = 0; i < count; ++i) values[i] = element_as<T>(read_element(tensor, i), out_of_range);
+      },
+      [] {});
   if (out_of_range_flag) *out_of_range_flag = out_of_range;
   return out;
 }

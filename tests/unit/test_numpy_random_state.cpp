@@ -17,6 +17,7 @@
 
 #include "test_data_loader_helpers.h"
 #include "parity/core/array_io.h"
+#include "parity/core/dtype_dispatch.h"
 #include "parity/core/error.h"
 #include "parity/core/tensor.h"
 #include "parity/runtime/numpy_random_state.h"
@@ -160,18 +161,6 @@ T parse_bound(const std::string& text) {
   else return static_cast<T>(std::stoull(text));
 }
 
-template <typename T>
-DType dtype_of() {
-  if constexpr (std::is_same_v<T, bool>) return DType::kBool;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::kInt8;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::kInt16;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return DType::kUInt16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return DType::kUInt32;
-  else return DType::kUInt64;
-}
 
 struct RandintCase {
   std::string key;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include <onnx/onnx_pb.h>
 
@@ -102,6 +103,10 @@ ShapeInferenceResult infer_shapes(::onnx::ModelProto& model);
 TensorMetadata graph_inputs(const ::onnx::GraphProto& graph);
 TensorMetadata graph_outputs(const ::onnx::GraphProto& graph);
 TensorInfo tensor_info_from_type(const ::onnx::TypeProto& type);
+// The entry declaring each tensor of the graph (not its subgraphs): its value_info, graph input or
+// graph output entry; where several name a tensor, an output's wins over an input's, an input's over
+// a value_info's.
+std::unordered_map<std::string, const ::onnx::ValueInfoProto*> declared_values(const ::onnx::GraphProto& graph);
 
 // Calls fn(graph, depth) for the main graph, every subgraph in node attributes (recursively) and
 // every function body; throws ResourceLimitError past max_depth.

@@ -6,11 +6,14 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "parity/core/dtype.h"
+#include "parity/core/dtype_dispatch.h"
 #include "parity/core/error.h"
+#include "parity/onnx/model.h"
 #include "parity/onnx/passes.h"
 
 namespace parity::onnx {
@@ -29,9 +32,7 @@ const std::map<std::string, std::vector<int>>& size_inputs() {
 // The type the main graph declares for each tensor (value_info, then graph inputs, then outputs).
 std::unordered_map<std::string, const ::onnx::TypeProto*> declared_types(const ::onnx::GraphProto& graph) {
   std::unordered_map<std::string, const ::onnx::TypeProto*> types;
-  for (const auto& value : graph.value_info()) types[value.name()] = &value.type();
-  for (const auto& value : graph.input()) types[value.name()] = &value.type();
-  for (const auto& value : graph.output()) types[value.name()] = &value.type();
+  for (const auto& [name, value] : declared_values(graph)) types[name] = &value->type();
   return types;
 }
 
@@ -118,52 +119,27 @@ std::string element_type_name(int32_t element_type) {
   proto.set_name(name);
   proto.set_data_type(element_type);
   if (!scalar) proto.add_dims(1);
-  using Proto = ::onnx::TensorProto;
-  bool fits = true;
-  switch (element_type) {
-    case Proto::INT64:
-      proto.add_int64_data(bound);
-      break;
-    case Proto::INT32:
-      fits = fits_in<int32_t>(bound);
-      proto.add_int32_data(static_cast<int32_t>(bound));
-      break;
-    case Proto::INT16:
-      fits = fits_in<int16_t>(bound);
-      proto.add_int32_data(static_cast<int32_t>(bound));
-      break;
-    case Proto::INT8:
-      fits = fits_in<int8_t>(bound);
-      proto.add_int32_data(static_cast<int32_t>(bound));
-      break;
-    case Proto::UINT8:
-      fits = fits_in<uint8_t>(bound);
-      proto.add_int32_data(static_cast<int32_t>(bound));
-      break;
-    case Proto::UINT16:
-      fits = fits_in<uint16_t>(bound);
-      proto.add_int32_data(static_cast<int32_t>(bound));
-      break;
-    case Proto::UINT32:
-      fits = fits_in<uint32_t>(bound);
-      proto.add_uint64_data(static_cast<uint64_t>(bound));
-      break;
-    case Proto::UINT64:
-      fits = fits_in<uint64_t>(bound);
-      proto.add_uint64_data(static_cast<uint64_t>(bound));
-      break;
-    case Proto::FLOAT:
-      proto.add_float_data(static_cast<float>(bound));
-      break;
-    case Proto::DOUBLE:
-      proto.add_double_data(static_cast<double>(bound));
-      break;
-    default:
-      raise<UnsupportedError>(
-          "cannot bound tensor '{}' of element type {}: integer, float and double tensors can "
-          "be bounded",
-          tensor, element_type_name(element_type));
-  }
+  // Each type in the field ONNX stores it in: int64_data, int32_data (the narrower integers),
+  // uint64_data (uint32, uint64), float_data, double_data.
+  using BoundableTypes = decltype(IntTypes{} + TypeList<float, double>{});
+  const bool fits = visit_dtype<BoundableTypes>(
+      static_cast<DType>(element_type),
+      [&]<typename T>() {
+        if constexpr (std::is_same_v<T, int64_t>) proto.add_int64_data(bound);
+        else if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>)
+          proto.add_uint64_data(static_cast<uint64_t>(bound));
+        else if constexpr (std::is_integral_v<T>) proto.add_int32_data(static_cast<int32_t>(bound));
+        else if constexpr (std::is_same_v<T, float>) proto.add_float_data(static_cast<float>(bound));
+        else proto.add_double_data(static_cast<double>(bound));
+        if constexpr (std::is_integral_v<T>) return fits_in<T>(bound);
+        else return true;
+      },
+      [&]() -> bool {
+        raise<UnsupportedError>(
+            "cannot bound tensor '{}' of element type {}: integer, float and double tensors can "
+            "be bounded",
+            tensor, element_type_name(element_type));
+      });
   if (!fits)
     raise<InvalidInputError>("upper bound {} of tensor '{}' does not fit its element type {}", bound, tensor,
                              element_type_name(element_type));

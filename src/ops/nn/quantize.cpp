@@ -140,6 +140,24 @@ ParamIndex param_index(const KernelContext& ctx, const Shape& xs, const Tensor& 
   return p;
 }
 
+// The scale's values: float8_e8m0 decoded here, other float types through read_floats.
+std::vector<double> float_scale_values(KernelContext& ctx, const Tensor& scale) {
+  if (scale.dtype() != DType::kFloat8E8M0) return nn::read_floats(ctx, scale);
+  std::vector<double> values;
+  for (int64_t i = 0; i < scale.size(); ++i)
+    values.push_back(e8m0_to_float(static_cast<const uint8_t*>(scale.raw())[i]));
+  return values;
+}
+
+// The zero point's values, none when there is no zero point.
+std::vector<double> zero_point_values(const Tensor* zero_point) {
+  std::vector<double> values;
+  if (zero_point)
+    for (int64_t i = 0; i < zero_point->size(); ++i)
+      values.push_back(load_q(zero_point->dtype(), zero_point->raw(), i));
+  return values;
+}
+
 // --- QuantizeLinear -------------------------------------------------------------------------------
 void quantize_linear(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -173,14 +191,10 @@ void quantize_linear(KernelContext& ctx) {
   std::vector<double> sv;
   if (scale.dtype() == DType::kInt32) {
     for (int64_t i = 0; i < scale.size(); ++i) sv.push_back(scale.data<int32_t>()[i]);
-  } else if (scale.dtype() == DType::kFloat8E8M0) {
-    for (int64_t i = 0; i < scale.size(); ++i) sv.push_back(e8m0_to_float(static_cast<const uint8_t*>(scale.raw())[i]));
   } else {
-    sv = nn::read_floats(ctx, scale);
+    sv = float_scale_values(ctx, scale);
   }
-  std::vector<double> zv;
-  if (zp)
-    for (int64_t i = 0; i < zp->size(); ++i) zv.push_back(load_q(zp->dtype(), zp->raw(), i));
+  const std::vector<double> zv = zero_point_values(zp);
   auto round_to = [&](double v) -> double {
     switch (prec) {
       case DType::kFloat32: return static_cast<double>(static_cast<float>(v));
@@ -221,15 +235,8 @@ void dequantize_linear(KernelContext& ctx) {
   int64_t out_attr = ctx.opset() >= 23 ? ctx.attr_int("output_dtype", 0) : 0;
   if (out_attr != 0) out_type = dtype_from_onnx(static_cast<int32_t>(out_attr));
   if (out_type == DType::kFloat8E8M0) out_type = DType::kFloat32;
-  std::vector<double> sv;
-  if (scale.dtype() == DType::kFloat8E8M0) {
-    for (int64_t i = 0; i < scale.size(); ++i) sv.push_back(e8m0_to_float(static_cast<const uint8_t*>(scale.raw())[i]));
-  } else {
-    sv = nn::read_floats(ctx, scale);
-  }
-  std::vector<double> zv;
-  if (zp)
-    for (int64_t i = 0; i < zp->size(); ++i) zv.push_back(load_q(zp->dtype(), zp->raw(), i));
+  const std::vector<double> sv = float_scale_values(ctx, scale);
+  const std::vector<double> zv = zero_point_values(zp);
   Tensor& y = ctx.allocate_output(0, out_type, x.shape());
   const bool fp64 = ctx.fp64() || out_type == DType::kFloat64;
   dispatch<FloatTypes>(out_type, ctx, [&]<typename T>() {

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "parity/core/child_process.h"
 #include "parity/core/error.h"
 #include "parity/core/temporary_folder.h"
 #include "parity/core/file_io.h"
@@ -152,9 +153,9 @@ nlohmann::json run_driver(const ScriptSpec& script, const char* driver, const fs
   if (spawned != 0)
     raise<InvalidInputError>("{}: cannot start the Python interpreter '{}': {} (set PARITY_PYTHON)", what, python,
                              std::strerror(spawned));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) raise<InternalError>("{}: waiting for Python failed: {}", what, std::strerror(errno));
+  const std::optional<int> waited = wait_for_child(pid);
+  if (!waited) raise<InternalError>("{}: waiting for Python failed: {}", what, std::strerror(errno));
+  const int status = *waited;
 
   std::error_code error;
   std::string output;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "parity/compare/python_format.h"
+#include "parity/core/dtype_dispatch.h"
 #include "parity/core/error.h"
 #include "parity/core/float8.h"
 #include "parity/core/half.h"
@@ -72,6 +73,8 @@ std::string numpy_tensor_text(const ::onnx::TensorProto& proto, const onnx::Mode
   Tensor tensor = onnx::tensor_values(model, proto);
   const TensorView view = tensor.view();
   const DType dtype = view.dtype();
+  // numpy's own types (bfloat16 is ml_dtypes', printed item by item below).
+  if (dtype != DType::kBFloat16 && dtype_in<NumericAndBoolTypes>(dtype)) return compare::numpy_array_str(view);
   std::function<std::string(int64_t)> item;
   switch (dtype) {
     case DType::kBFloat16:
@@ -106,19 +109,6 @@ std::string numpy_tensor_text(const ::onnx::TensorProto& proto, const onnx::Mode
       };
       break;
     }
-    case DType::kFloat32:
-    case DType::kFloat64:
-    case DType::kFloat16:
-    case DType::kBool:
-    case DType::kInt8:
-    case DType::kInt16:
-    case DType::kInt32:
-    case DType::kInt64:
-    case DType::kUInt8:
-    case DType::kUInt16:
-    case DType::kUInt32:
-    case DType::kUInt64:
-      return compare::numpy_array_str(view);
     default:
       throw UnsupportedError(
           fmt::format("tensor '{}': showing values of type {} is not supported", proto.name(), dtype_name(dtype)));

@@ -11,6 +11,7 @@
 #include "parity/compare/python_format.h"
 #include "parity/core/dtype.h"
 #include "parity/core/logger.h"
+#include "parity/onnx/model.h"
 #include "parity/onnx/unbounded_dds.h"
 
 namespace parity::cli {
@@ -109,9 +110,7 @@ std::string unbounded_dds_text(const ::onnx::ModelProto& model) {
 
   const auto& graph = model.graph();
   std::unordered_map<std::string, DeclaredTensor> tensors;
-  for (const auto& value : graph.value_info()) tensors[value.name()] = declared(value, types);
-  for (const auto& value : graph.input()) tensors[value.name()] = declared(value, types);
-  for (const auto& value : graph.output()) tensors[value.name()] = declared(value, types);
+  for (const auto& [name, value] : onnx::declared_values(graph)) tensors[name] = declared(*value, types);
 
   std::vector<std::string> found;
   for (const auto& name : onnx::find_unbounded_dds_tensors(graph)) {

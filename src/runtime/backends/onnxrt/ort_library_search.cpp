@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ort_library_cache.h"
+#include "parity/core/child_process.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
@@ -158,19 +159,9 @@ std::optional<std::string> run_python(const fs::path& interpreter, const std::ve
     outcome = fmt::format("could not start that Python: {}", std::strerror(spawned));
     return std::nullopt;
   }
-  std::string output;
-  char buffer[4096];
-  for (ssize_t count; (count = ::read(pipe_ends[0], buffer, sizeof buffer)) != 0;) {
-    if (count < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    output.append(buffer, static_cast<std::size_t>(count));
-  }
+  std::string output = read_to_end(pipe_ends[0]);
   ::close(pipe_ends[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = wait_for_child(pid).value_or(0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     outcome = WIFEXITED(status) ? fmt::format("could not run that Python (exit status {})", WEXITSTATUS(status))
                                 : "could not run that Python (killed by a signal)";

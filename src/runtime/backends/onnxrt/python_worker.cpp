@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "parity/core/child_process.h"
 #include "parity/core/error.h"
 #include "parity/core/temporary_folder.h"
 
@@ -136,9 +137,7 @@ std::string PythonWorker::ended(const std::string& what) {
   ::shutdown(socket_, SHUT_RDWR);  // the script reads the end of its input and returns
   ::close(socket_);
   socket_ = -1;
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = wait_for_child(pid_).value_or(0);
   if (what.empty()) return "";
   std::string how = WIFEXITED(status)   ? fmt::format("exit status {}", WEXITSTATUS(status))
                     : WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))

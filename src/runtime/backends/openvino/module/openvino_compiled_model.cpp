@@ -114,15 +114,23 @@ std::shared_ptr<ov::Model> read_onnx_model(const CompileRequest& request) {
   return model;
 }
 
-ov::AnyMap compile_properties(const CompileRequest& request) {
+// The properties a compile (CompileRequest) and an import (ImportRequest) both set; unset ones are
+// left to OpenVINO.
+template <typename Request>
+ov::AnyMap shared_properties(const Request& request) {
   ov::AnyMap properties;
   if (request.inference_precision)
     properties.emplace(ov::hint::inference_precision(precision_type(*request.inference_precision)));
   if (request.threads) properties.emplace(ov::inference_num_threads(*request.threads));
   if (request.performance_hint)
     properties.emplace(ov::hint::performance_mode(performance_mode(*request.performance_hint)));
-  if (request.cache_dir) properties.emplace(ov::cache_dir(*request.cache_dir));
   if (request.profiling) properties.emplace(ov::enable_profiling(true));
+  return properties;
+}
+
+ov::AnyMap compile_properties(const CompileRequest& request) {
+  ov::AnyMap properties = shared_properties(request);
+  if (request.cache_dir) properties.emplace(ov::cache_dir(*request.cache_dir));
   return properties;
 }
 
@@ -203,13 +211,7 @@ void OpenvinoCompiledModel::keep_marked_precisions(std::shared_ptr<ov::Model>& m
 }
 
 OpenvinoCompiledModel::OpenvinoCompiledModel(ov::Core& core, const ImportRequest& request) {
-  ov::AnyMap properties;
-  if (request.inference_precision)
-    properties.emplace(ov::hint::inference_precision(precision_type(*request.inference_precision)));
-  if (request.threads) properties.emplace(ov::inference_num_threads(*request.threads));
-  if (request.performance_hint)
-    properties.emplace(ov::hint::performance_mode(performance_mode(*request.performance_hint)));
-  if (request.profiling) properties.emplace(ov::enable_profiling(true));
+  ov::AnyMap properties = shared_properties(request);
   std::istringstream stream(request.exported);
   compiled_ = core.import_model(stream, request.device, properties);
   if (compiled_.outputs().size() != request.output_names.size())
