@@ -95,8 +95,33 @@ void Logger::set_log_file(const std::filesystem::path& path) {
   file_.reset(f);
 }
 
+void Logger::set_path_severities(const std::vector<PathSeverity>& rules) {
+  SeverityRules checked(rules);
+  std::lock_guard<std::mutex> lock(rules_mutex_);
+  path_rules_ = std::move(checked);
+  rule_of_file_.clear();
+  has_path_rules_.store(!path_rules_.empty(), std::memory_order_relaxed);
+}
+
+std::vector<PathSeverity> Logger::path_severities() const {
+  std::lock_guard<std::mutex> lock(rules_mutex_);
+  return path_rules_.rules();
+}
+
+Severity Logger::severity_at(const char* source_file) const {
+  std::optional<Severity> rule;
+  {
+    std::lock_guard<std::mutex> lock(rules_mutex_);
+    auto found = rule_of_file_.find(source_file);
+    if (found == rule_of_file_.end())
+      found = rule_of_file_.emplace(source_file, path_rules_.match(source_rule_path(source_file))).first;
+    rule = found->second;
+  }
+  return rule.value_or(severity());
+}
+
 void Logger::log(Severity severity, std::string_view message, std::source_location location) {
-  if (!enabled(severity)) return;
+  if (!enabled(severity, location)) return;
   const auto& style = style_of(severity);
   // Continuation lines line up after the "[I] " prefix; Indent adds 4 spaces per level.
   std::string indent(static_cast<std::size_t>(std::max(indent_.load(), 0)) * 4, ' ');

@@ -195,3 +195,65 @@ def test_options_before_the_subcommand(run_parity, inspect_model, before, after)
 def test_unknown_verbosity_before_the_subcommand_is_an_error(run_parity):
     run = run_parity("inspect", "--verbosity", "chatty", "model", MODEL)
     assert run.returncode == 1 and len(run.lines("[E]")) == 1, run.describe()
+
+
+# --verbosity LEVEL path:LEVEL ...: per-path severities, paths in Parity's source tree without src/.
+
+def sources_of(run, prefix):
+    """The source files (line-info) of the messages starting with `prefix`, e.g. "[V]"."""
+    files = []
+    for line in run.lines(prefix):
+        match = re.match(re.escape(prefix) + " " + LINE_INFO, line)
+        assert match, f"{line!r} has no [file:line]\n{run.describe()}"
+        files.append(match.group(1))
+    return files
+
+
+def onnxrt_run(run_parity, *flags):
+    run = run_parity("run", MODEL, "--onnxrt", "--log-format", "line-info", *flags)
+    assert_success(run)
+    return run
+
+
+def test_verbosity_path_shows_that_folders_verbose_lines_only(run_parity):
+    everything = sources_of(onnxrt_run(run_parity, "-v"), "[V]")
+    onnxrt_folder = REPO_ROOT / "src" / "runtime" / "backends" / "onnxrt"
+    others = [f for f in everything if not (onnxrt_folder / f).is_file()]
+    assert others, f"-v shows no verbose line from outside the onnxrt folder: {everything}"
+    run = onnxrt_run(run_parity, "--verbosity", "INFO", "runtime/backends/onnxrt:VERBOSE")
+    shown = sources_of(run, "[V]")
+    assert shown, f"no [V] lines of the onnxrt folder\n{run.describe()}"
+    assert all((onnxrt_folder / f).is_file() for f in shown), \
+        f"[V] lines from outside runtime/backends/onnxrt: {shown}\n{run.describe()}"
+    assert not run.lines("[X]"), run.describe()
+    # The src/ prefix and a trailing slash are accepted; EXTRA_VERBOSE shows that folder's [X] lines.
+    extra = onnxrt_run(run_parity, "--verbosity", "src/runtime/backends/onnxrt/:EXTRA_VERBOSE")
+    assert sources_of(extra, "[X]") and all((onnxrt_folder / f).is_file() for f in sources_of(extra, "[X]")), \
+        extra.describe()
+
+
+def test_verbosity_file_rule_and_a_quieter_rule(run_parity):
+    run = onnxrt_run(run_parity, "--verbosity", "tools/parity/args/model_args.cpp:VERBOSE")
+    assert set(sources_of(run, "[V]")) == {"model_args.cpp"}, run.describe()
+    # A rule less verbose than the default wins for its files; -v still gives the default.
+    run = onnxrt_run(run_parity, "-v", "--verbosity", "tools/parity/args:INFO")
+    shown = sources_of(run, "[V]")
+    assert shown and "model_args.cpp" not in shown, run.describe()
+
+
+def test_verbosity_paths_before_the_subcommand(run_parity):
+    run = run_parity("inspect", "--verbosity", "INFO", "tools/parity/args:VERBOSE", "model", MODEL,
+                     "--log-format", "line-info")
+    assert_success(run)
+    assert set(sources_of(run, "[V]")) == {"model_args.cpp"}, run.describe()
+
+
+@pytest.mark.parametrize("value, says", [("runtime:LOUD", "unknown verbosity 'LOUD'"),
+                                         (":VERBOSE", "empty path"),
+                                         ("src:VERBOSE", "names no folder or file")],
+                         ids=["unknown-level", "empty-path", "whole-tree"])
+def test_bad_verbosity_path_is_one_error_naming_it(inspect_model, value, says):
+    run = inspect_model(MODEL, "--verbosity", "INFO", value)
+    assert run.returncode == 1 and not run.crash_markers(), run.describe()
+    errors = run.lines("[E]")
+    assert len(errors) == 1 and f"--verbosity: '{value}'" in errors[0] and says in errors[0], run.describe()

@@ -17,9 +17,13 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+
+#include "parity/core/severity_rules.h"
 
 namespace parity {
 
@@ -85,9 +89,25 @@ class Logger {
  public:
   static Logger& global();
 
+  // The default severity: calls that no per-path rule covers log at this severity and above.
   Severity severity() const { return severity_.load(std::memory_order_relaxed); }
   void set_severity(Severity severity) { severity_.store(severity, std::memory_order_relaxed); }
-  bool enabled(Severity severity) const { return severity >= this->severity(); }
+  // Whether a message of `severity` logged from `location` (the caller's by default) is shown.
+  // Without per-path rules this is one comparison with the default; with them, the rule that
+  // covers the location's file decides (looked up once per file, then cached).
+  bool enabled(Severity severity, std::source_location location = std::source_location::current()) const {
+    if (!has_path_rules_.load(std::memory_order_relaxed)) return severity >= this->severity();
+    return severity >= severity_at(location.file_name());
+  }
+
+  // Per-path severities (`--verbosity LEVEL path:LEVEL ...`, Polygraphy's module_severity): each
+  // rule sets the severity of the logging calls in the folder or file it names (see
+  // severity_rules.h), over the default; the most specific rule wins. Replaces the rules set
+  // before; an empty list removes them. Throws InvalidInputError for a rule with an empty path.
+  void set_path_severities(const std::vector<PathSeverity>& rules);
+  std::vector<PathSeverity> path_severities() const;
+  // The severity that applies to logging calls in `source_file` (a source location's file name).
+  Severity severity_at(const char* source_file) const;
 
   LogFormat format() const;
   void set_format(LogFormat format);
@@ -123,6 +143,12 @@ class Logger {
   std::atomic<Severity> severity_{Severity::kInfo};
   std::atomic<bool> silent_{false};
   std::atomic<int> indent_{0};
+  std::atomic<bool> has_path_rules_{false};
+  mutable std::mutex rules_mutex_;  // guards the rules and the cache of each file's rule
+  SeverityRules path_rules_;
+  // For each source file name seen (a string literal, so its address is stable), the severity of
+  // the rule covering it, or nothing when no rule does; cleared when the rules change.
+  mutable std::unordered_map<const char*, std::optional<Severity>> rule_of_file_;
   mutable std::mutex mutex_;  // guards everything below, and the writing of each message
   LogFormat format_;
   std::shared_ptr<LogSink> sink_;
@@ -166,7 +192,7 @@ using format_string = LocatedFormatString<std::type_identity_t<A>...>;
 template <typename... A>
 void at(Severity s, format_string<A...> f, A&&... a) {
   auto& logger = Logger::global();
-  if (logger.enabled(s)) logger.log(s, fmt::format(f.format(), std::forward<A>(a)...), f.location());
+  if (logger.enabled(s, f.location())) logger.log(s, fmt::format(f.format(), std::forward<A>(a)...), f.location());
 }
 #define PARITY_LOG_FUNCTION(name, sev)                \
   template <typename... A>                            \

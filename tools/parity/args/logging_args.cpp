@@ -11,7 +11,9 @@ void LoggingArgs::add_to(CLI::App& app) {
   app.add_flag("-q,--quiet", quiet_count_, "Decrease logging verbosity; repeat for less (-qq, -qqq)")->group(group);
   app.add_option("--verbosity", verbosity_,
                  "Set the severity directly: ultra_verbose, super_verbose, extra_verbose, verbose, info, "
-                 "start, finish, warning, error, critical (overrides -v/-q)")->group(group);
+                 "start, finish, warning, error, critical (overrides -v/-q). Per path: path:LEVEL, the path "
+                 "a folder or file of Parity's source tree without src/ (runtime/backends/onnxrt:verbose, "
+                 "runtime/runner.cpp:info); the most specific path wins")->group(group);
   app.add_flag("--silent", silent_, "Print nothing")->group(group);
   app.add_option("--log-file", log_file_, "Also write the log to this file (without colours)")->group(group);
   app.add_option("--log-format", log_format_, "Log format: any of timestamp, line-info, no-colors")
@@ -28,8 +30,23 @@ void LoggingArgs::apply() const {
                                               Severity::kError, Severity::kCritical};
   if (verbose_count_ > 0) severity = kMoreVerbose[std::min(verbose_count_, 4) - 1];
   else if (quiet_count_ > 0) severity = kLessVerbose[std::min(quiet_count_, 5) - 1];
-  if (!verbosity_.empty()) severity = severity_from_name(verbosity_);
+  // As Polygraphy's: a level alone sets the default (the last one given wins), path:LEVEL a
+  // folder's or file's; -v/-q give the default when --verbosity has no level alone.
+  std::vector<PathSeverity> path_rules;
+  for (const auto& argument : verbosity_) {
+    if (argument.find(':') == std::string::npos) {
+      severity = severity_from_name(argument);
+      continue;
+    }
+    try {
+      path_rules.push_back(parse_path_severity(argument));
+    } catch (Error& error) {
+      error.add_context("--verbosity");
+      throw;
+    }
+  }
   logger.set_severity(severity);
+  logger.set_path_severities(path_rules);
   logger.set_silent(silent_);
   LogFormat format;
   for (const auto& f : log_format_) {
@@ -44,7 +61,7 @@ void LoggingArgs::apply() const {
 void LoggingArgs::merge_from(const LoggingArgs& group) {
   verbose_count_ += group.verbose_count_;
   quiet_count_ += group.quiet_count_;
-  if (verbosity_.empty()) verbosity_ = group.verbosity_;
+  verbosity_.insert(verbosity_.begin(), group.verbosity_.begin(), group.verbosity_.end());
   silent_ = silent_ || group.silent_;
   if (log_file_.empty()) log_file_ = group.log_file_;
   log_format_.insert(log_format_.begin(), group.log_format_.begin(), group.log_format_.end());

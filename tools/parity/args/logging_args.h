@@ -1,4 +1,4 @@
-// Logging options shared by every command: -v/-q (repeatable), --verbosity, --silent,
+// Logging options shared by every command: -v/-q (repeatable), --verbosity LEVEL [path:LEVEL...], --silent,
 // --log-file, --log-format (Polygraphy's names and meanings).
 #pragma once
 
@@ -22,7 +22,7 @@ class LoggingArgs {
  private:
   int verbose_count_ = 0;
   int quiet_count_ = 0;
-  std::string verbosity_;
+  std::vector<std::string> verbosity_;  // each a level (the default) or path:LEVEL
   bool silent_ = false;
   std::string log_file_;
   std::vector<std::string> log_format_;
