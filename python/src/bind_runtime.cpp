@@ -261,15 +261,16 @@ void bind_runtime(nb::module_& m) {
       .def("__init__",
            [](runtime::DataLoader* self, uint32_t seed, int iterations,
               std::vector<std::pair<std::string, std::pair<double, double>>> val_ranges,
-              std::vector<std::pair<std::string, std::vector<int64_t>>> input_shapes) {
+              std::vector<std::pair<std::string, std::vector<int64_t>>> input_shapes, std::string backend_module) {
              runtime::DataLoaderOptions options;
+             options.backend_module = std::move(backend_module);
              options.seed = seed;
              options.iterations = iterations;
              options.val_ranges = std::move(val_ranges);
              options.input_shapes = std::move(input_shapes);
              new (self) runtime::DataLoader(std::move(options));
            },
-           "seed"_a, "iterations"_a, "val_ranges"_a, "input_shapes"_a)
+           "seed"_a, "iterations"_a, "val_ranges"_a, "input_shapes"_a, "backend_module"_a = "numpy")
       .def("generate",
            [](const runtime::DataLoader& loader, nb::handle metadata_entries, int iteration) {
              TensorMetadata metadata = metadata_from_python(metadata_entries);

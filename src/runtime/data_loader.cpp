@@ -19,6 +19,7 @@
 #include "parity/core/half.h"
 #include "parity/core/logger.h"
 #include "parity/core/shape.h"
+#include "parity/runtime/torch_random_generator.h"
 
 namespace parity::runtime {
 
@@ -272,9 +273,14 @@ T integer_bound(double x, const std::string& name, const char* which) {
   return static_cast<T>(t);
 }
 
+// The random source of one iteration: numpy's RandomState, or torch's generator.
+struct RandomSource {
+  std::optional<NumpyRandomState> numpy;
+  std::optional<TorchRandomGenerator> torch;
+};
+
 template <typename T>
-void fill_integers(NumpyRandomState& state, Tensor& tensor, double vmin, double vmax,
-                   const std::string& name) {
+void fill_integers(RandomSource& source, Tensor& tensor, double vmin, double vmax, const std::string& name) {
   const T low = integer_bound<T>(vmin, name, "min");
   const T high = integer_bound<T>(vmax, name, "max");
   if (low > high) {
@@ -283,7 +289,15 @@ void fill_integers(NumpyRandomState& state, Tensor& tensor, double vmin, double 
         "conversion to {}",
         name, low, high, dtype_name_of<T>());
   }
-  state.randint_inclusive<T>(low, high, tensor.mutable_span<T>());
+  if (source.numpy) {
+    source.numpy->randint_inclusive<T>(low, high, tensor.mutable_span<T>());
+    return;
+  }
+  // torch.randint(low, high + 1, ...) takes Python ints that torch holds as int64.
+  if (static_cast<uint64_t>(high) >= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    raise<InvalidInputError>("Input tensor: {} | The value range's max ({}) is out of bounds for torch.randint", name,
+                             high);
+  source.torch->randint(tensor, static_cast<int64_t>(low), static_cast<int64_t>(high) + 1);
 }
 
 }  // namespace
@@ -310,6 +324,11 @@ DataLoader::DataLoader(DataLoaderOptions options)
     raise<InvalidInputError>("The data loader's iteration count must not be negative (got {})",
                              options_.iterations);
   }
+  if (options_.backend_module != "numpy" && options_.backend_module != "torch") {
+    raise<InvalidInputError>("Invalid `data_loader_backend_module`. Note: got: {} but valid modules are: ['numpy', "
+                             "'torch']",
+                             options_.backend_module);
+  }
   for (const auto& [key, range] : options_.val_ranges) {
     if (range.first > range.second) {
       raise<InvalidInputError>(
@@ -333,14 +352,19 @@ NamedTensors DataLoader::generate(const TensorMetadata& metadata, int iteration)
                              iteration, options_.iterations);
   }
   const uint64_t seed = uint64_t{options_.seed} + static_cast<uint64_t>(iteration);
-  if (seed > 0xffffffffull) {
+  const bool use_torch = options_.backend_module == "torch";
+  if (!use_torch && seed > 0xffffffffull) {
     raise<InvalidInputError>(
         "The data loader seed for iteration {} ({} + {} = {}) exceeds 2**32 - 1, the largest "
         "seed numpy's RandomState accepts",
         iteration, options_.seed, iteration, seed);
   }
   log::verbose("Generating data using numpy seed: {}", seed);
-  NumpyRandomState state(static_cast<uint32_t>(seed));
+  RandomSource source;
+  if (use_torch)
+    source.torch.emplace(seed);
+  else
+    source.numpy.emplace(static_cast<uint32_t>(seed));
 
   std::vector<std::string> names;
   for (const auto& [name, info] : metadata) names.push_back(name);
@@ -473,8 +497,9 @@ NamedTensors DataLoader::generate(const TensorMetadata& metadata, int iteration)
       }
     }
 
+    // An undefined dtype: numpy's astype(None) gives float64; torch's dtype=None, its default float32.
     const DType out_dtype = dtype == DType::kUndefined
-                                ? (shape_tensor ? DType::kInt64 : DType::kFloat64)
+                                ? (shape_tensor ? DType::kInt64 : (use_torch ? DType::kFloat32 : DType::kFloat64))
                                 : dtype;
     Tensor tensor = Tensor::zeros(out_dtype, shape_tensor ? Shape{static_cast<int64_t>(shape.size())}
                                                           : shape);
@@ -526,7 +551,16 @@ NamedTensors DataLoader::generate(const TensorMetadata& metadata, int iteration)
             "greater than max",
             name, py_float(vmin), py_float(vmax));
       }
-      state.randint_inclusive<bool>(low, high, tensor.mutable_span<bool>());
+      if (use_torch) {
+        // Polygraphy calls torch.randint(False, True + 1, ...), which torch rejects (a bool is no
+        // int there): no values to match, so refuse like Polygraphy.
+        raise<InvalidInputError>(
+            "Input tensor: {} | The torch data loader backend cannot generate bool data (Polygraphy's "
+            "torch.randint(False, True + 1, ...) fails with a TypeError); please use "
+            "--data-loader-backend-module numpy or provide the inputs with --load-inputs or a data loader script",
+            name);
+      }
+      source.numpy->randint_inclusive<bool>(low, high, tensor.mutable_span<bool>());
     } else if (is_integer_dtype(dtype)) {
       if (!std::isnan(vmin) && !std::isnan(vmax) && !std::isinf(vmin) && !std::isinf(vmax)) {
         log_state_->once(Severity::kVerbose,
@@ -534,21 +568,31 @@ NamedTensors DataLoader::generate(const TensorMetadata& metadata, int iteration)
                                      name, std::trunc(vmin), std::trunc(vmax)));
       }
       switch (dtype) {
-        case DType::kInt8: fill_integers<int8_t>(state, tensor, vmin, vmax, name); break;
-        case DType::kInt16: fill_integers<int16_t>(state, tensor, vmin, vmax, name); break;
-        case DType::kInt32: fill_integers<int32_t>(state, tensor, vmin, vmax, name); break;
-        case DType::kInt64: fill_integers<int64_t>(state, tensor, vmin, vmax, name); break;
-        case DType::kUInt8: fill_integers<uint8_t>(state, tensor, vmin, vmax, name); break;
-        case DType::kUInt16: fill_integers<uint16_t>(state, tensor, vmin, vmax, name); break;
-        case DType::kUInt32: fill_integers<uint32_t>(state, tensor, vmin, vmax, name); break;
-        case DType::kUInt64: fill_integers<uint64_t>(state, tensor, vmin, vmax, name); break;
+        case DType::kInt8: fill_integers<int8_t>(source, tensor, vmin, vmax, name); break;
+        case DType::kInt16: fill_integers<int16_t>(source, tensor, vmin, vmax, name); break;
+        case DType::kInt32: fill_integers<int32_t>(source, tensor, vmin, vmax, name); break;
+        case DType::kInt64: fill_integers<int64_t>(source, tensor, vmin, vmax, name); break;
+        case DType::kUInt8: fill_integers<uint8_t>(source, tensor, vmin, vmax, name); break;
+        case DType::kUInt16: fill_integers<uint16_t>(source, tensor, vmin, vmax, name); break;
+        case DType::kUInt32: fill_integers<uint32_t>(source, tensor, vmin, vmax, name); break;
+        case DType::kUInt64: fill_integers<uint64_t>(source, tensor, vmin, vmax, name); break;
         default: raise<InternalError>("fill_integers: dtype {}", dtype_name(dtype));
       }
     } else {
       log_state_->once(Severity::kVerbose,
                        fmt::format("Input tensor: {} | Generating input data in range: [{}, {}]",
                                    name, py_float(vmin), py_float(vmax)));
-      fill_floats(state, tensor, vmin, vmax);
+      if (use_torch) {
+        // Polygraphy's torch.rand ignores the value range: always [0, 1).
+        if (!options_.val_ranges.empty())
+          log_state_->once(Severity::kWarning,
+                           fmt::format("Input tensor: {} | The torch data loader backend ignores --val-range for "
+                                       "floating-point inputs (as Polygraphy does): values are in [0, 1)",
+                                       name));
+        source.torch->rand(tensor);
+      } else {
+        fill_floats(*source.numpy, tensor, vmin, vmax);
+      }
     }
     feed.emplace_back(name, std::move(tensor));
   }

@@ -43,6 +43,25 @@ def test_data_loader_gives_polygraphys_bytes(options):
             assert mine[name].tobytes() == peer[name].tobytes(), name
 
 
+@pytest.mark.parametrize("options", [{"seed": 3, "iterations": 2}, {"val_range": {"b": (-5, 2000000000), "e": (-3, 7)}}])
+def test_torch_data_loader_gives_torchs_values(options):
+    # Polygraphy yields torch tensors; Parity yields numpy arrays holding the same values.
+    # (no bool input: Polygraphy's torch.randint call fails on it, and Parity refuses it)
+    entries = [("a", np.float32, (2, 3, 40)), ("b", np.int64, (5,)), ("c", np.float16, (30, 40)),
+               ("e", np.int32, (2, 2)), ("f", np.float64, (7,)), ("g", np.uint8, (9,))]
+    ours_meta, theirs_meta = _both_metadata(entries)
+    options = dict(options, data_loader_backend_module="torch")
+    ours, theirs = DataLoader(**options), pg_comparator.DataLoader(**options)
+    ours.input_metadata, theirs.input_metadata = ours_meta, theirs_meta
+    assert len(list(ours)) == len(list(theirs))
+    for mine, peer in zip(ours, theirs):
+        assert list(mine.keys()) == list(peer.keys())
+        for name in peer:
+            expected = peer[name].numpy()
+            assert mine[name].dtype == expected.dtype, name
+            assert mine[name].tobytes() == expected.tobytes(), name
+
+
 def _results(module, runner_arrays):
     results = module.RunResults()
     for runner_name, iterations in runner_arrays:

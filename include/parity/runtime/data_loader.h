@@ -35,11 +35,17 @@ struct DataLoaderOptions {
   // last one wins. A negative dim marks the given shape as dynamic (it is then ignored, with a
   // warning, as Polygraphy does).
   std::vector<std::pair<std::string, std::vector<int64_t>>> input_shapes;
+  // --data-loader-backend-module: "numpy" (NumpyRandomState) or "torch" (TorchRandomGenerator,
+  // seeded with seed + iteration; floats come from torch.rand, which ignores the value range, as
+  // in Polygraphy; an undefined dtype is generated as float32; a bool input is refused, since
+  // Polygraphy's torch.randint call fails on it).
+  std::string backend_module = "numpy";
 };
 
 class DataLoader {
  public:
-  // Throws InvalidInputError for a negative iteration count or a value range with min > max
+  // Throws InvalidInputError for a negative iteration count, a backend module other than "numpy"
+  // and "torch" (Polygraphy's message), or a value range with min > max
   // (naming the range's key; "" is reported as the default range).
   explicit DataLoader(DataLoaderOptions options = {});
 

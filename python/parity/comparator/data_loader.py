@@ -20,8 +20,7 @@ class DataLoader:
 
     def __init__(self, seed=None, iterations=None, input_metadata=None, int_range=None, float_range=None,
                  val_range=None, data_loader_backend_module=None):
-        if data_loader_backend_module not in (None, "numpy"):
-            raise NotImplementedError("DataLoader: only data_loader_backend_module='numpy' is supported")
+        self.data_loader_backend_module = "numpy" if data_loader_backend_module is None else data_loader_backend_module
         self.seed = DEFAULT_SEED if seed is None else seed
         self.iterations = 1 if iterations is None else iterations
         self.user_input_metadata = input_metadata or TensorMetadata()
@@ -40,7 +39,7 @@ class DataLoader:
         if isinstance(self.val_range, dict):
             for name, value in self.val_range.items():
                 ranges.append((name, _range(value, self.default_val_range)))
-        else:
+        elif self.val_range is not self.default_val_range:  # [0, 1], the native default, needs no entry
             ranges.append(("", self.default_val_range))
         if self._int_range is not None or self._float_range is not None:
             for name, dtype, *_ in entries:
@@ -53,7 +52,8 @@ class DataLoader:
         for name, (_, shape) in self.user_input_metadata.items():
             if shape is not None:
                 shapes.append((name, [int(d) if isinstance(d, (int, np.integer)) else -1 for d in shape]))
-        return _parity.DataLoader(int(self.seed), int(self.iterations), ranges, shapes)
+        return _parity.DataLoader(int(self.seed), int(self.iterations), ranges, shapes,
+                                  str(self.data_loader_backend_module))
 
     def _entries(self, metadata):
         metadata = metadata if metadata is not None else self.input_metadata

@@ -23,6 +23,10 @@ void DataLoaderArgs::add_to(CLI::App& app, const DataLoaderFlags& flags) {
       app.add_option("--warm-up", warm_up_, "Untimed inferences on the first input before the timed ones (default 0)")
           ->group(data);
   }
+  app.add_option("--data-loader-backend-module", backend_module_,
+                 "Module whose random generator makes the inputs: numpy (default) or torch (torch.rand / "
+                 "torch.randint values, without Python; torch ignores --val-range for floats, like Polygraphy)")
+      ->group(data);
   app.add_option("--val-range", val_range_, "Value ranges of random inputs: [<name>:][min,max] ...")->group(data);
   if (!flags.input_shapes.empty()) {
     auto* option = app.add_option(flags.input_shapes, input_shapes_, flags.input_shapes_help)->group(data);
@@ -121,6 +125,11 @@ void DataLoaderArgs::parse() {
     auto [name, dims] = split_named_bracket(arg, true, input_shapes_flag_);
     options_.input_shapes.emplace_back(name, parse_dims(dims, input_shapes_flag_ + " " + name));
   }
+  if (backend_module_ != "numpy" && backend_module_ != "torch")
+    raise<InvalidInputError>("argument --data-loader-backend-module: invalid choice: '{}' (choose from 'numpy', "
+                             "'torch')",
+                             backend_module_);
+  options_.backend_module = backend_module_;
   options_.seed = static_cast<uint32_t>(seed_);
   options_.iterations = iterations_;
 }
@@ -208,7 +217,7 @@ std::vector<std::string> DataLoaderArgs::add_to_script(GeneratedScript& script) 
     script.add_section("Data Loader", {fmt::format("data_loader = invoke_from_script({}, name={})",
                                                    python_string(spec.path), python_string(spec.function))});
     run_arguments.push_back("data_loader=data_loader");
-  } else if (random_flags_given()) {
+  } else if (random_flags_given() || backend_module_ != "numpy") {
     std::vector<std::string> arguments;
     if (seed_ != 1) arguments.push_back(fmt::format("seed={}", seed_));
     if (iterations_ != 1) arguments.push_back(fmt::format("iterations={}", iterations_));
@@ -226,6 +235,8 @@ std::vector<std::string> DataLoaderArgs::add_to_script(GeneratedScript& script) 
                                      python_float(range.second)));
       arguments.push_back(fmt::format("val_range={{{}}}", fmt::join(ranges, ", ")));
     }
+    if (backend_module_ != "numpy")
+      arguments.push_back("data_loader_backend_module=" + python_string(backend_module_));
     script.add_import("parity.comparator", "DataLoader");
     script.add_section("Data Loader", {fmt::format("data_loader = DataLoader({})", fmt::join(arguments, ", "))});
     run_arguments.push_back("data_loader=data_loader");

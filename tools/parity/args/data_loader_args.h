@@ -1,4 +1,4 @@
-// Polygraphy's data loader flags (--seed, --iterations, --val-range, --input-shapes, --load-inputs,
+// Polygraphy's data loader flags (--seed, --iterations, --data-loader-backend-module, --val-range, --input-shapes, --load-inputs,
 // --data-loader-script) and --save-inputs, turned into the Comparator's data loader.
 #pragma once
 
@@ -58,6 +58,7 @@ class DataLoaderArgs {
   int warm_up_ = 0;
   std::vector<std::string> val_range_, input_shapes_, load_inputs_;
   std::string data_loader_script_, save_inputs_;
+  std::string backend_module_ = "numpy";  // --data-loader-backend-module
   runtime::DataLoaderOptions options_;
 };
 
