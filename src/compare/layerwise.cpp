@@ -38,8 +38,15 @@ nlohmann::ordered_json json_number(double value) {
 
 // ---- TensorSpill ----
 
-TensorSpill::TensorSpill(const std::filesystem::path& directory) {
-  std::filesystem::path dir = directory;
+TensorSpill::TensorSpill(const std::filesystem::path& directory, uint64_t memory_budget)
+    : directory_(directory), memory_budget_(memory_budget) {}
+
+TensorSpill::~TensorSpill() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TensorSpill::open_file() {
+  std::filesystem::path dir = directory_;
   if (dir.empty()) {
     std::error_code ec;
     dir = std::filesystem::temp_directory_path(ec);
@@ -52,8 +59,22 @@ TensorSpill::TensorSpill(const std::filesystem::path& directory) {
   ::unlink(pattern.c_str());  // the data live as long as the descriptor, and no longer
 }
 
-TensorSpill::~TensorSpill() {
-  if (fd_ >= 0) ::close(fd_);
+void TensorSpill::write(Record& record, const TensorView& tensor) {
+  if (fd_ < 0) open_file();
+  record.offset = (end_ + kAlign - 1) / kAlign * kAlign;
+  const char* data = static_cast<const char*>(tensor.raw());
+  uint64_t done = 0;
+  while (done < record.bytes) {
+    ssize_t n = ::pwrite(fd_, data + done, static_cast<std::size_t>(std::min<uint64_t>(record.bytes - done, 1u << 30)),
+                         static_cast<off_t>(record.offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      raise<FileError>("cannot write tensor '{}' ({} bytes) to the layerwise spill file: {}", record.name,
+                       record.bytes, std::strerror(errno));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  end_ = record.offset + record.bytes;
 }
 
 void TensorSpill::append(int64_t iteration, const std::string& name, const TensorView& tensor,
@@ -68,23 +89,24 @@ void TensorSpill::append(int64_t iteration, const std::string& name, const Tenso
   record.dtype = tensor.dtype();
   record.shape = tensor.shape();
   record.bytes = tensor.byte_size();
-  record.offset = (end_ + kAlign - 1) / kAlign * kAlign;
-  const char* data = static_cast<const char*>(tensor.raw());
-  uint64_t done = 0;
-  while (done < record.bytes) {
-    ssize_t n = ::pwrite(fd_, data + done, static_cast<std::size_t>(std::min<uint64_t>(record.bytes - done, 1u << 30)),
-                         static_cast<off_t>(record.offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      raise<FileError>("cannot write tensor '{}' ({} bytes) to the layerwise spill file: {}", name, record.bytes,
-                       std::strerror(errno));
-    }
-    done += static_cast<uint64_t>(n);
-  }
-  end_ = record.offset + record.bytes;
   record.order = records_.size();
-  index_[spill_key(iteration, name)] = records_.size();
+  auto [slot, added] = index_.try_emplace(spill_key(iteration, name), records_.size());
+  if (!added) {  // the replaced record is never read again
+    std::size_t replaced = slot->second;
+    if (!held_[replaced].empty_handle()) held_bytes_ -= records_[replaced].bytes;
+    held_[replaced] = Tensor();
+    slot->second = records_.size();
+  }
+  Tensor held;
+  if (record.bytes <= memory_budget_ - held_bytes_) {  // held_bytes_ never exceeds the budget
+    held = Tensor::copy_of(tensor);
+    record.held = true;
+    held_bytes_ += record.bytes;
+  } else {
+    write(record, tensor);
+  }
   records_.push_back(std::move(record));
+  held_.push_back(std::move(held));
 }
 
 const TensorSpill::Record* TensorSpill::find(int64_t iteration, const std::string& name) const {
@@ -93,7 +115,15 @@ const TensorSpill::Record* TensorSpill::find(int64_t iteration, const std::strin
 }
 
 Tensor TensorSpill::read(const Record& record) const {
-  Tensor tensor = Tensor::zeros(record.dtype, record.shape);
+  if (record.held) {
+    const Tensor& held = held_.at(record.order);
+    if (held.empty_handle())
+      raise<InternalError>("tensor '{}' of iteration {} is no longer held by the layerwise spill (taken or replaced)",
+                           record.name, record.iteration);
+    return held;
+  }
+  // Every byte is read over, so the tensor needs no zeroing first.
+  Tensor tensor = Tensor::uninitialized(record.dtype, record.shape);
   char* data = static_cast<char*>(tensor.mutable_raw());
   uint64_t done = 0;
   while (done < record.bytes) {
@@ -104,6 +134,15 @@ Tensor TensorSpill::read(const Record& record) const {
       raise<FileError>("cannot read tensor '{}' back from the layerwise spill file: {}", record.name,
                        n < 0 ? std::strerror(errno) : "unexpected end of file");
     done += static_cast<uint64_t>(n);
+  }
+  return tensor;
+}
+
+Tensor TensorSpill::take(const Record& record) {
+  Tensor tensor = read(record);
+  if (record.held) {
+    held_.at(record.order) = Tensor();
+    held_bytes_ -= record.bytes;
   }
   return tensor;
 }
