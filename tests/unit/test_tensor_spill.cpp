@@ -97,6 +97,21 @@ TEST(TensorSpillBudget, FiledRecordsReadAfterTheHeldOnesAreTaken) {
   EXPECT_TRUE(identical(spill.take(*spill.find(0, "t1")), appended[1].tensor));
 }
 
+TEST(TensorSpillBudget, HeldTensorsAcrossMemoryChunksReadBackExactly) {
+  // Held tensors share 64 MiB chunks: 40 MiB opens one, the next 40 MiB does not fit in what is left
+  // and opens another, a small one fits after it, and 70 MiB (more than a chunk) gets one of its own.
+  TensorSpill spill({}, /*memory_budget=*/uint64_t{1} << 30);
+  const int64_t mib = (int64_t{1} << 20) / 4;  // float32 values in a MiB
+  auto appended = append_all(spill, {40 * mib, 40 * mib, 256, 70 * mib});
+  for (const auto& record : spill.records()) EXPECT_TRUE(record.held) << record.name;
+  EXPECT_EQ(spill.bytes_written(), 0u);
+  for (const auto& entry : appended) {
+    Tensor back = spill.take(*spill.find(0, entry.name));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(back.raw()) % 64, 0u) << entry.name;
+    EXPECT_TRUE(identical(back, entry.tensor)) << entry.name;
+  }
+}
+
 TEST(TensorSpillBudget, AReplacedHeldRecordFreesItsBudget) {
   TensorSpill spill({}, /*memory_budget=*/512);
   Tensor first = counting(128, 0), second = counting(128, 7);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -65,8 +66,10 @@ class TensorSpill {
   uint64_t bytes_held() const { return held_bytes_; }
 
  private:
+  class HeldChunk;
   void open_file();
   void write(Record& record, const TensorView& tensor);
+  Tensor hold(const TensorView& tensor);  // a copy of `tensor` in the current chunk
 
   std::filesystem::path directory_;
   uint64_t memory_budget_ = 0;
@@ -75,6 +78,8 @@ class TensorSpill {
   uint64_t end_ = 0;
   std::vector<Record> records_;
   std::vector<Tensor> held_;  // by record order; empty handles for filed and taken records
+  std::shared_ptr<HeldChunk> chunk_;  // where the next held tensor goes
+  uint64_t chunk_used_ = 0;
   std::unordered_map<std::string, std::size_t> index_;
 };
 
