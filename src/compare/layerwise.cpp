@@ -72,13 +72,14 @@ constexpr uint64_t kHugePage = uint64_t{2} << 20;
 
 Tensor TensorSpill::hold(const TensorView& tensor) {
   uint64_t bytes = tensor.byte_size();
+  if (bytes == 0) return Tensor::uninitialized(tensor.dtype(), tensor.shape());  // no chunk for nothing
   if (!chunk_ || chunk_->size() - chunk_used_ < bytes) {
     uint64_t size = std::max(kChunkBytes, (bytes + kHugePage - 1) / kHugePage * kHugePage);
     chunk_ = std::make_shared<HeldChunk>(static_cast<std::size_t>(size));
     chunk_used_ = 0;
   }
   std::size_t offset = static_cast<std::size_t>(chunk_used_);
-  if (bytes) std::memcpy(chunk_->data() + offset, tensor.raw(), static_cast<std::size_t>(bytes));
+  std::memcpy(chunk_->data() + offset, tensor.raw(), static_cast<std::size_t>(bytes));
   chunk_used_ = (chunk_used_ + bytes + kAlign - 1) / kAlign * kAlign;
   return Tensor::borrow(tensor.dtype(), tensor.shape(), chunk_, offset);
 }
@@ -143,7 +144,8 @@ void TensorSpill::append(int64_t iteration, const std::string& name, const Tenso
     slot->second = records_.size();
   }
   Tensor held;
-  if (record.bytes <= memory_budget_ - held_bytes_) {  // held_bytes_ never exceeds the budget
+  // held_bytes_ never exceeds the budget; a budget of 0 sends even empty tensors to the file.
+  if (memory_budget_ > 0 && record.bytes <= memory_budget_ - held_bytes_) {
     held = hold(tensor);
     record.held = true;
     held_bytes_ += record.bytes;

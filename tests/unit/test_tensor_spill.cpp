@@ -44,7 +44,7 @@ uint64_t total_bytes(const std::vector<Appended>& appended) {
 
 TEST(TensorSpillBudget, ZeroBudgetSendsEveryTensorToTheFile) {
   TensorSpill spill({}, /*memory_budget=*/0);
-  auto appended = append_all(spill, {16, 32, 64});
+  auto appended = append_all(spill, {16, 32, 0, 64});
   for (const auto& record : spill.records()) EXPECT_FALSE(record.held) << record.name;
   EXPECT_EQ(spill.bytes_written(), total_bytes(appended));
   EXPECT_EQ(spill.bytes_held(), 0u);
@@ -53,7 +53,7 @@ TEST(TensorSpillBudget, ZeroBudgetSendsEveryTensorToTheFile) {
 
 TEST(TensorSpillBudget, LargeBudgetHoldsEverythingAndMakesNoFile) {
   TensorSpill spill("/nonexistent-folder-for-the-spill", /*memory_budget=*/uint64_t{1} << 30);
-  auto appended = append_all(spill, {16, 32, 64});
+  auto appended = append_all(spill, {16, 32, 0, 64});
   for (const auto& record : spill.records()) EXPECT_TRUE(record.held) << record.name;
   EXPECT_EQ(spill.bytes_written(), 0u);
   EXPECT_EQ(spill.bytes_held(), total_bytes(appended));
