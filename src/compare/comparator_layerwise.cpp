@@ -137,7 +137,7 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner0, runtime::Runner
   std::vector<NamedTensors> feeds;
   std::set<std::pair<int64_t, std::string>> seen;
 
-  TensorSpill spill(options.spill_directory);
+  TensorSpill spill(options.spill_directory, options.memory_budget);
   run.results.push_back(detail::run_runner(
       runner0, feeds, session.setup(run, runner0, &data_loader, [&](int64_t iteration, const runtime::ProducedTensor& t) {
         if (!session.wanted(t.name)) return;
@@ -157,7 +157,9 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner0, runtime::Runner
           return;
         }
         seen.emplace(iteration, t.name);
-        Tensor first = session.postprocessed(t.name, spill.read(*record));
+        // Tensor names are unique in a graph (SSA), so each record is read once and its tensor can be
+        // handed over (a runner streaming a held name twice in one iteration gets an InternalError).
+        Tensor first = session.postprocessed(t.name, spill.take(*record));
         Tensor second = session.postprocessed(t.name, t.tensor);
         Logger::Indent indent;
         compare_layer(result, record->order, iteration, t.name, record->node, record->op, first, second,

@@ -1,6 +1,7 @@
 #include "parity/compare/layerwise.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,8 +39,60 @@ nlohmann::ordered_json json_number(double value) {
 
 // ---- TensorSpill ----
 
-TensorSpill::TensorSpill(const std::filesystem::path& directory) {
-  std::filesystem::path dir = directory;
+// Memory for held tensors, carved out of chunks that are mapped at once and asked for huge pages:
+// the first runner's tensors all live at the same time, so each would otherwise be fresh memory
+// faulted in 4 KiB pages one by one (hundreds of thousands of faults for a detection model),
+// which costs more than the file's writes it replaces. A chunk is unmapped when the last tensor
+// in it is dropped.
+class TensorSpill::HeldChunk final : public Storage {
+ public:
+  explicit HeldChunk(std::size_t size) : size_(size) {
+    void* data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (data == MAP_FAILED)
+      raise<ResourceLimitError>("out of memory reserving {} bytes for the layerwise comparison's held tensors: {}",
+                                size, std::strerror(errno));
+    data_ = static_cast<std::byte*>(data);
+#ifdef MADV_HUGEPAGE
+    ::madvise(data_, size, MADV_HUGEPAGE);  // advice only: without huge pages the chunk still works
+#endif
+  }
+  ~HeldChunk() override { ::munmap(data_, size_); }
+  std::byte* data() override { return data_; }
+  std::size_t size() const override { return size_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+namespace {
+constexpr uint64_t kChunkBytes = uint64_t{64} << 20;
+constexpr uint64_t kHugePage = uint64_t{2} << 20;
+}  // namespace
+
+Tensor TensorSpill::hold(const TensorView& tensor) {
+  uint64_t bytes = tensor.byte_size();
+  if (bytes == 0) return Tensor::uninitialized(tensor.dtype(), tensor.shape());  // no chunk for nothing
+  if (!chunk_ || chunk_->size() - chunk_used_ < bytes) {
+    uint64_t size = std::max(kChunkBytes, (bytes + kHugePage - 1) / kHugePage * kHugePage);
+    chunk_ = std::make_shared<HeldChunk>(static_cast<std::size_t>(size));
+    chunk_used_ = 0;
+  }
+  std::size_t offset = static_cast<std::size_t>(chunk_used_);
+  std::memcpy(chunk_->data() + offset, tensor.raw(), static_cast<std::size_t>(bytes));
+  chunk_used_ = (chunk_used_ + bytes + kAlign - 1) / kAlign * kAlign;
+  return Tensor::borrow(tensor.dtype(), tensor.shape(), chunk_, offset);
+}
+
+TensorSpill::TensorSpill(const std::filesystem::path& directory, uint64_t memory_budget)
+    : directory_(directory), memory_budget_(memory_budget) {}
+
+TensorSpill::~TensorSpill() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TensorSpill::open_file() {
+  std::filesystem::path dir = directory_;
   if (dir.empty()) {
     std::error_code ec;
     dir = std::filesystem::temp_directory_path(ec);
@@ -52,8 +105,22 @@ TensorSpill::TensorSpill(const std::filesystem::path& directory) {
   ::unlink(pattern.c_str());  // the data live as long as the descriptor, and no longer
 }
 
-TensorSpill::~TensorSpill() {
-  if (fd_ >= 0) ::close(fd_);
+void TensorSpill::write(Record& record, const TensorView& tensor) {
+  if (fd_ < 0) open_file();
+  record.offset = (end_ + kAlign - 1) / kAlign * kAlign;
+  const char* data = static_cast<const char*>(tensor.raw());
+  uint64_t done = 0;
+  while (done < record.bytes) {
+    ssize_t n = ::pwrite(fd_, data + done, static_cast<std::size_t>(std::min<uint64_t>(record.bytes - done, 1u << 30)),
+                         static_cast<off_t>(record.offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      raise<FileError>("cannot write tensor '{}' ({} bytes) to the layerwise spill file: {}", record.name,
+                       record.bytes, std::strerror(errno));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  end_ = record.offset + record.bytes;
 }
 
 void TensorSpill::append(int64_t iteration, const std::string& name, const TensorView& tensor,
@@ -68,23 +135,25 @@ void TensorSpill::append(int64_t iteration, const std::string& name, const Tenso
   record.dtype = tensor.dtype();
   record.shape = tensor.shape();
   record.bytes = tensor.byte_size();
-  record.offset = (end_ + kAlign - 1) / kAlign * kAlign;
-  const char* data = static_cast<const char*>(tensor.raw());
-  uint64_t done = 0;
-  while (done < record.bytes) {
-    ssize_t n = ::pwrite(fd_, data + done, static_cast<std::size_t>(std::min<uint64_t>(record.bytes - done, 1u << 30)),
-                         static_cast<off_t>(record.offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      raise<FileError>("cannot write tensor '{}' ({} bytes) to the layerwise spill file: {}", name, record.bytes,
-                       std::strerror(errno));
-    }
-    done += static_cast<uint64_t>(n);
-  }
-  end_ = record.offset + record.bytes;
   record.order = records_.size();
-  index_[spill_key(iteration, name)] = records_.size();
+  auto [slot, added] = index_.try_emplace(spill_key(iteration, name), records_.size());
+  if (!added) {  // the replaced record is never read again
+    std::size_t replaced = slot->second;
+    if (!held_[replaced].empty_handle()) held_bytes_ -= records_[replaced].bytes;
+    held_[replaced] = Tensor();
+    slot->second = records_.size();
+  }
+  Tensor held;
+  // held_bytes_ never exceeds the budget; a budget of 0 sends even empty tensors to the file.
+  if (memory_budget_ > 0 && record.bytes <= memory_budget_ - held_bytes_) {
+    held = hold(tensor);
+    record.held = true;
+    held_bytes_ += record.bytes;
+  } else {
+    write(record, tensor);
+  }
   records_.push_back(std::move(record));
+  held_.push_back(std::move(held));
 }
 
 const TensorSpill::Record* TensorSpill::find(int64_t iteration, const std::string& name) const {
@@ -93,7 +162,15 @@ const TensorSpill::Record* TensorSpill::find(int64_t iteration, const std::strin
 }
 
 Tensor TensorSpill::read(const Record& record) const {
-  Tensor tensor = Tensor::zeros(record.dtype, record.shape);
+  if (record.held) {
+    const Tensor& held = held_.at(record.order);
+    if (held.empty_handle())
+      raise<InternalError>("tensor '{}' of iteration {} is no longer held by the layerwise spill (taken or replaced)",
+                           record.name, record.iteration);
+    return held;
+  }
+  // Every byte is read over, so the tensor needs no zeroing first.
+  Tensor tensor = Tensor::uninitialized(record.dtype, record.shape);
   char* data = static_cast<char*>(tensor.mutable_raw());
   uint64_t done = 0;
   while (done < record.bytes) {
@@ -104,6 +181,15 @@ Tensor TensorSpill::read(const Record& record) const {
       raise<FileError>("cannot read tensor '{}' back from the layerwise spill file: {}", record.name,
                        n < 0 ? std::strerror(errno) : "unexpected end of file");
     done += static_cast<uint64_t>(n);
+  }
+  return tensor;
+}
+
+Tensor TensorSpill::take(const Record& record) {
+  Tensor tensor = read(record);
+  if (record.held) {
+    held_.at(record.order) = Tensor();
+    held_bytes_ -= record.bytes;
   }
   return tensor;
 }

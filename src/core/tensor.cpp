@@ -11,11 +11,13 @@ constexpr std::size_t kAlignment = 64;
 
 class HeapStorage final : public Storage {
  public:
-  explicit HeapStorage(std::size_t size) : size_(size) {
+  // `zeroed`: the bytes start at zero; otherwise they are left as the allocator gives them (for
+  // callers that overwrite every byte).
+  HeapStorage(std::size_t size, bool zeroed) : size_(size) {
     std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
     data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded));
     if (!data_) raise<ResourceLimitError>("out of memory allocating {} bytes", size);
-    std::memset(data_, 0, size);
+    if (zeroed) std::memset(data_, 0, size);
   }
   ~HeapStorage() override { std::free(data_); }
   std::byte* data() override { return data_; }
@@ -50,7 +52,19 @@ Tensor Tensor::zeros(DType dtype, Shape shape, int64_t element_limit) {
   if (dtype == DType::kString)
     t.storage_ = std::make_shared<StringStorage>(static_cast<std::size_t>(t.count_));
   else
-    t.storage_ = std::make_shared<HeapStorage>(storage_bytes(dtype, t.count_));
+    t.storage_ = std::make_shared<HeapStorage>(storage_bytes(dtype, t.count_), /*zeroed=*/true);
+  t.data_ = t.storage_->data();
+  return t;
+}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  if (dtype == DType::kUndefined) raise<InvalidInputError>("cannot allocate a tensor of undefined type");
+  if (dtype == DType::kString) raise<InternalError>("Tensor::uninitialized cannot build string tensors");
+  Tensor t;
+  t.count_ = checked_element_count(shape);
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.storage_ = std::make_shared<HeapStorage>(storage_bytes(dtype, t.count_), /*zeroed=*/false);
   t.data_ = t.storage_->data();
   return t;
 }
@@ -62,7 +76,7 @@ Tensor Tensor::from_bytes(DType dtype, Shape shape, const void* bytes, std::size
   if (size != want)
     raise<InvalidInputError>("{} bytes given for a {} tensor of shape {}, which needs {}", size,
                              dtype_name(dtype), shape_to_string(shape), want);
-  Tensor t = zeros(dtype, std::move(shape));
+  Tensor t = uninitialized(dtype, std::move(shape));
   if (size) std::memcpy(t.data_, bytes, size);
   return t;
 }
@@ -82,7 +96,9 @@ Tensor Tensor::borrow(DType dtype, Shape shape, std::shared_ptr<Storage> storage
 }
 
 Tensor Tensor::copy_of(const TensorView& view) {
-  Tensor t = zeros(view.dtype(), view.shape());
+  // Numeric bytes are all overwritten below, so they need no zeroing first.
+  Tensor t = view.dtype() == DType::kString ? zeros(view.dtype(), view.shape())
+                                            : uninitialized(view.dtype(), view.shape());
   if (view.dtype() == DType::kString) {
     auto* dst = t.mutable_data<std::string>();
     const auto* src = view.data<std::string>();

@@ -202,6 +202,17 @@ def test_flags_the_api_cannot_express_are_refused(parity_bin, tmp_path):
     assert not run.crash_markers()
 
 
+def test_layerwise_memory_is_refused(parity_bin, tmp_path):
+    """The Python API has no streamed layerwise comparison, so its memory budget has no place in the script."""
+    chain_model(tmp_path / "chain.onnx")
+    run = run_binary(parity_bin, ["run", "chain.onnx", "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all",
+                                  "--layerwise-memory", "1G", "--gen-script", "out.py"], cwd=tmp_path)
+    assert run.returncode == 1, run.describe()
+    errors = lines_with_prefix(run.output, "[E] ")
+    assert len(errors) == 1 and "--layerwise-memory" in errors[0], run.describe()
+    assert not (tmp_path / "out.py").exists()
+
+
 def test_bad_flags_fail_before_writing(parity_bin, tmp_path):
     chain_model(tmp_path / "chain.onnx")
     run = run_binary(parity_bin, ["run", "chain.onnx", "--onnxrt", "--seed", "-5", "--gen-script", "out.py"],

@@ -2,6 +2,7 @@
 and held runs, and named outputs from a file."""
 
 import json
+import re
 
 import numpy as np
 
@@ -87,7 +88,9 @@ def test_layerwise_streamed_and_held_agree(run_parity, tmp_path):
     flags = ["--ref", "--ref-precision", "fp64", "--onnxrt", "--onnx-outputs", "mark", "all", "--atol", "0",
              "--rtol", "0"]
     streamed_report, held_report = tmp_path / "streamed.json", tmp_path / "held.json"
-    streamed = run_parity("run", model, *flags, "--report", streamed_report, timeout=RUN_TIMEOUT)
+    # --layerwise-memory 0: the first runner's tensors all wait in the spill file.
+    streamed = run_parity("run", model, *flags, "--report", streamed_report, "--layerwise-memory", "0",
+                          timeout=RUN_TIMEOUT)
     held = run_parity("run", model, *flags, "--report", held_report, "--save-outputs", tmp_path / "out.json",
                       timeout=RUN_TIMEOUT)
     assert streamed.returncode == 1 and held.returncode == 1, streamed.describe() + held.describe()
@@ -103,6 +106,63 @@ def test_layerwise_streamed_and_held_agree(run_parity, tmp_path):
                     timeout=RUN_TIMEOUT)
     assert ok.returncode == 0, ok.describe()
     assert any("PASSED | Every tensor is within tolerance" in line for line in lines_with_prefix(ok.output, "[I] "))
+
+
+def comparable_log(output):
+    """The log without what differs between two runs of one command: the command line, the runners'
+    timestamps and timings."""
+    lines = []
+    for line in output.splitlines():
+        if "RUNNING | Command:" in line or "Runtime:" in line or "Completed 1 iteration(s)" in line:
+            continue
+        lines.append(re.sub(r"-\d\d/\d\d/\d\d-\d\d:\d\d:\d\d", "-TIME", line))
+    return lines
+
+
+def test_layerwise_memory_changes_where_tensors_wait_not_the_comparison(run_parity, tmp_path):
+    """In memory (the default budget) or all in the spill file (--layerwise-memory 0), the streamed
+    comparison logs the same blocks, verdict and first divergence; only the report's spilled_bytes
+    differs."""
+    model = accumulation_model(tmp_path / "accumulate.onnx")
+    flags = ["--ref", "--ref-precision", "fp64", "--onnxrt", "--onnx-outputs", "mark", "all", "--atol", "0",
+             "--rtol", "0"]
+    runs, reports = {}, {}
+    report = tmp_path / "report.json"  # one path, so that the "Saved report" lines match
+    for budget in (None, "0", "512M", "2G", "100"):
+        extra = [] if budget is None else ["--layerwise-memory", budget]
+        runs[budget] = run_parity("run", model, *flags, *extra, "--report", report, timeout=RUN_TIMEOUT)
+        assert runs[budget].returncode == 1, runs[budget].describe()
+        reports[budget] = json.loads(report.read_text())["layerwise"][0]
+    first = [line for line in lines_with_prefix(runs[None].output, "[E] ") if "First divergence" in line]
+    assert len(first) == 1 and "produced by node 'matmul' [Op: MatMul]" in first[0], runs[None].describe()
+    for budget in ("0", "512M", "2G", "100"):
+        assert comparable_log(runs[budget].output) == comparable_log(runs[None].output), runs[budget].describe()
+        assert reports[budget]["first_divergence"] == reports[None]["first_divergence"]
+    assert reports[None]["spilled_bytes"] == 0 and reports["2G"]["spilled_bytes"] == 0
+    assert reports["0"]["spilled_bytes"] > 0
+    # 100 bytes: the small tensors wait in memory, the 4x8 MatMul output (128 bytes) in the file.
+    assert 0 < reports["100"]["spilled_bytes"] < reports["0"]["spilled_bytes"]
+
+
+def test_layerwise_memory_refuses_a_bad_size(run_parity, tmp_path):
+    model = accumulation_model(tmp_path / "accumulate.onnx")
+    run = run_parity("run", model, "--ref", "--onnxrt", "--onnx-outputs", "mark", "all", "--layerwise-memory", "lots",
+                     timeout=RUN_TIMEOUT)
+    assert run.returncode != 0, run.describe()
+    errors = lines_with_prefix(run.output, "[E] ")
+    assert len([line for line in errors if "--layerwise-memory" in line]) == 1, run.describe()
+    assert "cannot convert 'lots' to a number of bytes" in run.output, run.describe()
+    assert "Comparing Output" not in run.output, run.describe()
+
+
+def test_layerwise_memory_says_when_it_has_no_effect(run_parity, tmp_path):
+    """A run that holds every result (--save-outputs) keeps no tensor waiting: the flag is not ignored
+    silently."""
+    model = accumulation_model(tmp_path / "accumulate.onnx")
+    run = run_parity("run", model, "--ref", "--onnxrt", "--onnx-outputs", "mark", "all", "--atol", "1e-4",
+                     "--layerwise-memory", "0", "--save-outputs", tmp_path / "out.json", timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    assert any("--layerwise-memory has no effect here" in line for line in lines_with_prefix(run.output, "[W] "))
 
 
 def test_layerwise_named_outputs_from_file(run_parity, tmp_path):

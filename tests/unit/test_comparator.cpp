@@ -191,6 +191,7 @@ TEST_F(ComparatorTest, StreamedLayerwiseFindsTheFirstDivergence) {
   ScriptedRunner perturbed(0.5f);
   LayerwiseRunOptions options;
   options.validate = true;
+  options.memory_budget = 0;  // every tensor of the first run through the spill file
   LayerwiseRun run = Comparator::run_layerwise(ref, perturbed, seeded_loader(1), options);
 
   EXPECT_FALSE(run.passed());
@@ -222,6 +223,7 @@ TEST_F(ComparatorTest, StreamedLayerwisePassesForEqualRunsAndHonoursTheTensorLis
   EXPECT_TRUE(run.passed());
   ASSERT_EQ(run.comparison.entries.size(), 4u);  // scaled and y, two iterations
   for (const auto& entry : run.comparison.entries) EXPECT_NE(entry.tensor, "biased");
+  EXPECT_EQ(run.comparison.spilled_bytes, 0u);  // the default budget holds these tensors in memory
 }
 
 TEST_F(ComparatorTest, StreamedValidationNamesTheFirstNonFiniteTensor) {

@@ -15,6 +15,16 @@ TEST(Tensor, ZerosAllocatesCheckedAndZeroed) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 64, 0u);
 }
 
+TEST(Tensor, UninitializedAllocatesCheckedAndRefusesStrings) {
+  Tensor t = Tensor::uninitialized(DType::kFloat16, {3, 5});
+  EXPECT_EQ(t.size(), 15);
+  EXPECT_EQ(t.byte_size(), 30u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 64, 0u);
+  EXPECT_THROW(Tensor::uninitialized(DType::kString, {2}), InternalError);
+  EXPECT_THROW(Tensor::uninitialized(DType::kUndefined, {2}), InvalidInputError);
+  EXPECT_THROW(Tensor::uninitialized(DType::kFloat32, {1000000, 1000000, 1000000, 1000000}), ResourceLimitError);
+}
+
 TEST(Tensor, RefusesAbsurdShapesBeforeAllocating) {
   EXPECT_THROW(Tensor::zeros(DType::kFloat32, {1000000, 1000000, 1000000, 1000000}), ResourceLimitError);
   EXPECT_THROW(Tensor::zeros(DType::kFloat32, {1000, 1000}, /*element_limit=*/1000), ResourceLimitError);

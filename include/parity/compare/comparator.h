@@ -78,6 +78,9 @@ struct LayerwiseRunOptions {
   bool validate = false;          // check every streamed tensor for NaN/Inf
   int warm_up = 0;
   std::filesystem::path spill_directory;  // default: the system's temporary folder
+  // How many bytes of runner0's tensors wait in memory for their twins; those beyond go to the
+  // spill file (0: every tensor to the file). See TensorSpill.
+  uint64_t memory_budget = uint64_t{1} << 30;
   // Called once with the validated feeds, before the first inference.
   std::function<void(const std::vector<NamedTensors>&)> on_feeds;
 };

@@ -1,15 +1,17 @@
 // Layerwise comparison: every intermediate tensor of two runs compared one by one, the first
 // divergence in topological order named with its producing node, and the worst tensors ranked.
 //
-// Streaming keeps memory bounded: the first runner's tensors go to a TensorSpill (an unlinked
-// temporary file, one record per tensor, read back one at a time), then the second runner streams
-// its tensors (Runner::set_tensor_callback) and each is compared against its spilled twin as soon
-// as it is produced, then both are dropped. At most one tensor of each side is in memory.
+// Streaming keeps memory bounded: the first runner's tensors go to a TensorSpill (kept in memory up
+// to a budget of bytes, the rest in an unlinked temporary file, one record per tensor, read back
+// one at a time), then the second runner streams its tensors (Runner::set_tensor_callback) and each
+// is compared against its spilled twin as soon as it is produced, then both are dropped. Beyond the
+// budget, at most one tensor of each side is in memory.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,8 +22,10 @@
 
 namespace parity::compare {
 
-// Tensors written to an anonymous temporary file (deleted when the spill is destroyed, or at once
-// if the process dies: the file is unlinked right after it is created).
+// The first runner's tensors, waiting for their twins: kept in memory while the bytes held stay
+// within `memory_budget`, the others written to an anonymous temporary file (created on the first
+// tensor that does not fit, so a run that fits makes none; unlinked right after it is created, so
+// it goes when the spill is destroyed, or at once if the process dies).
 class TensorSpill {
  public:
   struct Record {
@@ -29,30 +33,53 @@ class TensorSpill {
     std::string name, node, op;
     DType dtype = DType::kUndefined;
     Shape shape;
-    uint64_t offset = 0, bytes = 0;
-    std::size_t order = 0;  // position among the records (production order)
+    uint64_t bytes = 0;
+    bool held = false;       // in memory; else in the file at `offset`
+    uint64_t offset = 0;     // in the file (records not held)
+    std::size_t order = 0;   // position among the records (production order)
   };
 
-  // The file goes in `directory` (default: the system's temporary folder, $TMPDIR).
-  explicit TensorSpill(const std::filesystem::path& directory = {});
+  // The file goes in `directory` (default: the system's temporary folder, $TMPDIR). With a
+  // budget of 0 every tensor goes to the file.
+  explicit TensorSpill(const std::filesystem::path& directory = {}, uint64_t memory_budget = 0);
   ~TensorSpill();
   TensorSpill(const TensorSpill&) = delete;
   TensorSpill& operator=(const TensorSpill&) = delete;
 
-  // Appends a copy of `tensor` (not string tensors: those are refused with UnsupportedError).
-  // A second record of the same name in the same iteration replaces the first in the index.
+  // Appends a copy of `tensor` (not string tensors: those are refused with UnsupportedError): held
+  // in memory if it fits in what is left of the budget, else written to the file. A second record
+  // of the same name in the same iteration replaces the first in the index (and frees it if held).
   void append(int64_t iteration, const std::string& name, const TensorView& tensor, const std::string& node,
               const std::string& op);
   const Record* find(int64_t iteration, const std::string& name) const;
-  // Reads one record back into a fresh tensor.
+  // The record's tensor: a held one shared without a copy, a filed one read into a fresh tensor.
+  // A held record can be read any number of times until it is taken.
   Tensor read(const Record& record) const;
+  // The record's tensor for a caller that reads it once: a held one is handed over (the spill
+  // keeps no reference, and its bytes no longer count against the budget); a filed one is read as
+  // by read(). Reading or taking a held record again after it was taken raises InternalError.
+  Tensor take(const Record& record);
   const std::vector<Record>& records() const { return records_; }
+  // Where the file ends: the bytes that went through it (with each record's alignment padding).
   uint64_t bytes_written() const { return end_; }
+  // The bytes of the records held in memory now (taken ones excluded).
+  uint64_t bytes_held() const { return held_bytes_; }
 
  private:
+  class HeldChunk;
+  void open_file();
+  void write(Record& record, const TensorView& tensor);
+  Tensor hold(const TensorView& tensor);  // a copy of `tensor` in the current chunk
+
+  std::filesystem::path directory_;
+  uint64_t memory_budget_ = 0;
+  uint64_t held_bytes_ = 0;
   int fd_ = -1;
   uint64_t end_ = 0;
   std::vector<Record> records_;
+  std::vector<Tensor> held_;  // by record order; empty handles for filed and taken records
+  std::shared_ptr<HeldChunk> chunk_;  // where the next held tensor goes
+  uint64_t chunk_used_ = 0;
   std::unordered_map<std::string, std::size_t> index_;
 };
 

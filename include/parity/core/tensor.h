@@ -54,6 +54,9 @@ class Tensor {
 
   // Zero-initialized (strings empty). Checks the element count against `limit` first.
   static Tensor zeros(DType dtype, Shape shape, int64_t element_limit = INT64_MAX);
+  // Bytes left as allocated, for a caller that writes every byte before reading (not for strings,
+  // whose objects must be constructed).
+  static Tensor uninitialized(DType dtype, Shape shape);
   // Copies `bytes` (must equal storage_bytes(dtype, count); not for strings).
   static Tensor from_bytes(DType dtype, Shape shape, const void* bytes, std::size_t size);
   // Points into `storage` at `offset` without copying.

@@ -25,6 +25,7 @@
 #include "args/model_save_args.h"
 #include "args/output_marks.h"
 #include "args/runner_args.h"
+#include "args/tensor_meta_parse.h"
 #include "args/value_parsing.h"
 #include "command.h"
 #include "parity/compare/comparator.h"
@@ -64,6 +65,10 @@ class RunCommand : public Command {
         ->group(onnx_load);
     app.add_option("--layerwise-worst", layerwise_worst_,
                    "Layerwise: how many of the worst tensors to list (default 10)")->group(onnx_load);
+    app.add_option("--layerwise-memory", layerwise_memory_,
+                   "Layerwise, streamed: how many bytes of the first runner's tensors wait in memory for their twins; "
+                   "the rest wait in a temporary file (K, M, G suffixes allowed; default 1G; 0: all in the file)")
+        ->group(onnx_load);
     app.add_option("--save-onnx", save_onnx_,
                    "Save the ONNX model the runners get, with the graph outputs the run compares (--onnx-outputs, "
                    "--onnx-exclude-outputs) and, with --shape-inference, the inferred shapes")
@@ -103,6 +108,8 @@ class RunCommand : public Command {
     data_loader_.parse();
     excluded_.insert(onnx_exclude_outputs_.begin(), onnx_exclude_outputs_.end());
     if (layerwise_worst_ < 1) raise<InvalidInputError>("--layerwise-worst must be at least 1");
+    if (!layerwise_memory_.empty())
+      layerwise_memory_budget_ = static_cast<uint64_t>(parse_num_bytes(layerwise_memory_, "--layerwise-memory"));
     comparison_.parse();
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     runners_.parse();
@@ -172,6 +179,7 @@ class RunCommand : public Command {
     options.fail_fast = comparison_.fail_fast();
     options.validate = comparison_.validate();
     options.warm_up = data_loader_.warm_up();
+    options.memory_budget = layerwise_memory_budget_;
     options.on_feeds = [this](const std::vector<NamedTensors>& feeds) { data_loader_.save_inputs(feeds); };
     return options;
   }
@@ -203,8 +211,8 @@ class RunCommand : public Command {
   int write_script() {
     parse_arguments();
     GeneratedScript script;
-    for (const char* flag : {"--layerwise-worst", "--report", "--threads", "--shape-inference", "--check",
-                             "--save-onnx", "--use-subprocess"})
+    for (const char* flag : {"--layerwise-worst", "--layerwise-memory", "--report", "--threads", "--shape-inference",
+                             "--check", "--save-onnx", "--use-subprocess"})
       if (app_->count(flag)) script.cannot_express(flag);
     check_model_given();
     if (!model_.path().empty() &&
@@ -295,6 +303,9 @@ class RunCommand : public Command {
     // Streamed comparison reads both runners' tensors as they come: in this process only.
     const bool streamed = !use_subprocess_ && layerwise() && save_outputs_.empty() && comparison_.is_plain_simple() &&
                           live.size() + loaded.size() == 2 && !live.empty();
+    if (app_->count("--layerwise-memory") && !(streamed && live.size() == 2))
+      log::warning("--layerwise-memory has no effect here: only two live runners compared layerwise tensor by tensor "
+                   "(--onnx-outputs, `simple`, nothing saved) keep the first one's tensors waiting for their twins");
     if (streamed) {
       auto run = run_streamed(live, loaded, pairs.at(0), results);
       accuracy = run.accuracy();
@@ -403,6 +414,8 @@ class RunCommand : public Command {
   ComputeArgs compute_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
+  std::string layerwise_memory_;                                          // --layerwise-memory as given
+  uint64_t layerwise_memory_budget_ = compare::LayerwiseRunOptions{}.memory_budget;  // parsed
   std::string save_outputs_;
   std::string save_onnx_;
   bool use_subprocess_ = false;
