@@ -145,7 +145,8 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner0, runtime::Runner
           result.skipped.push_back(t.name);  // no numeric error
           return;
         }
-        spill.append(iteration, t.name, t.tensor, t.node_name, t.op_type);
+        if (t.immutable) spill.append_shared(iteration, t.name, t.tensor, t.node_name, t.op_type);
+        else spill.append(iteration, t.name, t.tensor, t.node_name, t.op_type);
       })));
   session.log_header(result);
   run.results.push_back(detail::run_runner(

@@ -125,6 +125,16 @@ void TensorSpill::write(Record& record, const TensorView& tensor) {
 
 void TensorSpill::append(int64_t iteration, const std::string& name, const TensorView& tensor,
                          const std::string& node, const std::string& op) {
+  add(iteration, name, tensor, nullptr, node, op);
+}
+
+void TensorSpill::append_shared(int64_t iteration, const std::string& name, const Tensor& tensor,
+                                const std::string& node, const std::string& op) {
+  add(iteration, name, tensor.view(), &tensor, node, op);
+}
+
+void TensorSpill::add(int64_t iteration, const std::string& name, const TensorView& tensor, const Tensor* shared,
+                      const std::string& node, const std::string& op) {
   if (tensor.dtype() == DType::kString)
     raise<UnsupportedError>("tensor '{}' is a string tensor; layerwise comparison handles numeric tensors only", name);
   Record record;
@@ -146,7 +156,7 @@ void TensorSpill::append(int64_t iteration, const std::string& name, const Tenso
   Tensor held;
   // held_bytes_ never exceeds the budget; a budget of 0 sends even empty tensors to the file.
   if (memory_budget_ > 0 && record.bytes <= memory_budget_ - held_bytes_) {
-    held = hold(tensor);
+    held = shared && record.bytes > 0 ? *shared : hold(tensor);
     record.held = true;
     held_bytes_ += record.bytes;
   } else {

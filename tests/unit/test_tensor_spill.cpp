@@ -122,6 +122,28 @@ TEST(TensorSpillBudget, AReplacedHeldRecordFreesItsBudget) {
   EXPECT_TRUE(identical(spill.take(*spill.find(0, "x")), second));
 }
 
+// An immutable tensor is held by sharing its storage (no copy) while it fits in the budget; past
+// the budget it goes to the file like any other, and a copy made by append() is a separate buffer.
+TEST(TensorSpillBudget, SharedTensorsAreHeldWithoutACopyWithinTheBudget) {
+  TensorSpill spill({}, /*memory_budget=*/1024);
+  Tensor shared = counting(128, 0), copied = counting(64, 5), past_budget = counting(128, 9), empty = counting(0, 0);
+  spill.append_shared(0, "shared", shared, "n", "Relu");
+  spill.append(0, "copied", copied, "n", "Relu");
+  spill.append_shared(0, "past_budget", past_budget, "n", "Relu");
+  spill.append_shared(0, "empty", empty, "n", "Relu");
+  EXPECT_EQ(spill.bytes_held(), 512u + 256u);
+  EXPECT_TRUE(spill.find(0, "shared")->held);
+  EXPECT_FALSE(spill.find(0, "past_budget")->held);
+  EXPECT_EQ(spill.bytes_written(), 512u);
+  EXPECT_EQ(spill.read(*spill.find(0, "shared")).raw(), shared.raw());
+  EXPECT_NE(spill.read(*spill.find(0, "copied")).raw(), copied.raw());
+  Tensor taken = spill.take(*spill.find(0, "shared"));
+  EXPECT_EQ(taken.raw(), shared.raw());
+  EXPECT_EQ(spill.bytes_held(), 256u);
+  EXPECT_TRUE(identical(spill.take(*spill.find(0, "past_budget")), past_budget));
+  EXPECT_TRUE(identical(spill.take(*spill.find(0, "empty")), empty));
+}
+
 TEST(TensorSpillBudget, TheFileIsMadeOnlyWhenATensorNeedsIt) {
   TensorSpill fits("/nonexistent-folder-for-the-spill", /*memory_budget=*/1024);
   EXPECT_NO_THROW(fits.append(0, "small", counting(16, 0), "n", "Relu"));

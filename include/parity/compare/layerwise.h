@@ -51,6 +51,10 @@ class TensorSpill {
   // of the same name in the same iteration replaces the first in the index (and frees it if held).
   void append(int64_t iteration, const std::string& name, const TensorView& tensor, const std::string& node,
               const std::string& op);
+  // As append(), for a tensor whose bytes nobody writes again (runtime::ProducedTensor::immutable):
+  // one that fits in the budget is held by sharing `tensor`'s storage, without a copy.
+  void append_shared(int64_t iteration, const std::string& name, const Tensor& tensor, const std::string& node,
+                     const std::string& op);
   const Record* find(int64_t iteration, const std::string& name) const;
   // The record's tensor: a held one shared without a copy, a filed one read into a fresh tensor.
   // A held record can be read any number of times until it is taken.
@@ -70,6 +74,9 @@ class TensorSpill {
   void open_file();
   void write(Record& record, const TensorView& tensor);
   Tensor hold(const TensorView& tensor);  // a copy of `tensor` in the current chunk
+  // `shared`, when given, is `tensor`'s own handle, held as it is instead of a copy.
+  void add(int64_t iteration, const std::string& name, const TensorView& tensor, const Tensor* shared,
+           const std::string& node, const std::string& op);
 
   std::filesystem::path directory_;
   uint64_t memory_budget_ = 0;

@@ -34,6 +34,9 @@ struct ProducedTensor {
   const Tensor& tensor;
   const std::string& node_name;
   const std::string& op_type;
+  // The runner never writes these bytes again (not in a later node, not in a later iteration): a
+  // consumer that wants the tensor later may keep the handle instead of copying the bytes.
+  bool immutable = false;
 };
 using TensorCallback = std::function<void(const ProducedTensor&)>;
 

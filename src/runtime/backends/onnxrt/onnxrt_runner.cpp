@@ -369,8 +369,9 @@ NamedTensors OnnxrtRunner::infer_layerwise(const NamedTensors& feed) {
         if (callback) {
           const auto& producer = analysis.produced[analysis.produced_index.at(name)];
           auto node = static_cast<std::size_t>(producer.node);
+          // Each output value is ONNX Runtime's fresh allocation, owned by this tensor alone.
           (*callback)(
-              ProducedTensor{name, *tensor, analysis.node_names[node], analysis.op_types[node]});
+              ProducedTensor{name, *tensor, analysis.node_names[node], analysis.op_types[node], true});
         }
         if (keep_all || wanted.count(name)) kept.emplace(name, std::move(*tensor));
       }

@@ -542,7 +542,7 @@ NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
   if (callback_) {
     for (const auto& [tensor, producer] : tensor_order_)
       if (auto it = index_of.find(tensor); it != index_of.end())
-        callback_(ProducedTensor{tensor, outputs[it->second].second, producer.first, producer.second});
+        callback_(ProducedTensor{tensor, outputs[it->second].second, producer.first, producer.second, false});
     // Streamed with nothing asked for besides: the tensors went to the callback, the graph outputs are returned.
     if (options_.outputs.mode == IntermediateOutputs::Mode::kNone &&
         intermediates_.mode == IntermediateOutputs::Mode::kNone)

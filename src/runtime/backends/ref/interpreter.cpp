@@ -253,7 +253,7 @@ struct Interpreter::Impl {
         Value& v = outputs[static_cast<std::size_t>(o)];
         if (v.is_none())
           raise<InternalError>("{}: the kernel did not produce output {} ('{}')", node_label(node), o, name);
-        if (callback && v.is_tensor()) (*callback)(ProducedTensor{name, v.tensor(), node.name(), node.op_type()});
+        if (callback && v.is_tensor()) (*callback)(ProducedTensor{name, v.tensor(), node.name(), node.op_type(), false});
         if (produced) produced->push_back(name);
         scope.values[name] = std::move(v);
       }
