@@ -43,30 +43,30 @@ class StringStorage final : public Storage {
 int64_t TensorView::size() const { return checked_element_count(shape_); }
 std::size_t TensorView::byte_size() const { return storage_bytes(dtype_, size()); }
 
-Tensor Tensor::zeros(DType dtype, Shape shape, int64_t element_limit) {
+namespace {
+// A numeric tensor over fresh heap memory, zeroed or left as allocated.
+Tensor on_heap(DType dtype, Shape shape, int64_t element_limit, bool zeroed) {
   if (dtype == DType::kUndefined) raise<InvalidInputError>("cannot allocate a tensor of undefined type");
+  int64_t count = checked_element_count(shape, element_limit);
+  auto storage = std::make_shared<HeapStorage>(storage_bytes(dtype, count), zeroed);
+  return Tensor::borrow(dtype, std::move(shape), std::move(storage));
+}
+}  // namespace
+
+Tensor Tensor::zeros(DType dtype, Shape shape, int64_t element_limit) {
+  if (dtype != DType::kString) return on_heap(dtype, std::move(shape), element_limit, /*zeroed=*/true);
   Tensor t;
   t.count_ = checked_element_count(shape, element_limit);
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  if (dtype == DType::kString)
-    t.storage_ = std::make_shared<StringStorage>(static_cast<std::size_t>(t.count_));
-  else
-    t.storage_ = std::make_shared<HeapStorage>(storage_bytes(dtype, t.count_), /*zeroed=*/true);
+  t.storage_ = std::make_shared<StringStorage>(static_cast<std::size_t>(t.count_));
   t.data_ = t.storage_->data();
   return t;
 }
 
 Tensor Tensor::uninitialized(DType dtype, Shape shape) {
-  if (dtype == DType::kUndefined) raise<InvalidInputError>("cannot allocate a tensor of undefined type");
   if (dtype == DType::kString) raise<InternalError>("Tensor::uninitialized cannot build string tensors");
-  Tensor t;
-  t.count_ = checked_element_count(shape);
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.storage_ = std::make_shared<HeapStorage>(storage_bytes(dtype, t.count_), /*zeroed=*/false);
-  t.data_ = t.storage_->data();
-  return t;
+  return on_heap(dtype, std::move(shape), INT64_MAX, /*zeroed=*/false);
 }
 
 Tensor Tensor::from_bytes(DType dtype, Shape shape, const void* bytes, std::size_t size) {
