@@ -19,6 +19,22 @@ def _both_metadata(entries):
     return ours, theirs
 
 
+def _assert_same_feeds(options, entries, as_numpy=lambda array: array):
+    """Both loaders built from `options` over `entries` yield the same names, dtypes, shapes and
+    bytes; `as_numpy` turns Polygraphy's arrays (torch tensors for the torch backend) to numpy."""
+    ours_meta, theirs_meta = _both_metadata(entries)
+    ours, theirs = DataLoader(**options), pg_comparator.DataLoader(**options)
+    ours.input_metadata, theirs.input_metadata = ours_meta, theirs_meta
+    assert len(list(ours)) == len(list(theirs))
+    for mine, peer in zip(ours, theirs):
+        assert list(mine.keys()) == list(peer.keys())
+        for name in peer:
+            expected = as_numpy(peer[name])
+            assert mine[name].dtype == expected.dtype, name
+            assert mine[name].shape == expected.shape, name
+            assert mine[name].tobytes() == expected.tobytes(), name
+
+
 @pytest.mark.parametrize(
     "options",
     [
@@ -31,16 +47,7 @@ def _both_metadata(entries):
 def test_data_loader_gives_polygraphys_bytes(options):
     entries = [("a", np.float32, (2, 3, 4)), ("b", np.int64, (5,)), ("c", np.float16, (3, 3)),
                ("d", np.bool_, (4,)), ("e", np.int32, (2, 2)), ("f", np.float64, (7,))]
-    ours_meta, theirs_meta = _both_metadata(entries)
-    ours, theirs = DataLoader(**options), pg_comparator.DataLoader(**options)
-    ours.input_metadata, theirs.input_metadata = ours_meta, theirs_meta
-    assert len(list(ours)) == len(list(theirs))
-    for mine, peer in zip(ours, theirs):
-        assert list(mine.keys()) == list(peer.keys())
-        for name in peer:
-            assert mine[name].dtype == peer[name].dtype, name
-            assert mine[name].shape == peer[name].shape, name
-            assert mine[name].tobytes() == peer[name].tobytes(), name
+    _assert_same_feeds(options, entries)
 
 
 @pytest.mark.parametrize("options", [{"seed": 3, "iterations": 2}, {"val_range": {"b": (-5, 2000000000), "e": (-3, 7)}}])
@@ -49,17 +56,7 @@ def test_torch_data_loader_gives_torchs_values(options):
     # (no bool input: Polygraphy's torch.randint call fails on it, and Parity refuses it)
     entries = [("a", np.float32, (2, 3, 40)), ("b", np.int64, (5,)), ("c", np.float16, (30, 40)),
                ("e", np.int32, (2, 2)), ("f", np.float64, (7,)), ("g", np.uint8, (9,))]
-    ours_meta, theirs_meta = _both_metadata(entries)
-    options = dict(options, data_loader_backend_module="torch")
-    ours, theirs = DataLoader(**options), pg_comparator.DataLoader(**options)
-    ours.input_metadata, theirs.input_metadata = ours_meta, theirs_meta
-    assert len(list(ours)) == len(list(theirs))
-    for mine, peer in zip(ours, theirs):
-        assert list(mine.keys()) == list(peer.keys())
-        for name in peer:
-            expected = peer[name].numpy()
-            assert mine[name].dtype == expected.dtype, name
-            assert mine[name].tobytes() == expected.tobytes(), name
+    _assert_same_feeds(dict(options, data_loader_backend_module="torch"), entries, lambda tensor: tensor.numpy())
 
 
 def _results(module, runner_arrays):
