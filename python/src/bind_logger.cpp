@@ -2,14 +2,18 @@
 #include <Python.h>
 
 #include <cstdio>
+#include <optional>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "conversion.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/core/severity_rules.h"
 
 namespace parity::python {
 
@@ -51,14 +55,30 @@ void bind_errors(nb::module_& m) {
 }
 
 void bind_logger(nb::module_& m) {
+  // Python's Logger decides whether a message is shown (by its caller's file); this only writes it.
   m.def("log",
-        [](int severity, const std::string& message) {
-          auto level = static_cast<Severity>(severity);
-          if (Logger::global().enabled(level)) Logger::global().log(level, message);
-        },
+        [](int severity, const std::string& message) { Logger::global().write(static_cast<Severity>(severity), message); },
         "severity"_a, "message"_a, nb::call_guard<nb::gil_scoped_release>());
   m.def("log_severity", [] { return static_cast<int>(Logger::global().severity()); });
   m.def("set_log_severity", [](int severity) { Logger::global().set_severity(static_cast<Severity>(severity)); });
+  // Per-path rules (Polygraphy's module_severity dict): (path, severity) pairs, paths normalised.
+  m.def("log_path_severities", [] {
+    std::vector<std::pair<std::string, int>> rules;
+    for (const auto& rule : Logger::global().path_severities()) rules.emplace_back(rule.path, static_cast<int>(rule.severity));
+    return rules;
+  });
+  m.def("set_log_path_severities", [](const std::vector<std::pair<std::string, int>>& rules) {
+    std::vector<PathSeverity> converted;
+    for (const auto& [path, severity] : rules) converted.push_back(PathSeverity{path, static_cast<Severity>(severity)});
+    Logger::global().set_path_severities(converted);
+  }, "rules"_a);
+  // The severity that applies to messages logged from `path` (a file of Parity's tree). Not through
+  // Logger::severity_at, whose cache is keyed by the address of a source location's static name.
+  m.def("log_severity_at", [](const std::string& path) {
+    Logger& logger = Logger::global();
+    std::optional<Severity> rule = SeverityRules(logger.path_severities()).match(source_rule_path(path));
+    return static_cast<int>(rule.value_or(logger.severity()));
+  }, "path"_a);
   m.def("set_log_file", [](const std::string& path) { Logger::global().set_log_file(path); },
         nb::call_guard<nb::gil_scoped_release>());
   // While an instance is alive, every message (C++ and Python) is indented by `levels` more steps.

@@ -121,7 +121,10 @@ Severity Logger::severity_at(const char* source_file) const {
 }
 
 void Logger::log(Severity severity, std::string_view message, std::source_location location) {
-  if (!enabled(severity, location)) return;
+  if (enabled(severity, location)) write(severity, message, location);
+}
+
+void Logger::write(Severity severity, std::string_view message, std::source_location location) {
   const auto& style = style_of(severity);
   // Continuation lines line up after the "[I] " prefix; Indent adds 4 spaces per level.
   std::string indent(static_cast<std::size_t>(std::max(indent_.load(), 0)) * 4, ' ');

@@ -97,6 +97,36 @@ def test_indent_applies_to_python_and_cpp_lines(models, capsys):
     assert any(line.startswith("[I]     ref-runner") and "Activating" in line for line in lines)
 
 
+def test_module_severity_dict_sets_per_path_rules(models, capsys):
+    """Polygraphy's dict form: "" is the default, each other key a folder or file of Parity's tree
+    (C++ calls by their source path, Python callers by theirs); the most specific rule wins."""
+    before = G_LOGGER.module_severity
+    rules = {"": G_LOGGER.WARNING, "runtime": G_LOGGER.VERBOSE, "tests/python": G_LOGGER.INFO}
+    try:
+        G_LOGGER.module_severity = dict(rules)
+        assert G_LOGGER.module_severity == rules
+        G_LOGGER.info("shown: this file's folder has a rule")
+        Comparator.run([RefRunner(models["identity"])])
+        out = capsys.readouterr().out
+        assert "[I] shown: this file's folder has a rule" in out
+        assert "[V] Generating data using numpy seed" in out  # runtime/data_loader.cpp, verbose
+        assert "Activating and starting inference" not in out  # compare/: the default, WARNING
+
+        G_LOGGER.module_severity = {"runtime": G_LOGGER.VERBOSE}  # no "": INFO, as Polygraphy
+        assert G_LOGGER.module_severity == {"": G_LOGGER.INFO, "runtime": G_LOGGER.VERBOSE}
+        with pytest.raises(InvalidInputError, match="path"):
+            G_LOGGER.module_severity = {"": G_LOGGER.ERROR, "//": G_LOGGER.INFO}  # no path at all
+        assert G_LOGGER.module_severity == {"": G_LOGGER.INFO, "runtime": G_LOGGER.VERBOSE}  # unchanged
+
+        G_LOGGER.module_severity = G_LOGGER.ERROR  # a plain severity drops the rules
+        assert G_LOGGER.module_severity == G_LOGGER.ERROR
+        G_LOGGER.warning("hidden")
+        assert "hidden" not in capsys.readouterr().out
+    finally:
+        G_LOGGER.module_severity = before
+    assert G_LOGGER.module_severity == before
+
+
 def test_critical_raises_parity_exception(capsys):
     with pytest.raises(ParityException, match="something broke"):
         G_LOGGER.critical("something broke")

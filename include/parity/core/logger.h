@@ -125,6 +125,10 @@ class Logger {
   // `location` is printed with LogFormat::line_info; log::info(...) and friends pass their caller's.
   void log(Severity severity, std::string_view message,
            std::source_location location = std::source_location::current());
+  // As log(), for a caller that has already decided the message is shown (Python's logger, which
+  // matches the per-path rules against its own caller's file): no severity check.
+  void write(Severity severity, std::string_view message,
+             std::source_location location = std::source_location::current());
 
   // While alive, messages are indented by `levels` more steps of 4 spaces.
   class Indent {
