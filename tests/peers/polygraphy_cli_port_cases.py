@@ -733,8 +733,11 @@ DEBUG_MORE_CASES = [
 # ----- template (tests/tools/test_template.py) -------------------------------------------------------
 
 TEMPLATE_CASES = [
+    # As Polygraphy's test, on a copy of the model: the script writes <model>_updated.onnx beside it.
     Case("template/test_onnx_gs_basic",
-         [cmd("template", "onnx-gs", f"{M}/identity.onnx", "-o", "template.py"), Setup(["{python}", "template.py"])]),
+         [Setup(["{python}", "-c", f"import shutil; shutil.copyfile('{M}/identity.onnx', 'model.onnx')"]),
+          cmd("template", "onnx-gs", "model.onnx", "-o", "process_model.py"), Setup(["{python}", "process_model.py"])],
+         compare_files=["model_updated.onnx"]),
 ]
 
 ALL_CASES = [*RUN_CASES, *SURGEON_CASES, *CHECK_CASES, *CONVERT_AND_DATA_CASES, *INSPECT_MODEL_CASES,
