@@ -5,6 +5,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -66,6 +67,20 @@ void verdict(const float* y, const float* d, const float* r, int64_t n, float at
   }
 }
 
+void shifted_sums(const float* v, int64_t n, double shift, double* sums) {
+  double s1 = sums[0], s2 = sums[1], plain = sums[2];
+  for (int64_t i = 0; i < n; ++i) {
+    const double value = static_cast<double>(v[i]);
+    const double c = value - shift;
+    s1 += c;
+    s2 += c * c;
+    plain += value;
+  }
+  sums[0] = s1;
+  sums[1] = s2;
+  sums[2] = plain;
+}
+
 void squared_deviation(const float* v, int64_t n, float mean, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     float c = v[i] - mean;
@@ -101,6 +116,14 @@ int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, floa
     taken += y[i] != 0 ? 1 : 0;
   }
   return taken;
+}
+
+void differences(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r) {
+  for (int64_t i = 0; i < n; ++i) {
+    float dv = std::fabs(x[i] - y[i]);
+    d[i] = dv;
+    r[i] = dv / (y[i] == 0 ? epsilon : std::fabs(y[i]));
+  }
 }
 
 }  // namespace portable
@@ -139,7 +162,8 @@ PARITY_AVX512 bool errors(const float* x, const float* y, int64_t n, float epsil
     _mm512_mask_storeu_ps(r + i, lanes, vr);
     _mm512_mask_storeu_ps(mx + i, lanes, _mm512_abs_ps(vx));
     _mm512_mask_storeu_ps(my + i, lanes, my_v);
-    bad |= not_finite(vx, lanes) | not_finite(vy, lanes) | not_finite(vd, lanes) | not_finite(vr, lanes);
+    // |x - y| is finite only where x and y both are: d and r say it all.
+    bad |= not_finite(vd, lanes) | not_finite(vr, lanes);
   }
   return bad == 0;
 }
@@ -192,6 +216,28 @@ PARITY_AVX512 void verdict(const float* y, const float* d, const float* r, int64
   out.mismatches += mismatches;
   out.zero_references += zeros;
   if (zeros) out.max_abs_at_zero = std::max(out.max_abs_at_zero, _mm512_reduce_max_ps(max_at_zero));
+}
+
+PARITY_AVX512 void shifted_sums(const float* v, int64_t n, double shift, double* sums) {
+  const __m512d center = _mm512_set1_pd(shift);
+  // Two sets of accumulators (the low and high eight values of each 16), so the adds overlap.
+  __m512d s1[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()}, s2[2] = {s1[0], s1[0]}, plain[2] = {s1[0], s1[0]};
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    const __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
+    const __m512d half[2] = {_mm512_cvtps_pd(_mm512_castps512_ps256(value)),
+                             _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(value), 1)))};
+    const __mmask8 used[2] = {static_cast<__mmask8>(lanes & 0xff), static_cast<__mmask8>(lanes >> 8)};
+    for (int h = 0; h < 2; ++h) {
+      const __m512d c = _mm512_maskz_sub_pd(used[h], half[h], center);
+      s1[h] = _mm512_add_pd(s1[h], c);
+      s2[h] = _mm512_fmadd_pd(c, c, s2[h]);
+      plain[h] = _mm512_add_pd(plain[h], half[h]);
+    }
+  }
+  sums[0] += _mm512_reduce_add_pd(_mm512_add_pd(s1[0], s1[1]));
+  sums[1] += _mm512_reduce_add_pd(_mm512_add_pd(s2[0], s2[1]));
+  sums[2] += _mm512_reduce_add_pd(_mm512_add_pd(plain[0], plain[1]));
 }
 
 PARITY_AVX512 void squared_deviation(const float* v, int64_t n, float mean, float* out) {
@@ -260,28 +306,71 @@ PARITY_AVX512 void count_bins(const float* v, int64_t n, const BinSpec& spec, st
   for (int b = 0; b < 10; ++b) counts[static_cast<std::size_t>(b)] += _mm512_reduce_add_epi32(bin_counts[b]);
 }
 
-PARITY_AVX512 int64_t window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside) {
-  const __m512 vl = _mm512_set1_ps(low), vh = _mm512_set1_ps(high);
+// windows() for W windows per loaded vector. Four comparisons a window: below (v < low), at the
+// ends (v == low, v == high), and inside = v < high and neither below nor at low (no NaN here).
+template <int W>
+PARITY_AVX512 void windows_of(const float* v, int64_t n, const float* lows, const float* highs, WindowCounts* counts,
+                              float* const* inside, int64_t* taken) {
+  __m512 low[W], high[W];
+  __m512i below[W], at_low[W], at_high[W];
+  int64_t kept[W];
+  for (int w = 0; w < W; ++w) {
+    low[w] = _mm512_set1_ps(lows[w]);
+    high[w] = _mm512_set1_ps(highs[w]);
+    below[w] = at_low[w] = at_high[w] = _mm512_setzero_si512();
+    kept[w] = 0;
+  }
   const __m512i one = _mm512_set1_epi32(1);
-  const bool point = low == high;
-  __m512i below = _mm512_setzero_si512(), at_low = below, at_high = below;
-  int64_t taken = 0;
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 lanes = tail_mask(n - i);
-    __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
-    below = _mm512_mask_add_epi32(below, _mm512_mask_cmp_ps_mask(lanes, value, vl, _CMP_LT_OQ), below, one);
-    at_low = _mm512_mask_add_epi32(at_low, _mm512_mask_cmp_ps_mask(lanes, value, vl, _CMP_EQ_OQ), at_low, one);
-    at_high = _mm512_mask_add_epi32(at_high, _mm512_mask_cmp_ps_mask(lanes, value, vh, _CMP_EQ_OQ), at_high, one);
-    __mmask16 in = _mm512_mask_cmp_ps_mask(lanes, value, vl, _CMP_GT_OQ) & _mm512_cmp_ps_mask(value, vh, _CMP_LT_OQ);
-    // Compressed in a register and stored whole (`inside` has 16 values of slack): no branch on
-    // whether any value fell inside, which is close to a coin flip near a window.
-    _mm512_storeu_ps(inside + taken, _mm512_maskz_compress_ps(in, value));
-    taken += std::popcount(static_cast<unsigned>(in));
+    const __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
+    for (int w = 0; w < W; ++w) {
+      const __mmask16 lt_low = _mm512_mask_cmp_ps_mask(lanes, value, low[w], _CMP_LT_OQ);
+      const __mmask16 eq_low = _mm512_mask_cmp_ps_mask(lanes, value, low[w], _CMP_EQ_OQ);
+      const __mmask16 lt_high = _mm512_mask_cmp_ps_mask(lanes, value, high[w], _CMP_LT_OQ);
+      const __mmask16 eq_high = _mm512_mask_cmp_ps_mask(lanes, value, high[w], _CMP_EQ_OQ);
+      below[w] = _mm512_mask_add_epi32(below[w], lt_low, below[w], one);
+      at_low[w] = _mm512_mask_add_epi32(at_low[w], eq_low, at_low[w], one);
+      at_high[w] = _mm512_mask_add_epi32(at_high[w], eq_high, at_high[w], one);
+      const __mmask16 in = _kandn_mask16(_kor_mask16(lt_low, eq_low), lt_high);
+      _mm512_storeu_ps(inside[w] + kept[w], _mm512_maskz_compress_ps(in, value));
+      kept[w] += std::popcount(static_cast<unsigned>(in));
+    }
   }
-  counts.below += _mm512_reduce_add_epi32(below);
-  counts.at_low += _mm512_reduce_add_epi32(at_low);
-  if (!point) counts.at_high += _mm512_reduce_add_epi32(at_high);
-  return taken;
+  for (int w = 0; w < W; ++w) {
+    counts[w].below += _mm512_reduce_add_epi32(below[w]);
+    counts[w].at_low += _mm512_reduce_add_epi32(at_low[w]);
+    if (lows[w] != highs[w]) counts[w].at_high += _mm512_reduce_add_epi32(at_high[w]);
+    taken[w] = kept[w];
+  }
+}
+
+PARITY_AVX512 void windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
+                           WindowCounts* counts, float* const* inside, int64_t* taken) {
+  // Groups of up to four windows: their bounds and counters stay in registers.
+  for (int first = 0; first < count; first += 4) {
+    switch (std::min(count - first, 4)) {
+      case 1: windows_of<1>(v, n, lows + first, highs + first, counts + first, inside + first, taken + first); break;
+      case 2: windows_of<2>(v, n, lows + first, highs + first, counts + first, inside + first, taken + first); break;
+      case 3: windows_of<3>(v, n, lows + first, highs + first, counts + first, inside + first, taken + first); break;
+      default: windows_of<4>(v, n, lows + first, highs + first, counts + first, inside + first, taken + first); break;
+    }
+  }
+}
+
+PARITY_AVX512 void differences(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r) {
+  const __m512 eps = _mm512_set1_ps(epsilon);
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    __m512 vx = _mm512_maskz_loadu_ps(lanes, x + i);
+    __m512 vy = _mm512_maskz_loadu_ps(lanes, y + i);
+    __m512 vd = _mm512_abs_ps(_mm512_sub_ps(vx, vy));
+    __mmask16 zero_y = _mm512_cmp_ps_mask(vy, zero, _CMP_EQ_OQ);
+    __m512 reference = _mm512_mask_blend_ps(zero_y, _mm512_abs_ps(vy), eps);
+    _mm512_mask_storeu_ps(d + i, lanes, vd);
+    _mm512_mask_storeu_ps(r + i, lanes, _mm512_div_ps(vd, reference));
+  }
 }
 
 // count_bins by cumulative counts (see bins_by_edges): C[k] = kept values >= edges[k].
@@ -369,6 +458,11 @@ void verdict(const float* y, const float* d, const float* r, int64_t n, float at
   else portable::verdict(y, d, r, n, atol, rtol, out);
 }
 
+void shifted_sums(const float* v, int64_t n, double shift, double* sums) {
+  if (wide()) avx512::shifted_sums(v, n, shift, sums);
+  else portable::shifted_sums(v, n, shift, sums);
+}
+
 void squared_deviation(const float* v, int64_t n, float mean, float* out) {
   if (wide()) avx512::squared_deviation(v, n, mean, out);
   else portable::squared_deviation(v, n, mean, out);
@@ -405,8 +499,18 @@ void count_bins(const float* v, int64_t n, const BinSpec& spec, std::array<int64
   else portable::count_bins(v, n, spec, counts);
 }
 
-int64_t window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside) {
-  return wide() ? avx512::window(v, n, low, high, counts, inside) : portable::window(v, n, low, high, counts, inside);
+void windows(const float* v, int64_t n, int count, const float* lows, const float* highs, WindowCounts* counts,
+             float* const* inside, int64_t* taken) {
+  if (wide()) {
+    avx512::windows(v, n, count, lows, highs, counts, inside, taken);
+    return;
+  }
+  for (int w = 0; w < count; ++w) taken[w] = portable::window(v, n, lows[w], highs[w], counts[w], inside[w]);
+}
+
+void differences(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r) {
+  if (wide()) avx512::differences(x, y, n, epsilon, d, r);
+  else portable::differences(x, y, n, epsilon, d, r);
 }
 
 int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, float* out) {

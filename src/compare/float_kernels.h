@@ -41,6 +41,14 @@ struct Verdict {
 };
 void verdict(const float* y, const float* d, const float* r, int64_t n, float atol, float rtol, Verdict& out);
 
+// errors() without the magnitudes: d = |x - y|, r = d / (y == 0 ? epsilon : |y|), for values
+// already known to be finite.
+void differences(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r);
+
+// Adds, in float64, sum(v - shift), sum((v - shift)^2) and sum(v) over v[0, n) to sums[0..3) (the
+// AVX-512 version in eight lanes, so the last bits may differ from the portable version's).
+void shifted_sums(const float* v, int64_t n, double shift, double* sums);
+
 // out = (v - mean) * (v - mean), in float32.
 void squared_deviation(const float* v, int64_t n, float mean, float* out);
 
@@ -48,13 +56,15 @@ void squared_deviation(const float* v, int64_t n, float mean, float* out);
 // value is outside the range: BinSpec::bin, vectorised. Adds the counts to `counts`.
 void count_bins(const float* v, int64_t n, const BinSpec& spec, std::array<int64_t, 10>& counts);
 
-// For a window [low, high] of one ordered stream: how many values lie below it, equal its ends,
-// and the values strictly inside, appended at `inside` (room for n + 16 values). Returns how many
-// values were appended. When low == high only `at_low` counts.
+// For windows [lows[w], highs[w]] (w < count) of one ordered stream, at once (each value is read
+// once for all of them): how many values lie below each window and equal its ends, added to
+// counts[w], and the values strictly inside, appended at inside[w] (room for n + 16 values);
+// taken[w] is set to how many were appended. When a window's low == high only `at_low` counts.
 struct WindowCounts {
   int64_t below = 0, at_low = 0, at_high = 0;
 };
-int64_t window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside);
+void windows(const float* v, int64_t n, int count, const float* lows, const float* highs, WindowCounts* counts,
+             float* const* inside, int64_t* taken);
 
 // The values of v where y != 0, appended at `out` (room for n + 16). Returns how many.
 int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, float* out);

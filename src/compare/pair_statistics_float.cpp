@@ -10,11 +10,13 @@
 // its rank (or NaN/Inf, or a float32 sum that overflows) hands the tensor to the general kernel,
 // so the numbers never depend on the sample.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
 
 #include "float_kernels.h"
+#include "parity/core/thread_pool.h"
 #include "pair_statistics_internal.h"
 #include "rank_selection.h"
 
@@ -67,6 +69,7 @@ struct Selection {
   std::vector<uint64_t> ranks;  // ascending, unique
   bool copy_all = false;
   std::vector<Window> windows;
+  std::vector<float> lows, highs;  // the windows' bounds, for kernels::windows
   std::vector<std::pair<uint64_t, float>> values;  // rank -> value, once resolved
 
   double value(uint64_t rank) const {
@@ -131,6 +134,8 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
     w.high = m.high < size ? sample_value(m.high) : positive_zero(stream_max);
     w.ranks = std::move(m.ranks);
     std::sort(w.ranks.begin(), w.ranks.end());
+    selection.lows.push_back(w.low);
+    selection.highs.push_back(w.high);
     selection.windows.push_back(std::move(w));
   }
 }
@@ -140,19 +145,24 @@ struct WindowState {
   std::vector<kernels::WindowCounts> counts;
   std::vector<Floats> inside;
   Floats all;
+  std::vector<float*> tails;
+  std::vector<int64_t> taken;
   void prepare(const Selection& selection) {
     counts.assign(selection.windows.size(), {});
     inside.resize(selection.windows.size());
+    tails.resize(selection.windows.size());
+    taken.resize(selection.windows.size());
   }
   void offer(const Selection& selection, const float* v, int64_t n) {
     if (selection.copy_all) {
       all.append(v, n);
       return;
     }
-    for (std::size_t w = 0; w < selection.windows.size(); ++w) {
-      const Window& window = selection.windows[w];
-      inside[w].commit(kernels::window(v, n, window.low, window.high, counts[w], inside[w].tail(n + 16)));
-    }
+    if (selection.windows.empty()) return;
+    for (std::size_t w = 0; w < selection.windows.size(); ++w) tails[w] = inside[w].tail(n + 16);
+    kernels::windows(v, n, static_cast<int>(selection.windows.size()), selection.lows.data(), selection.highs.data(),
+                     counts.data(), tails.data(), taken.data());
+    for (std::size_t w = 0; w < selection.windows.size(); ++w) inside[w].commit(taken[w]);
   }
 };
 
@@ -219,14 +229,18 @@ std::vector<int64_t> sample_positions(int64_t n, int64_t count) {
     z ^= z >> 31;
     int64_t begin = static_cast<int64_t>((static_cast<__int128>(i) * n) / count);
     int64_t end = static_cast<int64_t>((static_cast<__int128>(i + 1) * n) / count);
-    positions[static_cast<std::size_t>(i)] = begin + static_cast<int64_t>(z % static_cast<uint64_t>(end - begin));
+    const auto offset = (static_cast<unsigned __int128>(z) * static_cast<uint64_t>(end - begin)) >> 64;
+    positions[static_cast<std::size_t>(i)] = begin + static_cast<int64_t>(offset);
   }
   return positions;
 }
 
+// The windows hold about 11 / sqrt(s) of a stream for a sample of s (median, p90, p95 and p99 at
+// 5 sigmas), and selecting within the sample costs about s: (5.5 n)^(2/3) balances the two.
 int64_t sample_size(int64_t n) {
-  double wanted = 48.0 * std::sqrt(static_cast<double>(n));
-  return std::min<int64_t>(n, std::clamp<int64_t>(static_cast<int64_t>(wanted), 8192, int64_t{1} << 17));
+  double wanted = std::cbrt(5.5 * static_cast<double>(n));
+  wanted *= wanted;
+  return std::min<int64_t>(n, std::clamp<int64_t>(static_cast<int64_t>(wanted), 8192, int64_t{1} << 20));
 }
 
 // min/max with their first index, over one chunk of a stream.
@@ -247,24 +261,17 @@ inline void update_extremes(Moments& m, const float* v, int64_t count, int64_t b
 
 enum Stream { kX, kY, kAbs, kRel, kRelNonzero, kStreams };
 
-// Moments::add(v, v, ...) for each of values[0, count) in order, but for the min/max and their
-// indices (pass 1 finds those): the shifted sums over the non-zero references' relative errors,
-// from their compacted values, with no branch on which references are zero.
+// Moments::add(v, v, ...) for each of values[0, count), but for the min/max and their indices
+// (pass 1 finds those): the shifted sums over the non-zero references' relative errors, from their
+// compacted values, with no branch on which references are zero.
 void add_shifted_sums(Moments& m, const float* values, int64_t count) {
   if (count == 0) return;
   if (m.n == 0) m.shift = static_cast<double>(values[0]);
-  double s1 = m.s1, s2 = m.s2, sabs = m.sabs;
-  const double shift = m.shift;
-  for (int64_t i = 0; i < count; ++i) {
-    const double v = static_cast<double>(values[i]);
-    const double c = v - shift;
-    s1 += c;
-    s2 += c * c;
-    sabs += v;
-  }
-  m.s1 = s1;
-  m.s2 = s2;
-  m.sabs = sabs;
+  double sums[3] = {m.s1, m.s2, m.sabs};
+  kernels::shifted_sums(values, count, m.shift, sums);
+  m.s1 = sums[0];
+  m.s2 = sums[1];
+  m.sabs = sums[2];
   m.n += count;
 }
 
@@ -313,17 +320,26 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   for (auto& v : sums) v.assign(workers, 0.0f);
   for (auto& v : squares) v.assign(workers, 0.0f);
 
+  // Where each stream is sampled to place its windows (large streams only); pass 1 takes the
+  // values while their chunk is at hand.
+  std::vector<int64_t> positions;
+  if (n > kCopyLimit) positions = sample_positions(n, sample_size(n));
+
   // ---- Pass 1 ----
   struct First {
     Moments m[kStreams];
     kernels::Verdict verdict;
     bool finite = true;
+    std::vector<float> sample[kStreams];
   };
   std::vector<First> first(workers);
   run_ranges(plan, [&](int wi, int64_t begin, int64_t end) {
     const std::size_t w = static_cast<std::size_t>(wi);
     First& f = first[w];
     Scratch s;
+    auto next_sample = std::lower_bound(positions.begin(), positions.end(), begin);
+    const auto samples_end = std::lower_bound(next_sample, positions.end(), end);
+    for (auto& v : f.sample) v.reserve(static_cast<std::size_t>(samples_end - next_sample));
     auto visit = [&](int64_t base, int64_t count, float* node_sums) {
       for (int k = 0; k < kSumStreams; ++k) node_sums[k] = 0.0f;
       if (!f.finite) return;
@@ -332,6 +348,14 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
       if (!kernels::errors(xs, ys, count, epsilon, s.d.get(), s.r.get(), s.mx.get(), s.my.get())) {
         f.finite = false;
         return;
+      }
+      for (; next_sample != samples_end && *next_sample < base + count; ++next_sample) {
+        const std::size_t j = static_cast<std::size_t>(*next_sample - base);
+        f.sample[kX].push_back(xs[j]);
+        f.sample[kY].push_back(ys[j]);
+        f.sample[kAbs].push_back(s.d[j]);
+        f.sample[kRel].push_back(s.r[j]);
+        if (ys[j] != 0) f.sample[kRelNonzero].push_back(s.r[j]);
       }
       // r >= +0: |r| is r, bit for bit (the errors' avg-magnitude is their mean).
       const float* streams[kSumStreams] = {xs, s.mx.get(), ys, s.my.get(), s.d.get(), s.r.get()};
@@ -399,30 +423,20 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     sel.ranks = wanted_ranks(sel.count, k < kAbs ? output_levels : error_levels_all);
   }
   {
-    const int64_t samples = sample_size(n);
-    std::vector<int64_t> positions;
     std::vector<float> sample[kStreams];
-    if (n > kCopyLimit) {
-      positions = sample_positions(n, samples);
-      for (auto& v : sample) v.reserve(positions.size());
-      for (int64_t p : positions) {
-        const float xv = x[p], yv = y[p];
-        const float d = std::fabs(xv - yv);
-        const float r = d / (yv == 0 ? epsilon : std::fabs(yv));
-        sample[kX].push_back(xv);
-        sample[kY].push_back(yv);
-        sample[kAbs].push_back(d);
-        sample[kRel].push_back(r);
-        if (yv != 0) sample[kRelNonzero].push_back(r);
-      }
+    for (int k = 0; k < kStreams; ++k) {
+      std::size_t total = 0;
+      for (auto& f : first) total += f.sample[k].size();
+      sample[k].reserve(total);
+      for (auto& f : first) sample[k].insert(sample[k].end(), f.sample[k].begin(), f.sample[k].end());
     }
-    for (int k = 0; k < streams_used; ++k) {
+    compute_thread_pool().parallel_for(streams_used, [&](int k) {
       Selection& sel = selections[k];
       // A subset too thinly sampled to place windows is kept whole (it is then a small part of n).
       sel.copy_all = sel.count <= kCopyLimit || sample[k].size() < 1024;
-      if (sel.ranks.empty() || sel.copy_all) continue;
+      if (sel.ranks.empty() || sel.copy_all) return;
       plan_windows(sel, sample[k], static_cast<float>(acc[k].moments.min), static_cast<float>(acc[k].moments.max));
-    }
+    });
   }
 
   // ---- Display histograms ----
@@ -449,7 +463,7 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     auto visit = [&](int64_t base, int64_t count, float* node_sums) {
       const float* xs = x + base;
       const float* ys = y + base;
-      kernels::errors(xs, ys, count, epsilon, s.d.get(), s.r.get(), s.mx.get(), s.my.get());
+      kernels::differences(xs, ys, count, epsilon, s.d.get(), s.r.get());
       const float* stream[4] = {xs, ys, s.d.get(), s.r.get()};
       const float* squares_of[4];
       for (std::size_t k = 0; k < 4; ++k) {
@@ -480,12 +494,15 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     for (std::size_t k = 0; k < 4; ++k) squares[k][w] = worker_squares[k];
   });
 
-  for (int k = 0; k < streams_used; ++k) {
+  // The streams' selections are independent: one task each.
+  std::atomic<bool> resolved{true};
+  compute_thread_pool().parallel_for(streams_used, [&](int k) {
     std::vector<WindowState> parts;
     parts.reserve(workers);
     for (auto& s : second) parts.push_back(std::move(s.windows[k]));
-    if (!resolve(selections[k], parts)) return std::nullopt;
-  }
+    if (!resolve(selections[k], parts)) resolved = false;
+  });
+  if (!resolved) return std::nullopt;
   if (has_zero) {
     Moments nonzero;
     for (auto& s : second) nonzero.merge(s.nonzero);
