@@ -10,8 +10,7 @@ namespace {
 
 constexpr int kDigitBits = 11;
 constexpr uint32_t kBuckets = 1u << kDigitBits;
-constexpr int kTopShift = 32 - kDigitBits;  // digits at bits 21..31, 10..20, then 0..10
-constexpr int64_t kFewCandidates = 2048;    // below this, nth_element
+constexpr int64_t kFewCandidates = 2048;  // below this, nth_element
 
 // A float's bits mapped so that unsigned order is the floats' order (negative values reversed).
 inline uint32_t key_of(float value) {
@@ -33,7 +32,15 @@ struct Keys {
   uint32_t operator()(int64_t i) const { return keys[i]; }
 };
 
-void select_keys(std::vector<uint32_t>& keys, int shift, const int64_t* ranks, int rank_count, float* out);
+void select_keys(std::vector<uint32_t>& keys, const int64_t* ranks, int rank_count, float* out);
+
+// The digit to histogram first for keys within [low, high] (low < high): the kDigitBits bits that
+// end at their highest differing bit (the bits above it are the same in every key), so the first
+// level already spreads the keys, however narrow their range (the values in a window are).
+inline int first_shift(uint32_t low, uint32_t high) {
+  const int differing = 32 - std::countl_zero(low ^ high);
+  return std::max(0, differing - kDigitBits);
+}
 
 // One level: the histogram of the digit at `shift` over `count` keys, the bucket of each wanted
 // rank, and the keys of those buckets gathered for the next level.
@@ -68,14 +75,20 @@ void select_level(const KeyAt& key_at, int64_t count, int shift, const int64_t* 
     if (s >= 0) groups[static_cast<std::size_t>(s)].keys.push_back(key);
   }
   for (auto& group : groups)
-    select_keys(group.keys, shift - kDigitBits, group.ranks.data(), static_cast<int>(group.ranks.size()),
-                out + group.first);
+    select_keys(group.keys, group.ranks.data(), static_cast<int>(group.ranks.size()), out + group.first);
 }
 
-// Keys whose digits above `shift + kDigitBits` are all equal.
-void select_keys(std::vector<uint32_t>& keys, int shift, const int64_t* ranks, int rank_count, float* out) {
+// The keys at `ranks` of `keys` (reordered).
+void select_keys(std::vector<uint32_t>& keys, const int64_t* ranks, int rank_count, float* out) {
   const int64_t count = static_cast<int64_t>(keys.size());
-  if (shift < 0 || count <= kFewCandidates) {
+  uint32_t low = ~0u, high = 0;
+  if (count > kFewCandidates) {
+    for (uint32_t key : keys) {
+      low = std::min(low, key);
+      high = std::max(high, key);
+    }
+  }
+  if (count <= kFewCandidates || low == high) {
     int64_t from = 0;
     for (int r = 0; r < rank_count; ++r) {
       const int64_t rank = ranks[r];
@@ -85,7 +98,7 @@ void select_keys(std::vector<uint32_t>& keys, int shift, const int64_t* ranks, i
     }
     return;
   }
-  select_level(Keys{keys.data()}, count, std::max(shift, 0), ranks, rank_count, out);
+  select_level(Keys{keys.data()}, count, first_shift(low, high), ranks, rank_count, out);
 }
 
 }  // namespace
@@ -93,13 +106,20 @@ void select_keys(std::vector<uint32_t>& keys, int shift, const int64_t* ranks, i
 std::vector<float> select_float_ranks(const float* values, int64_t count, const std::vector<int64_t>& ranks) {
   std::vector<float> out(ranks.size());
   if (ranks.empty()) return out;
-  if (count <= kFewCandidates) {
+  uint32_t low = ~0u, high = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t key = key_of(values[i]);
+    low = std::min(low, key);
+    high = std::max(high, key);
+  }
+  if (count <= kFewCandidates || low == high) {
     std::vector<uint32_t> keys(static_cast<std::size_t>(count));
     for (int64_t i = 0; i < count; ++i) keys[static_cast<std::size_t>(i)] = key_of(values[i]);
-    select_keys(keys, -1, ranks.data(), static_cast<int>(ranks.size()), out.data());
+    select_keys(keys, ranks.data(), static_cast<int>(ranks.size()), out.data());
     return out;
   }
-  select_level(FloatKeys{values}, count, kTopShift, ranks.data(), static_cast<int>(ranks.size()), out.data());
+  select_level(FloatKeys{values}, count, first_shift(low, high), ranks.data(), static_cast<int>(ranks.size()),
+               out.data());
   return out;
 }
 
