@@ -524,9 +524,9 @@ Statistics finite_statistics(const Moments& m, int64_t size, const StreamTraits&
 // Parallel passes
 // ------------------------------------------------------------------------------------------------
 WorkPlan plan_work(int64_t n) {
-  // A pass on the compute pool costs a wake-up, not a thread start: a quarter of a million
-  // elements is worth a worker.
-  constexpr int64_t kMinimumPerWorker = int64_t{1} << 18;
+  // A pass on the compute pool costs a wake-up (microseconds), not a thread start, and the pair
+  // statistics cost several nanoseconds an element: 32 K elements are worth a worker.
+  constexpr int64_t kMinimumPerWorker = int64_t{1} << 15;
   int64_t hardware = compute_threads();
   int64_t wanted = std::min<int64_t>({hardware, std::max<int64_t>(1, n / kMinimumPerWorker), 16});
   // Each worker's uint32 radix buckets must not overflow: at most 2^31 elements per worker (the
