@@ -8,6 +8,7 @@
 // tasks on the calling thread alone (no deadlock, no oversubscription).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -45,9 +46,11 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   // The current job (guarded by mutex_; tasks are claimed under it too: tasks are coarse).
   const std::function<void(int)>* task_ = nullptr;
-  int task_count_ = 0, next_task_ = 0, finished_tasks_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  int task_count_ = 0, next_task_ = 0;
+  // Written under mutex_, read without it too: threads spin on them briefly before sleeping.
+  std::atomic<int> finished_tasks_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
   std::exception_ptr failure_;
 };
 
