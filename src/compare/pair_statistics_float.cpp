@@ -210,7 +210,7 @@ bool resolve(Selection& selection, std::vector<WindowState>& workers) {
       }
       return false;
     }
-    std::vector<float> values = select_float_ranks(inside.data(), inside.size(), inner);
+    std::vector<float> values = select_float_ranks_within(inside.data(), inside.size(), inner, window.low, window.high);
     for (std::size_t i = 0; i < pending.size(); ++i) selection.values.emplace_back(pending[i].first, values[i]);
   }
   std::sort(selection.values.begin(), selection.values.end());
@@ -221,16 +221,23 @@ bool resolve(Selection& selection, std::vector<WindowState>& workers) {
 std::vector<int64_t> sample_positions(int64_t n, int64_t count) {
   std::vector<int64_t> positions(static_cast<std::size_t>(count));
   uint64_t state = 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(n);
+  // Stratum i is [floor(i n / count), floor((i + 1) n / count)): its end advances by n / count,
+  // plus one whenever the remainders n % count add up past count.
+  const int64_t step = n / count, extra = n % count;
+  int64_t begin = 0, remainder = 0;
   for (int64_t i = 0; i < count; ++i) {
     state += 0x9e3779b97f4a7c15ull;
     uint64_t z = state;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
-    int64_t begin = static_cast<int64_t>((static_cast<__int128>(i) * n) / count);
-    int64_t end = static_cast<int64_t>((static_cast<__int128>(i + 1) * n) / count);
+    remainder += extra;
+    const int64_t carry = remainder >= count ? 1 : 0;
+    remainder -= carry * count;
+    const int64_t end = begin + step + carry;
     const auto offset = (static_cast<unsigned __int128>(z) * static_cast<uint64_t>(end - begin)) >> 64;
     positions[static_cast<std::size_t>(i)] = begin + static_cast<int64_t>(offset);
+    begin = end;
   }
   return positions;
 }

@@ -103,15 +103,13 @@ void select_keys(std::vector<uint32_t>& keys, const int64_t* ranks, int rank_cou
 
 }  // namespace
 
-std::vector<float> select_float_ranks(const float* values, int64_t count, const std::vector<int64_t>& ranks) {
+namespace {
+
+// The selection over values whose keys lie within [low, high].
+std::vector<float> select_between(const float* values, int64_t count, const std::vector<int64_t>& ranks, uint32_t low,
+                                  uint32_t high) {
   std::vector<float> out(ranks.size());
   if (ranks.empty()) return out;
-  uint32_t low = ~0u, high = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    const uint32_t key = key_of(values[i]);
-    low = std::min(low, key);
-    high = std::max(high, key);
-  }
   if (count <= kFewCandidates || low == high) {
     std::vector<uint32_t> keys(static_cast<std::size_t>(count));
     for (int64_t i = 0; i < count; ++i) keys[static_cast<std::size_t>(i)] = key_of(values[i]);
@@ -121,6 +119,28 @@ std::vector<float> select_float_ranks(const float* values, int64_t count, const 
   select_level(FloatKeys{values}, count, first_shift(low, high), ranks.data(), static_cast<int>(ranks.size()),
                out.data());
   return out;
+}
+
+}  // namespace
+
+std::vector<float> select_float_ranks(const float* values, int64_t count, const std::vector<int64_t>& ranks) {
+  uint32_t low = ~0u, high = 0;
+  if (!ranks.empty() && count > kFewCandidates) {
+    for (int64_t i = 0; i < count; ++i) {
+      const uint32_t key = key_of(values[i]);
+      low = std::min(low, key);
+      high = std::max(high, key);
+    }
+  }
+  return select_between(values, count, ranks, low, high);
+}
+
+std::vector<float> select_float_ranks_within(const float* values, int64_t count, const std::vector<int64_t>& ranks,
+                                             float low, float high) {
+  // -0 sorts below +0 among the keys: widen the bounds to take either zero in.
+  const uint32_t low_key = std::min(key_of(low), key_of(low == 0 ? -0.0f : low));
+  const uint32_t high_key = std::max(key_of(high), key_of(high == 0 ? 0.0f : high));
+  return select_between(values, count, ranks, low_key, high_key);
 }
 
 }  // namespace parity::compare::detail

@@ -14,5 +14,8 @@ namespace parity::compare::detail {
 // which are finite (NaN has no rank); -0 reads as +0, so which of two equal zeros sits at a rank
 // does not matter.
 std::vector<float> select_float_ranks(const float* values, int64_t count, const std::vector<int64_t>& ranks);
+// The same for values known to lie within [low, high] (a window's): no pass to find their range.
+std::vector<float> select_float_ranks_within(const float* values, int64_t count, const std::vector<int64_t>& ranks,
+                                             float low, float high);
 
 }  // namespace parity::compare::detail
