@@ -126,6 +126,17 @@ void differences(const float* x, const float* y, int64_t n, float epsilon, float
   }
 }
 
+int64_t half_open_window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside) {
+  int64_t taken = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float value = v[i];
+    counts.below += value < low;
+    inside[taken] = value;
+    taken += (value >= low && value < high) ? 1 : 0;
+  }
+  return taken;
+}
+
 }  // namespace portable
 
 // ---- AVX-512 versions ----
@@ -345,6 +356,52 @@ PARITY_AVX512 void windows_of(const float* v, int64_t n, const float* lows, cons
   }
 }
 
+// half_open_windows() for W windows per loaded vector: two comparisons a window.
+template <int W>
+PARITY_AVX512 void half_open_windows_of(const float* v, int64_t n, const float* lows, const float* highs,
+                                        WindowCounts* counts, float* const* inside, int64_t* taken) {
+  __m512 low[W], high[W];
+  __m512i below[W];
+  int64_t kept[W];
+  for (int w = 0; w < W; ++w) {
+    low[w] = _mm512_set1_ps(lows[w]);
+    high[w] = _mm512_set1_ps(highs[w]);
+    below[w] = _mm512_setzero_si512();
+    kept[w] = 0;
+  }
+  const __m512i one = _mm512_set1_epi32(1);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    const __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
+    for (int w = 0; w < W; ++w) {
+      const __mmask16 lt_low = _mm512_mask_cmp_ps_mask(lanes, value, low[w], _CMP_LT_OQ);
+      const __mmask16 lt_high = _mm512_mask_cmp_ps_mask(lanes, value, high[w], _CMP_LT_OQ);
+      below[w] = _mm512_mask_add_epi32(below[w], lt_low, below[w], one);
+      const __mmask16 in = _kandn_mask16(lt_low, lt_high);
+      _mm512_storeu_ps(inside[w] + kept[w], _mm512_maskz_compress_ps(in, value));
+      kept[w] += std::popcount(static_cast<unsigned>(in));
+    }
+  }
+  for (int w = 0; w < W; ++w) {
+    counts[w].below += _mm512_reduce_add_epi32(below[w]);
+    taken[w] = kept[w];
+  }
+}
+
+PARITY_AVX512 void half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
+                                     WindowCounts* counts, float* const* inside, int64_t* taken) {
+  for (int first = 0; first < count; first += 4) {
+    const float* l = lows + first;
+    const float* h = highs + first;
+    switch (std::min(count - first, 4)) {
+      case 1: half_open_windows_of<1>(v, n, l, h, counts + first, inside + first, taken + first); break;
+      case 2: half_open_windows_of<2>(v, n, l, h, counts + first, inside + first, taken + first); break;
+      case 3: half_open_windows_of<3>(v, n, l, h, counts + first, inside + first, taken + first); break;
+      default: half_open_windows_of<4>(v, n, l, h, counts + first, inside + first, taken + first); break;
+    }
+  }
+}
+
 PARITY_AVX512 void windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
                            WindowCounts* counts, float* const* inside, int64_t* taken) {
   // Groups of up to four windows: their bounds and counters stay in registers.
@@ -506,6 +563,16 @@ void windows(const float* v, int64_t n, int count, const float* lows, const floa
     return;
   }
   for (int w = 0; w < count; ++w) taken[w] = portable::window(v, n, lows[w], highs[w], counts[w], inside[w]);
+}
+
+void half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
+                       WindowCounts* counts, float* const* inside, int64_t* taken) {
+  if (wide()) {
+    avx512::half_open_windows(v, n, count, lows, highs, counts, inside, taken);
+    return;
+  }
+  for (int w = 0; w < count; ++w)
+    taken[w] = portable::half_open_window(v, n, lows[w], highs[w], counts[w], inside[w]);
 }
 
 void differences(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r) {

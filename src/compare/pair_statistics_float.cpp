@@ -60,6 +60,10 @@ inline float positive_zero(float v) { return v + 0.0f; }  // -0 -> +0, as the ra
 // ---- Order statistics from windows ----
 struct Window {
   float low = 0, high = 0;
+  // Whether the data may hold many copies of an end: then values equal to either end are counted,
+  // not kept. Otherwise the window is half-open, [low, high): values equal to low are kept, those
+  // equal to high are above it, and two comparisons a value place it.
+  bool ties = true;
   std::vector<uint64_t> ranks;  // ascending
 };
 
@@ -68,8 +72,9 @@ struct Selection {
   int64_t count = 0;
   std::vector<uint64_t> ranks;  // ascending, unique
   bool copy_all = false;
-  std::vector<Window> windows;
-  std::vector<float> lows, highs;  // the windows' bounds, for kernels::windows
+  std::vector<Window> windows;     // those with ties first
+  int tied = 0;                    // how many windows have ties
+  std::vector<float> lows, highs;  // the windows' bounds, for the window kernels
   std::vector<std::pair<uint64_t, float>> values;  // rank -> value, once resolved
 
   double value(uint64_t rank) const {
@@ -117,10 +122,16 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
     }
   }
   const int64_t size = static_cast<int64_t>(sample.size());
+  // Each end and its neighbours in the sorted sample: an end equal to a neighbour is a value the
+  // data may repeat many times.
   std::vector<int64_t> positions;
+  auto add_around = [&](int64_t position) {
+    for (int64_t p = position - 1; p <= position + 1; ++p)
+      if (p >= 0 && p < size) positions.push_back(p);
+  };
   for (auto& m : merged) {
-    if (m.low >= 0) positions.push_back(m.low);
-    if (m.high < size) positions.push_back(m.high);
+    if (m.low >= 0) add_around(m.low);
+    if (m.high < size) add_around(m.high);
   }
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
@@ -128,12 +139,25 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
   auto sample_value = [&](int64_t position) {
     return at[static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), position) - positions.begin())];
   };
+  auto repeated = [&](int64_t position) {
+    const float value = sample_value(position);
+    return (position > 0 && sample_value(position - 1) == value) ||
+           (position + 1 < size && sample_value(position + 1) == value);
+  };
+  std::vector<Window> windows;
   for (auto& m : merged) {
     Window w;
     w.low = m.low >= 0 ? sample_value(m.low) : positive_zero(stream_min);
     w.high = m.high < size ? sample_value(m.high) : positive_zero(stream_max);
+    // An end taken from the stream's min or max is a value of the data: counted, as are repeated ones.
+    w.ties = m.low < 0 || m.high >= size || !(w.low < w.high) || repeated(m.low) || repeated(m.high);
     w.ranks = std::move(m.ranks);
     std::sort(w.ranks.begin(), w.ranks.end());
+    windows.push_back(std::move(w));
+  }
+  std::stable_partition(windows.begin(), windows.end(), [](const Window& w) { return w.ties; });
+  for (auto& w : windows) {
+    selection.tied += w.ties ? 1 : 0;
     selection.lows.push_back(w.low);
     selection.highs.push_back(w.high);
     selection.windows.push_back(std::move(w));
@@ -160,8 +184,13 @@ struct WindowState {
     }
     if (selection.windows.empty()) return;
     for (std::size_t w = 0; w < selection.windows.size(); ++w) tails[w] = inside[w].tail(n + 16);
-    kernels::windows(v, n, static_cast<int>(selection.windows.size()), selection.lows.data(), selection.highs.data(),
-                     counts.data(), tails.data(), taken.data());
+    const int tied = selection.tied, open = static_cast<int>(selection.windows.size()) - tied;
+    if (tied)
+      kernels::windows(v, n, tied, selection.lows.data(), selection.highs.data(), counts.data(), tails.data(),
+                       taken.data());
+    if (open)
+      kernels::half_open_windows(v, n, open, selection.lows.data() + tied, selection.highs.data() + tied,
+                                 counts.data() + tied, tails.data() + tied, taken.data() + tied);
     for (std::size_t w = 0; w < selection.windows.size(); ++w) inside[w].commit(taken[w]);
   }
 };
