@@ -72,6 +72,8 @@ struct Selection {
   int64_t count = 0;
   std::vector<uint64_t> ranks;  // ascending, unique
   bool copy_all = false;
+  bool constant = false;  // every value compares equal (min == max): each rank's value is that one
+  float constant_value = 0;
   std::vector<Window> windows;     // those with ties first
   int tied = 0;                    // how many windows have ties
   std::vector<float> lows, highs;  // the windows' bounds, for the window kernels
@@ -198,6 +200,10 @@ struct WindowState {
 // Resolves every rank from the workers' windows; false when a window missed its rank.
 bool resolve(Selection& selection, std::vector<WindowState>& workers) {
   selection.values.clear();
+  if (selection.constant) {
+    for (uint64_t rank : selection.ranks) selection.values.emplace_back(rank, selection.constant_value);
+    return true;
+  }
   if (selection.copy_all) {
     Floats all;
     for (auto& w : workers) all.append(w.all.data(), w.all.size());
@@ -468,6 +474,13 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     }
     compute_thread_pool().parallel_for(streams_used, [&](int k) {
       Selection& sel = selections[k];
+      // A constant stream (exact layers' errors are all zero) needs no pass at all.
+      const Moments& m = acc[k].moments;
+      sel.constant = sel.count > 0 && m.min == m.max;
+      if (sel.constant) {
+        sel.constant_value = positive_zero(static_cast<float>(m.min));
+        return;
+      }
       // A subset too thinly sampled to place windows is kept whole (it is then a small part of n).
       sel.copy_all = sel.count <= kCopyLimit || sample[k].size() < 1024;
       if (sel.ranks.empty() || sel.copy_all) return;
@@ -480,6 +493,14 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
       plan_display_histograms(request, n, DType::kFloat32, DType::kFloat32, Work::kFloat32, Work::kFloat32, acc[kX],
                               acc[kY], acc[kAbs], acc[kRel], acc[kRelNonzero], verdict.mismatches);
   const bool bins_nonzero_only = display.parity_bins && has_zero;
+  // The histograms of constant streams: every value falls in the bin of the first.
+  const StreamAccumulator* binned[4] = {&acc[kX], &acc[kY], &acc[kAbs], bins_nonzero_only ? &acc[kRelNonzero] : &acc[kRel]};
+  const BinSpec* specs[4] = {&display.spec0, &display.spec1, &display.spec_abs, &display.spec_rel};
+  bool count_bins_of[4];
+  for (std::size_t k = 0; k < 4; ++k) {
+    const Moments& m = binned[k]->moments;
+    count_bins_of[k] = display.count && specs[k]->valid && !(m.n > 0 && m.min == m.max);
+  }
 
   // ---- Pass 2 ----
   struct Second {
@@ -513,14 +534,12 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
         nonzero_in_chunk = kernels::select_nonzero_reference(s.r.get(), ys, count, nonzero.get());
         add_shifted_sums(state.nonzero, nonzero.get(), nonzero_in_chunk);
       }
-      if (display.count) {
-        if (display.spec0.valid) kernels::count_bins(xs, count, display.spec0, state.bins[0]);
-        if (display.spec1.valid) kernels::count_bins(ys, count, display.spec1, state.bins[1]);
-        if (display.spec_abs.valid) kernels::count_bins(s.d.get(), count, display.spec_abs, state.bins[2]);
-        if (display.spec_rel.valid) {
-          if (bins_nonzero_only) kernels::count_bins(nonzero.get(), nonzero_in_chunk, display.spec_rel, state.bins[3]);
-          else kernels::count_bins(s.r.get(), count, display.spec_rel, state.bins[3]);
-        }
+      if (count_bins_of[0]) kernels::count_bins(xs, count, display.spec0, state.bins[0]);
+      if (count_bins_of[1]) kernels::count_bins(ys, count, display.spec1, state.bins[1]);
+      if (count_bins_of[2]) kernels::count_bins(s.d.get(), count, display.spec_abs, state.bins[2]);
+      if (count_bins_of[3]) {
+        if (bins_nonzero_only) kernels::count_bins(nonzero.get(), nonzero_in_chunk, display.spec_rel, state.bins[3]);
+        else kernels::count_bins(s.r.get(), count, display.spec_rel, state.bins[3]);
       }
       for (int k = 0; k < kRelNonzero; ++k) state.windows[k].offer(selections[k], stream[k], count);
       if (has_zero) state.windows[kRelNonzero].offer(selections[kRelNonzero], nonzero.get(), nonzero_in_chunk);
@@ -553,6 +572,11 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   for (auto& s : second)
     for (std::size_t k = 0; k < 4; ++k)
       for (std::size_t i = 0; i < 10; ++i) bins[k][i] += s.bins[k][i];
+  for (std::size_t k = 0; k < 4; ++k) {
+    if (!display.count || !specs[k]->valid || count_bins_of[k]) continue;
+    const int bin = specs[k]->bin(binned[k]->moments.min);
+    if (bin >= 0) bins[k][static_cast<std::size_t>(bin)] += binned[k]->moments.n;
+  }
 
   PairStreams streams;
   streams.a = &acc[kX];
