@@ -2,7 +2,6 @@
 #include <Python.h>
 
 #include <cstdio>
-#include <optional>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
@@ -13,7 +12,6 @@
 #include "conversion.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
-#include "parity/core/severity_rules.h"
 
 namespace parity::python {
 
@@ -72,12 +70,9 @@ void bind_logger(nb::module_& m) {
     for (const auto& [path, severity] : rules) converted.push_back(PathSeverity{path, static_cast<Severity>(severity)});
     Logger::global().set_path_severities(converted);
   }, "rules"_a);
-  // The severity that applies to messages logged from `path` (a file of Parity's tree). Not through
-  // Logger::severity_at, whose cache is keyed by the address of a source location's static name.
+  // The severity that applies to messages logged from `path` (a file of Parity's tree).
   m.def("log_severity_at", [](const std::string& path) {
-    Logger& logger = Logger::global();
-    std::optional<Severity> rule = SeverityRules(logger.path_severities()).match(source_rule_path(path));
-    return static_cast<int>(rule.value_or(logger.severity()));
+    return static_cast<int>(Logger::global().severity_for_path(path));
   }, "path"_a);
   m.def("set_log_file", [](const std::string& path) { Logger::global().set_log_file(path); },
         nb::call_guard<nb::gil_scoped_release>());

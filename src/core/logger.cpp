@@ -120,6 +120,16 @@ Severity Logger::severity_at(const char* source_file) const {
   return rule.value_or(severity());
 }
 
+Severity Logger::severity_for_path(std::string_view source_file) const {
+  const std::string rule_path = source_rule_path(source_file);
+  std::optional<Severity> rule;
+  {
+    std::lock_guard<std::mutex> lock(rules_mutex_);
+    rule = path_rules_.match(rule_path);
+  }
+  return rule.value_or(severity());
+}
+
 void Logger::log(Severity severity, std::string_view message, std::source_location location) {
   if (enabled(severity, location)) write(severity, message, location);
 }

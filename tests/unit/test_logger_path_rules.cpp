@@ -140,6 +140,25 @@ TEST_F(LoggerPathRulesTest, RulesOverTheDefaultWhichCoversTheRest) {
   EXPECT_EQ(logger.severity_at("/w/src/runtime/backends/onnxrt/ort_runner.cpp"), Severity::kWarning);
 }
 
+// The uncached lookup (Python's callers) agrees with the cached one, for paths held in strings
+// built at run time, and follows rule changes.
+TEST_F(LoggerPathRulesTest, UncachedLookupForPathsHeldInStrings) {
+  auto& logger = Logger::global();
+  logger.set_severity(Severity::kInfo);
+  logger.set_path_severities({{"compare", Severity::kError}, {"python/parity/logger", Severity::kVerbose}});
+  std::string path = std::string("/w/src/") + "compare/simple.cpp";
+  EXPECT_EQ(logger.severity_for_path(path), Severity::kError);
+  EXPECT_EQ(logger.severity_for_path(path), logger.severity_at("/w/src/compare/simple.cpp"));
+  // Python names Parity's own modules python/parity/... (python/parity/logger/__init__.py).
+  EXPECT_EQ(logger.severity_for_path("python/parity/logger/__init__.py"), Severity::kVerbose);
+  EXPECT_EQ(logger.severity_for_path("/w/src/runtime/runner.cpp"), Severity::kInfo);
+  // The same string's contents changed: the answer follows the contents, not the address.
+  path.replace(path.find("compare"), 7, "runtime");
+  EXPECT_EQ(logger.severity_for_path(path), Severity::kInfo);
+  logger.set_path_severities({{"runtime", Severity::kWarning}});
+  EXPECT_EQ(logger.severity_for_path(path), Severity::kWarning);
+}
+
 class KeepingSink : public LogSink {
  public:
   void write(Severity, std::string_view text) override { text_ += text; }

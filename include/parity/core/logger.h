@@ -106,8 +106,12 @@ class Logger {
   // before; an empty list removes them. Throws InvalidInputError for a rule with an empty path.
   void set_path_severities(const std::vector<PathSeverity>& rules);
   std::vector<PathSeverity> path_severities() const;
-  // The severity that applies to logging calls in `source_file` (a source location's file name).
+  // The severity that applies to logging calls in `source_file` (a source location's file name:
+  // a static string, whose address keys a cache).
   Severity severity_at(const char* source_file) const;
+  // The same for any path of the source tree, held or not (uncached: for callers whose file names
+  // are not static, such as Python's logger).
+  Severity severity_for_path(std::string_view source_file) const;
 
   LogFormat format() const;
   void set_format(LogFormat format);
