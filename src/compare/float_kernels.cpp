@@ -81,13 +81,6 @@ void shifted_sums(const float* v, int64_t n, double shift, double* sums) {
   sums[2] = plain;
 }
 
-void squared_deviation(const float* v, int64_t n, float mean, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    float c = v[i] - mean;
-    out[i] = c * c;
-  }
-}
-
 void count_bins(const float* v, int64_t n, const BinSpec& spec, std::array<int64_t, 10>& counts) {
   for (int64_t i = 0; i < n; ++i) {
     int b = spec.bin(static_cast<double>(v[i]));
@@ -118,11 +111,18 @@ int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, floa
   return taken;
 }
 
-void differences(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r) {
+void differences_and_squares(const float* x, const float* y, int64_t n, float epsilon, const float* means, float* d,
+                             float* r, float* const* squares) {
   for (int64_t i = 0; i < n; ++i) {
-    float dv = std::fabs(x[i] - y[i]);
+    const float dv = std::fabs(x[i] - y[i]);
+    const float rv = dv / (y[i] == 0 ? epsilon : std::fabs(y[i]));
     d[i] = dv;
-    r[i] = dv / (y[i] == 0 ? epsilon : std::fabs(y[i]));
+    r[i] = rv;
+    const float values[4] = {x[i], y[i], dv, rv};
+    for (int k = 0; k < 4; ++k) {
+      const float c = values[k] - means[k];
+      squares[k][i] = c * c;
+    }
   }
 }
 
@@ -249,15 +249,6 @@ PARITY_AVX512 void shifted_sums(const float* v, int64_t n, double shift, double*
   sums[0] += _mm512_reduce_add_pd(_mm512_add_pd(s1[0], s1[1]));
   sums[1] += _mm512_reduce_add_pd(_mm512_add_pd(s2[0], s2[1]));
   sums[2] += _mm512_reduce_add_pd(_mm512_add_pd(plain[0], plain[1]));
-}
-
-PARITY_AVX512 void squared_deviation(const float* v, int64_t n, float mean, float* out) {
-  const __m512 m = _mm512_set1_ps(mean);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 lanes = tail_mask(n - i);
-    __m512 c = _mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, v + i), m);
-    _mm512_mask_storeu_ps(out + i, lanes, _mm512_mul_ps(c, c));
-  }
 }
 
 // BinSpec::bin for 8 values (as doubles): the bin index, or -1 outside the range.
@@ -415,18 +406,28 @@ PARITY_AVX512 void windows(const float* v, int64_t n, int count, const float* lo
   }
 }
 
-PARITY_AVX512 void differences(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r) {
+// One pass: the division's latency overlaps the squares' arithmetic.
+PARITY_AVX512 void differences_and_squares(const float* x, const float* y, int64_t n, float epsilon,
+                                           const float* means, float* d, float* r, float* const* squares) {
   const __m512 eps = _mm512_set1_ps(epsilon);
   const __m512 zero = _mm512_setzero_ps();
+  const __m512 mean[4] = {_mm512_set1_ps(means[0]), _mm512_set1_ps(means[1]), _mm512_set1_ps(means[2]),
+                          _mm512_set1_ps(means[3])};
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 lanes = tail_mask(n - i);
-    __m512 vx = _mm512_maskz_loadu_ps(lanes, x + i);
-    __m512 vy = _mm512_maskz_loadu_ps(lanes, y + i);
-    __m512 vd = _mm512_abs_ps(_mm512_sub_ps(vx, vy));
-    __mmask16 zero_y = _mm512_cmp_ps_mask(vy, zero, _CMP_EQ_OQ);
-    __m512 reference = _mm512_mask_blend_ps(zero_y, _mm512_abs_ps(vy), eps);
+    const __m512 vx = _mm512_maskz_loadu_ps(lanes, x + i);
+    const __m512 vy = _mm512_maskz_loadu_ps(lanes, y + i);
+    const __m512 vd = _mm512_abs_ps(_mm512_sub_ps(vx, vy));
+    const __mmask16 zero_y = _mm512_cmp_ps_mask(vy, zero, _CMP_EQ_OQ);
+    const __m512 reference = _mm512_mask_blend_ps(zero_y, _mm512_abs_ps(vy), eps);
+    const __m512 vr = _mm512_div_ps(vd, reference);
     _mm512_mask_storeu_ps(d + i, lanes, vd);
-    _mm512_mask_storeu_ps(r + i, lanes, _mm512_div_ps(vd, reference));
+    _mm512_mask_storeu_ps(r + i, lanes, vr);
+    const __m512 values[4] = {vx, vy, vd, vr};
+    for (int k = 0; k < 4; ++k) {
+      const __m512 c = _mm512_sub_ps(values[k], mean[k]);
+      _mm512_mask_storeu_ps(squares[k] + i, lanes, _mm512_mul_ps(c, c));
+    }
   }
 }
 
@@ -520,11 +521,6 @@ void shifted_sums(const float* v, int64_t n, double shift, double* sums) {
   else portable::shifted_sums(v, n, shift, sums);
 }
 
-void squared_deviation(const float* v, int64_t n, float mean, float* out) {
-  if (wide()) avx512::squared_deviation(v, n, mean, out);
-  else portable::squared_deviation(v, n, mean, out);
-}
-
 // numpy finds a value's bin by a guess, (x - first) / (last - first) * 10 truncated, moved by at
 // most one bin after comparing x with the edges around it. Where the guess is provably within one
 // bin of the true one (float32 edges, strictly increasing, each bin far wider than the edges'
@@ -575,9 +571,10 @@ void half_open_windows(const float* v, int64_t n, int count, const float* lows, 
     taken[w] = portable::half_open_window(v, n, lows[w], highs[w], counts[w], inside[w]);
 }
 
-void differences(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r) {
-  if (wide()) avx512::differences(x, y, n, epsilon, d, r);
-  else portable::differences(x, y, n, epsilon, d, r);
+void differences_and_squares(const float* x, const float* y, int64_t n, float epsilon, const float* means, float* d,
+                             float* r, float* const* squares) {
+  if (wide()) avx512::differences_and_squares(x, y, n, epsilon, means, d, r, squares);
+  else portable::differences_and_squares(x, y, n, epsilon, means, d, r, squares);
 }
 
 int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, float* out) {

@@ -41,16 +41,15 @@ struct Verdict {
 };
 void verdict(const float* y, const float* d, const float* r, int64_t n, float atol, float rtol, Verdict& out);
 
-// errors() without the magnitudes: d = |x - y|, r = d / (y == 0 ? epsilon : |y|), for values
-// already known to be finite.
-void differences(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r);
+// errors() without the magnitudes, for values already known to be finite: d = |x - y|,
+// r = d / (y == 0 ? epsilon : |y|); and with them, for each stream s of (x, y, d, r),
+// squares[s][i] = (s[i] - means[s]) * (s[i] - means[s]) in float32.
+void differences_and_squares(const float* x, const float* y, int64_t n, float epsilon, const float* means, float* d,
+                             float* r, float* const* squares);
 
 // Adds, in float64, sum(v - shift), sum((v - shift)^2) and sum(v) over v[0, n) to sums[0..3) (the
 // AVX-512 version in eight lanes, so the last bits may differ from the portable version's).
 void shifted_sums(const float* v, int64_t n, double shift, double* sums);
-
-// out = (v - mean) * (v - mean), in float32.
-void squared_deviation(const float* v, int64_t n, float mean, float* out);
 
 // numpy.histogram's bin of each value under `spec` (kSingle or kDouble arithmetic), 10 when the
 // value is outside the range: BinSpec::bin, vectorised. Adds the counts to `counts`.

@@ -520,14 +520,10 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     auto visit = [&](int64_t base, int64_t count, float* node_sums) {
       const float* xs = x + base;
       const float* ys = y + base;
-      kernels::differences(xs, ys, count, epsilon, s.d.get(), s.r.get());
+      float* squares_of[4];
+      for (std::size_t k = 0; k < 4; ++k) squares_of[k] = squared.get() + k * kChunk;
+      kernels::differences_and_squares(xs, ys, count, epsilon, means, s.d.get(), s.r.get(), squares_of);
       const float* stream[4] = {xs, ys, s.d.get(), s.r.get()};
-      const float* squares_of[4];
-      for (std::size_t k = 0; k < 4; ++k) {
-        float* out = squared.get() + k * kChunk;
-        kernels::squared_deviation(stream[k], count, means[k], out);
-        squares_of[k] = out;
-      }
       pairwise_sums32(squares_of, 4, count, node_sums);
       int64_t nonzero_in_chunk = 0;
       if (has_zero) {
