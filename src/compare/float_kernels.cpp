@@ -21,50 +21,39 @@ inline bool finite_bits(float v) { return (std::bit_cast<uint32_t>(v) & kExponen
 // ---- Portable versions (the scalar code's operations, value by value) ----
 namespace portable {
 
-bool errors(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r, float* mx, float* my) {
-  bool finite = true;
+bool errors(const float* x, const float* y, int64_t n, float epsilon, float atol, float rtol, float* d, float* r,
+            float* mx, float* my, ChunkExtremes& extremes, Verdict& verdict) {
+  const float inf = std::numeric_limits<float>::infinity();
+  MinMax mx_x{inf, -inf}, mx_y = mx_x, mx_d = mx_x, mx_r = mx_x, mx_nz = mx_x;
+  auto extend = [](MinMax& m, float v) {
+    m.min = v < m.min ? v : m.min;
+    m.max = v > m.max ? v : m.max;
+  };
+  bool finite = true, any_nonzero = false;
   for (int64_t i = 0; i < n; ++i) {
-    float dv = std::fabs(x[i] - y[i]);
-    float reference = y[i] == 0 ? epsilon : std::fabs(y[i]);
-    float rv = dv / reference;
+    const float dv = std::fabs(x[i] - y[i]);
+    const float reference = y[i] == 0 ? epsilon : std::fabs(y[i]);
+    const float rv = dv / reference;
     d[i] = dv;
     r[i] = rv;
     mx[i] = std::fabs(x[i]);
     my[i] = std::fabs(y[i]);
-    finite &= finite_bits(x[i]) & finite_bits(y[i]) & finite_bits(dv) & finite_bits(rv);
-  }
-  return finite;
-}
-
-MinMax min_max(const float* v, int64_t n) {
-  MinMax m{v[0], v[0]};
-  for (int64_t i = 1; i < n; ++i) {
-    m.min = v[i] < m.min ? v[i] : m.min;
-    m.max = v[i] > m.max ? v[i] : m.max;
-  }
-  return m;
-}
-
-MinMax min_max_nonzero_reference(const float* v, const float* y, int64_t n, bool& any) {
-  MinMax m{std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
-  any = false;
-  for (int64_t i = 0; i < n; ++i) {
-    if (y[i] == 0) continue;
-    any = true;
-    m.min = v[i] < m.min ? v[i] : m.min;
-    m.max = v[i] > m.max ? v[i] : m.max;
-  }
-  return m;
-}
-
-void verdict(const float* y, const float* d, const float* r, int64_t n, float atol, float rtol, Verdict& out) {
-  for (int64_t i = 0; i < n; ++i) {
-    out.mismatches += (d[i] > atol && r[i] > rtol) ? 1 : 0;
+    finite &= finite_bits(dv) & finite_bits(rv);  // |x - y| is finite only where x and y both are
+    extend(mx_x, x[i]);
+    extend(mx_y, y[i]);
+    extend(mx_d, dv);
+    extend(mx_r, rv);
+    verdict.mismatches += (dv > atol && rv > rtol) ? 1 : 0;
     if (y[i] == 0) {
-      ++out.zero_references;
-      out.max_abs_at_zero = std::max(out.max_abs_at_zero, d[i]);
+      ++verdict.zero_references;
+      verdict.max_abs_at_zero = std::max(verdict.max_abs_at_zero, dv);
+    } else {
+      any_nonzero = true;
+      extend(mx_nz, rv);
     }
   }
+  extremes = ChunkExtremes{mx_x, mx_y, mx_d, mx_r, mx_nz, any_nonzero};
+  return finite;
 }
 
 void shifted_sums(const float* v, int64_t n, double shift, double* sums) {
@@ -155,11 +144,18 @@ PARITY_AVX512 inline __mmask16 not_finite(__m512 v, __mmask16 lanes) {
   return _mm512_mask_cmpeq_epi32_mask(lanes, bits, exponent);
 }
 
-PARITY_AVX512 bool errors(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r, float* mx,
-                          float* my) {
+PARITY_AVX512 bool errors(const float* x, const float* y, int64_t n, float epsilon, float atol, float rtol, float* d,
+                          float* r, float* mx, float* my, ChunkExtremes& extremes, Verdict& verdict) {
   const __m512 eps = _mm512_set1_ps(epsilon);
   const __m512 zero = _mm512_setzero_ps();
-  __mmask16 bad = 0;
+  const __m512 va = _mm512_set1_ps(atol), vrt = _mm512_set1_ps(rtol);
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  // Extremes of x, y, d, r and of r at non-zero references (the tail's lanes left out).
+  __m512 low[5] = {inf, inf, inf, inf, inf}, high[5] = {minus_inf, minus_inf, minus_inf, minus_inf, minus_inf};
+  __m512 max_at_zero = zero;
+  int64_t mismatches = 0, zeros = 0;
+  __mmask16 bad = 0, nonzero_seen = 0;
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 lanes = tail_mask(n - i);
     __m512 vx = _mm512_maskz_loadu_ps(lanes, x + i);
@@ -175,58 +171,28 @@ PARITY_AVX512 bool errors(const float* x, const float* y, int64_t n, float epsil
     _mm512_mask_storeu_ps(my + i, lanes, my_v);
     // |x - y| is finite only where x and y both are: d and r say it all.
     bad |= not_finite(vd, lanes) | not_finite(vr, lanes);
-  }
-  return bad == 0;
-}
-
-PARITY_AVX512 MinMax min_max(const float* v, int64_t n) {
-  __m512 low = _mm512_set1_ps(v[0]), high = low;
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 lanes = tail_mask(n - i);
-    __m512 value = _mm512_mask_loadu_ps(low, lanes, v + i);
-    low = _mm512_min_ps(low, value);
-    value = _mm512_mask_loadu_ps(high, lanes, v + i);
-    high = _mm512_max_ps(high, value);
-  }
-  return MinMax{_mm512_reduce_min_ps(low), _mm512_reduce_max_ps(high)};
-}
-
-PARITY_AVX512 MinMax min_max_nonzero_reference(const float* v, const float* y, int64_t n, bool& any) {
-  const __m512 zero = _mm512_setzero_ps();
-  __m512 low = _mm512_set1_ps(std::numeric_limits<float>::infinity());
-  __m512 high = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __mmask16 seen = 0;
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 lanes = tail_mask(n - i);
-    __mmask16 keep = _mm512_mask_cmp_ps_mask(lanes, _mm512_maskz_loadu_ps(lanes, y + i), zero, _CMP_NEQ_UQ);
-    __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
-    low = _mm512_mask_min_ps(low, keep, low, value);
-    high = _mm512_mask_max_ps(high, keep, high, value);
-    seen |= keep;
-  }
-  any = seen != 0;
-  return MinMax{_mm512_reduce_min_ps(low), _mm512_reduce_max_ps(high)};
-}
-
-PARITY_AVX512 void verdict(const float* y, const float* d, const float* r, int64_t n, float atol, float rtol,
-                           Verdict& out) {
-  const __m512 va = _mm512_set1_ps(atol), vr_tol = _mm512_set1_ps(rtol), zero = _mm512_setzero_ps();
-  __m512 max_at_zero = _mm512_setzero_ps();
-  int64_t mismatches = 0, zeros = 0;
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 lanes = tail_mask(n - i);
-    __m512 vy = _mm512_maskz_loadu_ps(lanes, y + i);
-    __m512 vd = _mm512_maskz_loadu_ps(lanes, d + i);
-    __m512 vr = _mm512_maskz_loadu_ps(lanes, r + i);
-    __mmask16 fail = _mm512_mask_cmp_ps_mask(lanes, vd, va, _CMP_GT_OQ) & _mm512_mask_cmp_ps_mask(lanes, vr, vr_tol, _CMP_GT_OQ);
-    __mmask16 zero_y = _mm512_mask_cmp_ps_mask(lanes, vy, zero, _CMP_EQ_OQ);
+    const __m512 values[4] = {vx, vy, vd, vr};
+    for (int k = 0; k < 4; ++k) {
+      low[k] = _mm512_mask_min_ps(low[k], lanes, low[k], values[k]);
+      high[k] = _mm512_mask_max_ps(high[k], lanes, high[k], values[k]);
+    }
+    const __mmask16 at_zero = zero_y & lanes, nonzero = static_cast<__mmask16>(~zero_y & lanes);
+    low[4] = _mm512_mask_min_ps(low[4], nonzero, low[4], vr);
+    high[4] = _mm512_mask_max_ps(high[4], nonzero, high[4], vr);
+    nonzero_seen |= nonzero;
+    const __mmask16 fail =
+        _mm512_mask_cmp_ps_mask(lanes, vd, va, _CMP_GT_OQ) & _mm512_mask_cmp_ps_mask(lanes, vr, vrt, _CMP_GT_OQ);
     mismatches += std::popcount(static_cast<unsigned>(fail));
-    zeros += std::popcount(static_cast<unsigned>(zero_y));
-    max_at_zero = _mm512_mask_max_ps(max_at_zero, zero_y, max_at_zero, vd);
+    zeros += std::popcount(static_cast<unsigned>(at_zero));
+    max_at_zero = _mm512_mask_max_ps(max_at_zero, at_zero, max_at_zero, vd);
   }
-  out.mismatches += mismatches;
-  out.zero_references += zeros;
-  if (zeros) out.max_abs_at_zero = std::max(out.max_abs_at_zero, _mm512_reduce_max_ps(max_at_zero));
+  MinMax found[5];
+  for (int k = 0; k < 5; ++k) found[k] = MinMax{_mm512_reduce_min_ps(low[k]), _mm512_reduce_max_ps(high[k])};
+  extremes = ChunkExtremes{found[0], found[1], found[2], found[3], found[4], nonzero_seen != 0};
+  verdict.mismatches += mismatches;
+  verdict.zero_references += zeros;
+  if (zeros) verdict.max_abs_at_zero = std::max(verdict.max_abs_at_zero, _mm512_reduce_max_ps(max_at_zero));
+  return bad == 0;
 }
 
 PARITY_AVX512 void shifted_sums(const float* v, int64_t n, double shift, double* sums) {
@@ -495,25 +461,16 @@ void force_level(Level wanted) {
   current_level().store(wanted);
 }
 
-bool errors(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r, float* mx, float* my) {
-  return wide() ? avx512::errors(x, y, n, epsilon, d, r, mx, my) : portable::errors(x, y, n, epsilon, d, r, mx, my);
-}
-
-MinMax min_max(const float* v, int64_t n) { return wide() ? avx512::min_max(v, n) : portable::min_max(v, n); }
-
-MinMax min_max_nonzero_reference(const float* v, const float* y, int64_t n, bool& any) {
-  return wide() ? avx512::min_max_nonzero_reference(v, y, n, any) : portable::min_max_nonzero_reference(v, y, n, any);
+bool errors(const float* x, const float* y, int64_t n, float epsilon, float atol, float rtol, float* d, float* r,
+            float* mx, float* my, ChunkExtremes& extremes, Verdict& verdict) {
+  return wide() ? avx512::errors(x, y, n, epsilon, atol, rtol, d, r, mx, my, extremes, verdict)
+                : portable::errors(x, y, n, epsilon, atol, rtol, d, r, mx, my, extremes, verdict);
 }
 
 int64_t first_equal(const float* v, int64_t n, float value) {
   for (int64_t i = 0; i < n; ++i)
     if (v[i] == value) return i;
   return n;
-}
-
-void verdict(const float* y, const float* d, const float* r, int64_t n, float atol, float rtol, Verdict& out) {
-  if (wide()) avx512::verdict(y, d, r, n, atol, rtol, out);
-  else portable::verdict(y, d, r, n, atol, rtol, out);
 }
 
 void shifted_sums(const float* v, int64_t n, double shift, double* sums) {

@@ -19,27 +19,29 @@ enum class Level { kPortable, kAvx512 };
 Level level();
 void force_level(Level level);  // for tests; kAvx512 only where supported
 
-// d = |x - y|, r = d / (y == 0 ? epsilon : |y|), magnitude_x = |x|, magnitude_y = |y|.
-// Returns false when any x, y, d or r is NaN or infinite.
-bool errors(const float* x, const float* y, int64_t n, float epsilon, float* d, float* r, float* magnitude_x,
-            float* magnitude_y);
-
 struct MinMax {
   float min, max;
 };
-// Minimum and maximum of n >= 1 finite values (which of two equal zeros is unspecified).
-MinMax min_max(const float* v, int64_t n);
-// Minimum and maximum of the values of v where y != 0; `any` says whether there was one.
-MinMax min_max_nonzero_reference(const float* v, const float* y, int64_t n, bool& any);
-// The first index whose value equals `value`, or n.
-int64_t first_equal(const float* v, int64_t n, float value);
-
 struct Verdict {
   int64_t mismatches = 0;       // d > atol and r > rtol
   int64_t zero_references = 0;  // y == 0
   float max_abs_at_zero = 0;    // largest d where y == 0
 };
-void verdict(const float* y, const float* d, const float* r, int64_t n, float atol, float rtol, Verdict& out);
+// What pass 1 needs of a chunk besides its sums, gathered while its errors are computed.
+struct ChunkExtremes {
+  MinMax x, y, d, r;       // which of two equal zeros is unspecified (first_equal finds the first)
+  MinMax r_nonzero;        // of r where y != 0, if any_nonzero
+  bool any_nonzero = false;
+};
+
+// d = |x - y|, r = d / (y == 0 ? epsilon : |y|), magnitude_x = |x|, magnitude_y = |y| over n >= 1
+// values; with them the chunk's extremes, and the verdict counts (tolerances atol, rtol) added to
+// `verdict`. Returns false when any x, y, d or r is NaN or infinite (the rest is then meaningless).
+bool errors(const float* x, const float* y, int64_t n, float epsilon, float atol, float rtol, float* d, float* r,
+            float* magnitude_x, float* magnitude_y, ChunkExtremes& extremes, Verdict& verdict);
+
+// The first index whose value equals `value`, or n.
+int64_t first_equal(const float* v, int64_t n, float value);
 
 // errors() without the magnitudes, for values already known to be finite: d = |x - y|,
 // r = d / (y == 0 ? epsilon : |y|); and with them, for each stream s of (x, y, d, r),

@@ -285,9 +285,8 @@ int64_t sample_size(int64_t n) {
   return std::min<int64_t>(n, std::clamp<int64_t>(static_cast<int64_t>(wanted), 8192, int64_t{1} << 20));
 }
 
-// min/max with their first index, over one chunk of a stream.
-inline void update_extremes(Moments& m, const float* v, int64_t count, int64_t base) {
-  kernels::MinMax mm = kernels::min_max(v, count);
+// min/max with their first index, over one chunk of a stream whose extremes are `mm`.
+inline void update_extremes(Moments& m, const float* v, int64_t count, int64_t base, kernels::MinMax mm) {
   if (mm.min < m.min) {
     int64_t j = kernels::first_equal(v, count, mm.min);
     m.min = static_cast<double>(v[j]);
@@ -387,7 +386,10 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
       if (!f.finite) return;
       const float* xs = x + base;
       const float* ys = y + base;
-      if (!kernels::errors(xs, ys, count, epsilon, s.d.get(), s.r.get(), s.mx.get(), s.my.get())) {
+      kernels::ChunkExtremes extremes;
+      const int64_t zeros_before = f.verdict.zero_references;
+      if (!kernels::errors(xs, ys, count, epsilon, atol, rtol, s.d.get(), s.r.get(), s.mx.get(), s.my.get(), extremes,
+                           f.verdict)) {
         f.finite = false;
         return;
       }
@@ -402,18 +404,15 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
       // r >= +0: |r| is r, bit for bit (the errors' avg-magnitude is their mean).
       const float* streams[kSumStreams] = {xs, s.mx.get(), ys, s.my.get(), s.d.get(), s.r.get()};
       pairwise_sums32(streams, kSumStreams, count, node_sums);
-      update_extremes(f.m[kX], xs, count, base);
-      update_extremes(f.m[kY], ys, count, base);
-      update_extremes(f.m[kAbs], s.d.get(), count, base);
-      update_extremes(f.m[kRel], s.r.get(), count, base);
-      const int64_t zeros_before = f.verdict.zero_references;
-      kernels::verdict(ys, s.d.get(), s.r.get(), count, atol, rtol, f.verdict);
+      update_extremes(f.m[kX], xs, count, base, extremes.x);
+      update_extremes(f.m[kY], ys, count, base, extremes.y);
+      update_extremes(f.m[kAbs], s.d.get(), count, base, extremes.d);
+      update_extremes(f.m[kRel], s.r.get(), count, base, extremes.r);
       const int64_t nonzero_in_chunk = count - (f.verdict.zero_references - zeros_before);
-      bool any = false;
-      kernels::MinMax nz = kernels::min_max_nonzero_reference(s.r.get(), ys, count, any);
+      const kernels::MinMax nz = extremes.r_nonzero;
       Moments& m = f.m[kRelNonzero];
       m.n += nonzero_in_chunk;
-      if (any) {
+      if (extremes.any_nonzero) {
         auto first_at = [&](float value) {
           for (int64_t j = 0; j < count; ++j)
             if (ys[j] != 0 && s.r[static_cast<std::size_t>(j)] == value) return j;
