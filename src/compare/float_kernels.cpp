@@ -274,9 +274,11 @@ PARITY_AVX512 void count_bins(const float* v, int64_t n, const BinSpec& spec, st
   for (int b = 0; b < 10; ++b) counts[static_cast<std::size_t>(b)] += _mm512_reduce_add_epi32(bin_counts[b]);
 }
 
-// windows() for W windows per loaded vector. Four comparisons a window: below (v < low), at the
-// ends (v == low, v == high), and inside = v < high and neither below nor at low (no NaN here).
-template <int W>
+// windows() (Ties) or half_open_windows() for W windows per loaded vector. With ties, four
+// comparisons a window: below (v < low), at the ends (v == low, v == high), and inside = v < high
+// and neither below nor at low (no NaN here). Half-open, two: below, and inside = v < high and not
+// below.
+template <bool Ties, int W>
 PARITY_AVX512 void windows_of(const float* v, int64_t n, const float* lows, const float* highs, WindowCounts* counts,
                               float* const* inside, int64_t* taken) {
   __m512 low[W], high[W];
@@ -294,80 +296,44 @@ PARITY_AVX512 void windows_of(const float* v, int64_t n, const float* lows, cons
     const __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
     for (int w = 0; w < W; ++w) {
       const __mmask16 lt_low = _mm512_mask_cmp_ps_mask(lanes, value, low[w], _CMP_LT_OQ);
-      const __mmask16 eq_low = _mm512_mask_cmp_ps_mask(lanes, value, low[w], _CMP_EQ_OQ);
       const __mmask16 lt_high = _mm512_mask_cmp_ps_mask(lanes, value, high[w], _CMP_LT_OQ);
-      const __mmask16 eq_high = _mm512_mask_cmp_ps_mask(lanes, value, high[w], _CMP_EQ_OQ);
       below[w] = _mm512_mask_add_epi32(below[w], lt_low, below[w], one);
-      at_low[w] = _mm512_mask_add_epi32(at_low[w], eq_low, at_low[w], one);
-      at_high[w] = _mm512_mask_add_epi32(at_high[w], eq_high, at_high[w], one);
-      const __mmask16 in = _kandn_mask16(_kor_mask16(lt_low, eq_low), lt_high);
+      __mmask16 in;
+      if constexpr (Ties) {
+        const __mmask16 eq_low = _mm512_mask_cmp_ps_mask(lanes, value, low[w], _CMP_EQ_OQ);
+        const __mmask16 eq_high = _mm512_mask_cmp_ps_mask(lanes, value, high[w], _CMP_EQ_OQ);
+        at_low[w] = _mm512_mask_add_epi32(at_low[w], eq_low, at_low[w], one);
+        at_high[w] = _mm512_mask_add_epi32(at_high[w], eq_high, at_high[w], one);
+        in = _kandn_mask16(_kor_mask16(lt_low, eq_low), lt_high);
+      } else {
+        in = _kandn_mask16(lt_low, lt_high);
+      }
       _mm512_storeu_ps(inside[w] + kept[w], _mm512_maskz_compress_ps(in, value));
       kept[w] += std::popcount(static_cast<unsigned>(in));
     }
   }
   for (int w = 0; w < W; ++w) {
     counts[w].below += _mm512_reduce_add_epi32(below[w]);
-    counts[w].at_low += _mm512_reduce_add_epi32(at_low[w]);
-    if (lows[w] != highs[w]) counts[w].at_high += _mm512_reduce_add_epi32(at_high[w]);
-    taken[w] = kept[w];
-  }
-}
-
-// half_open_windows() for W windows per loaded vector: two comparisons a window.
-template <int W>
-PARITY_AVX512 void half_open_windows_of(const float* v, int64_t n, const float* lows, const float* highs,
-                                        WindowCounts* counts, float* const* inside, int64_t* taken) {
-  __m512 low[W], high[W];
-  __m512i below[W];
-  int64_t kept[W];
-  for (int w = 0; w < W; ++w) {
-    low[w] = _mm512_set1_ps(lows[w]);
-    high[w] = _mm512_set1_ps(highs[w]);
-    below[w] = _mm512_setzero_si512();
-    kept[w] = 0;
-  }
-  const __m512i one = _mm512_set1_epi32(1);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 lanes = tail_mask(n - i);
-    const __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
-    for (int w = 0; w < W; ++w) {
-      const __mmask16 lt_low = _mm512_mask_cmp_ps_mask(lanes, value, low[w], _CMP_LT_OQ);
-      const __mmask16 lt_high = _mm512_mask_cmp_ps_mask(lanes, value, high[w], _CMP_LT_OQ);
-      below[w] = _mm512_mask_add_epi32(below[w], lt_low, below[w], one);
-      const __mmask16 in = _kandn_mask16(lt_low, lt_high);
-      _mm512_storeu_ps(inside[w] + kept[w], _mm512_maskz_compress_ps(in, value));
-      kept[w] += std::popcount(static_cast<unsigned>(in));
+    if constexpr (Ties) {
+      counts[w].at_low += _mm512_reduce_add_epi32(at_low[w]);
+      if (lows[w] != highs[w]) counts[w].at_high += _mm512_reduce_add_epi32(at_high[w]);
     }
-  }
-  for (int w = 0; w < W; ++w) {
-    counts[w].below += _mm512_reduce_add_epi32(below[w]);
     taken[w] = kept[w];
   }
 }
 
-PARITY_AVX512 void half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
+// Groups of up to four windows: their bounds and counters stay in registers.
+template <bool Ties>
+PARITY_AVX512 void windows_in_groups(const float* v, int64_t n, int count, const float* lows, const float* highs,
                                      WindowCounts* counts, float* const* inside, int64_t* taken) {
   for (int first = 0; first < count; first += 4) {
     const float* l = lows + first;
     const float* h = highs + first;
     switch (std::min(count - first, 4)) {
-      case 1: half_open_windows_of<1>(v, n, l, h, counts + first, inside + first, taken + first); break;
-      case 2: half_open_windows_of<2>(v, n, l, h, counts + first, inside + first, taken + first); break;
-      case 3: half_open_windows_of<3>(v, n, l, h, counts + first, inside + first, taken + first); break;
-      default: half_open_windows_of<4>(v, n, l, h, counts + first, inside + first, taken + first); break;
-    }
-  }
-}
-
-PARITY_AVX512 void windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
-                           WindowCounts* counts, float* const* inside, int64_t* taken) {
-  // Groups of up to four windows: their bounds and counters stay in registers.
-  for (int first = 0; first < count; first += 4) {
-    switch (std::min(count - first, 4)) {
-      case 1: windows_of<1>(v, n, lows + first, highs + first, counts + first, inside + first, taken + first); break;
-      case 2: windows_of<2>(v, n, lows + first, highs + first, counts + first, inside + first, taken + first); break;
-      case 3: windows_of<3>(v, n, lows + first, highs + first, counts + first, inside + first, taken + first); break;
-      default: windows_of<4>(v, n, lows + first, highs + first, counts + first, inside + first, taken + first); break;
+      case 1: windows_of<Ties, 1>(v, n, l, h, counts + first, inside + first, taken + first); break;
+      case 2: windows_of<Ties, 2>(v, n, l, h, counts + first, inside + first, taken + first); break;
+      case 3: windows_of<Ties, 3>(v, n, l, h, counts + first, inside + first, taken + first); break;
+      default: windows_of<Ties, 4>(v, n, l, h, counts + first, inside + first, taken + first); break;
     }
   }
 }
@@ -512,7 +478,7 @@ void count_bins(const float* v, int64_t n, const BinSpec& spec, std::array<int64
 void windows(const float* v, int64_t n, int count, const float* lows, const float* highs, WindowCounts* counts,
              float* const* inside, int64_t* taken) {
   if (wide()) {
-    avx512::windows(v, n, count, lows, highs, counts, inside, taken);
+    avx512::windows_in_groups<true>(v, n, count, lows, highs, counts, inside, taken);
     return;
   }
   for (int w = 0; w < count; ++w) taken[w] = portable::window(v, n, lows[w], highs[w], counts[w], inside[w]);
@@ -521,7 +487,7 @@ void windows(const float* v, int64_t n, int count, const float* lows, const floa
 void half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
                        WindowCounts* counts, float* const* inside, int64_t* taken) {
   if (wide()) {
-    avx512::half_open_windows(v, n, count, lows, highs, counts, inside, taken);
+    avx512::windows_in_groups<false>(v, n, count, lows, highs, counts, inside, taken);
     return;
   }
   for (int w = 0; w < count; ++w)
