@@ -115,6 +115,28 @@ void differences_and_squares(const float* x, const float* y, int64_t n, float ep
   }
 }
 
+bool magnitudes(const float* x, int64_t n, float* magnitude, MinMax& extremes, int64_t& zeros) {
+  const float inf = std::numeric_limits<float>::infinity();
+  MinMax found{inf, -inf};
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) {
+    magnitude[i] = std::fabs(x[i]);
+    finite &= finite_bits(x[i]);
+    found.min = x[i] < found.min ? x[i] : found.min;
+    found.max = x[i] > found.max ? x[i] : found.max;
+    zeros += x[i] == 0 ? 1 : 0;
+  }
+  extremes = found;
+  return finite;
+}
+
+void squared_deviations(const float* v, int64_t n, float mean, float* squares) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float c = v[i] - mean;
+    squares[i] = c * c;
+  }
+}
+
 int64_t half_open_window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside) {
   int64_t taken = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -363,6 +385,35 @@ PARITY_AVX512 void differences_and_squares(const float* x, const float* y, int64
   }
 }
 
+PARITY_AVX512 bool magnitudes(const float* x, int64_t n, float* magnitude, MinMax& extremes, int64_t& zeros) {
+  const __m512 zero = _mm512_setzero_ps();
+  __m512 low = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  __m512 high = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __mmask16 bad = 0;
+  int64_t zero_count = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(lanes, x + i);
+    _mm512_mask_storeu_ps(magnitude + i, lanes, _mm512_abs_ps(v));
+    bad |= not_finite(v, lanes);
+    low = _mm512_mask_min_ps(low, lanes, low, v);
+    high = _mm512_mask_max_ps(high, lanes, high, v);
+    zero_count += std::popcount(static_cast<unsigned>(_mm512_mask_cmp_ps_mask(lanes, v, zero, _CMP_EQ_OQ)));
+  }
+  extremes = MinMax{_mm512_reduce_min_ps(low), _mm512_reduce_max_ps(high)};
+  zeros += zero_count;
+  return bad == 0;
+}
+
+PARITY_AVX512 void squared_deviations(const float* v, int64_t n, float mean, float* squares) {
+  const __m512 center = _mm512_set1_ps(mean);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = tail_mask(n - i);
+    const __m512 c = _mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, v + i), center);
+    _mm512_mask_storeu_ps(squares + i, lanes, _mm512_mul_ps(c, c));
+  }
+}
+
 // count_bins by cumulative counts (see bins_by_edges): C[k] = kept values >= edges[k].
 PARITY_AVX512 void count_bins_by_edges(const float* v, int64_t n, const BinSpec& spec,
                                        std::array<int64_t, 10>& counts) {
@@ -431,6 +482,16 @@ bool errors(const float* x, const float* y, int64_t n, float epsilon, float atol
             float* mx, float* my, ChunkExtremes& extremes, Verdict& verdict) {
   return wide() ? avx512::errors(x, y, n, epsilon, atol, rtol, d, r, mx, my, extremes, verdict)
                 : portable::errors(x, y, n, epsilon, atol, rtol, d, r, mx, my, extremes, verdict);
+}
+
+bool magnitudes(const float* x, int64_t n, float* magnitude, MinMax& extremes, int64_t& zeros) {
+  return wide() ? avx512::magnitudes(x, n, magnitude, extremes, zeros)
+                : portable::magnitudes(x, n, magnitude, extremes, zeros);
+}
+
+void squared_deviations(const float* v, int64_t n, float mean, float* squares) {
+  if (wide()) avx512::squared_deviations(v, n, mean, squares);
+  else portable::squared_deviations(v, n, mean, squares);
 }
 
 int64_t first_equal(const float* v, int64_t n, float value) {

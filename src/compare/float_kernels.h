@@ -40,6 +40,14 @@ struct ChunkExtremes {
 bool errors(const float* x, const float* y, int64_t n, float epsilon, float atol, float rtol, float* d, float* r,
             float* magnitude_x, float* magnitude_y, ChunkExtremes& extremes, Verdict& verdict);
 
+// errors() for a chunk whose two outputs are bit for bit the same (so d and r are +0 throughout):
+// magnitude = |x|, the chunk's min and max of x, and how many x are zero (added to `zeros`).
+// Returns false when any value is NaN or infinite (x - x is then NaN, not zero).
+bool magnitudes(const float* x, int64_t n, float* magnitude, MinMax& extremes, int64_t& zeros);
+
+// squares[i] = (v[i] - mean) * (v[i] - mean) in float32: differences_and_squares's for one stream.
+void squared_deviations(const float* v, int64_t n, float mean, float* squares);
+
 // The first index whose value equals `value`, or n.
 int64_t first_equal(const float* v, int64_t n, float value);
 

@@ -76,7 +76,10 @@ void check(const Tensor& a, const Tensor& b, const PairStatisticsRequest& reques
   expect_same(fast->histogram_rel, general.histogram_rel, "histogram rel");
 }
 
-enum class Shape_ { kSmooth, kRelu, kFewValues, kHeavyTail, kTinyRange, kIdentical };
+// kIdentical*: the two outputs hold the same bits (the fast path then measures one of them);
+// kAlmostIdentical: the same but for one value in the middle, one ulp apart.
+enum class Shape_ { kSmooth, kRelu, kFewValues, kHeavyTail, kTinyRange, kIdentical, kIdenticalRelu,
+                    kIdenticalFewValues, kAlmostIdentical };
 
 std::pair<Tensor, Tensor> make_pair(int64_t n, Shape_ kind, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -95,13 +98,22 @@ std::pair<Tensor, Tensor> make_pair(int64_t n, Shape_ kind, uint32_t seed) {
       case Shape_::kHeavyTail: v = std::exp(normal(rng) * 4.0f) * (i % 3 == 0 ? -1.0f : 1.0f); break;
       case Shape_::kTinyRange: v = 1000.0f + static_cast<float>(small(rng)) * 6.1035156e-05f; break;
       case Shape_::kIdentical: v = normal(rng); break;
+      case Shape_::kIdenticalRelu: v = std::max(0.0f, normal(rng)); v = (v == 0.0f && i % 3 == 0) ? -0.0f : v; break;
+      case Shape_::kIdenticalFewValues: v = static_cast<float>(small(rng)) * 0.5f; break;
+      case Shape_::kAlmostIdentical: v = std::max(0.0f, normal(rng)); break;
     }
     x[i] = v;
-    float noise = kind == Shape_::kIdentical ? 0.0f : normal(rng) * 1e-4f;
+    if (kind == Shape_::kIdentical || kind == Shape_::kIdenticalRelu || kind == Shape_::kIdenticalFewValues ||
+        kind == Shape_::kAlmostIdentical) {
+      y[i] = v;
+      continue;
+    }
+    float noise = normal(rng) * 1e-4f;
     y[i] = (kind == Shape_::kRelu && v == 0.0f) ? (i % 2 ? 0.0f : -0.0f)
            : (kind == Shape_::kFewValues && i % 5 == 0) ? 0.0f
                                                         : v + noise * std::fabs(v);
   }
+  if (kind == Shape_::kAlmostIdentical) y[n / 2 + 1] = std::nextafter(x[n / 2 + 1], 1.0f);
   return {std::move(a), std::move(b)};
 }
 
@@ -115,8 +127,9 @@ class FastPairStatistics : public ::testing::TestWithParam<kernels::Level> {
 };
 
 TEST_P(FastPairStatistics, MatchesTheGeneralKernel) {
-  const Shape_ kinds[] = {Shape_::kSmooth, Shape_::kRelu, Shape_::kFewValues, Shape_::kHeavyTail, Shape_::kTinyRange,
-                          Shape_::kIdentical};
+  const Shape_ kinds[] = {Shape_::kSmooth,         Shape_::kRelu,          Shape_::kFewValues,
+                          Shape_::kHeavyTail,      Shape_::kTinyRange,     Shape_::kIdentical,
+                          Shape_::kIdenticalRelu,  Shape_::kIdenticalFewValues, Shape_::kAlmostIdentical};
   // Sizes around the copy limit, chunk and worker boundaries, and one large enough for windows.
   const int64_t sizes[] = {4096, 5003, 65536, 65537, 300001, 1 << 20};
   uint32_t seed = 1;
@@ -146,6 +159,26 @@ TEST_P(FastPairStatistics, SeveralComputeThreads) {
   set_compute_threads(before);
 }
 
+// One output compared with itself, and outputs of nothing but zeros (every reference zero, so
+// Parity's relative error at non-zero references has no values).
+TEST_P(FastPairStatistics, IdenticalOutputs) {
+  auto [a, b] = make_pair(300001, Shape_::kIdenticalRelu, 11);
+  PairStatisticsRequest request;
+  request.histograms = true;
+  request.error_quantile = 0.5;
+  check(a, a, request, "the same tensor");
+  Tensor zeros = Tensor::zeros(DType::kFloat32, Shape{70000});
+  Tensor zeros_too = Tensor::zeros(DType::kFloat32, Shape{70000});
+  for (StatisticsStyle style : {StatisticsStyle::kPolygraphy, StatisticsStyle::kParity}) {
+    request.histogram_style = style;
+    check(zeros, zeros_too, request, "zeros, style " + std::to_string(static_cast<int>(style)));
+  }
+  // Tolerances below zero fail even equal values, in both kernels.
+  request.atol = -1;
+  request.rtol = -1;
+  check(a, b, request, "negative tolerances");
+}
+
 TEST_P(FastPairStatistics, DeclinesWhatItCannotDo) {
   auto [a, b] = make_pair(8192, Shape_::kSmooth, 7);
   a.mutable_data<float>()[100] = NAN;
@@ -153,6 +186,11 @@ TEST_P(FastPairStatistics, DeclinesWhatItCannotDo) {
   auto [c, d] = make_pair(8192, Shape_::kSmooth, 8);
   d.mutable_data<float>()[5] = INFINITY;
   EXPECT_FALSE(float_pair_statistics(c.view(), d.view(), c.shape(), {}).has_value());
+  // NaN compared with itself: the same bits, but x - x is NaN, not zero.
+  auto [e, f] = make_pair(8192, Shape_::kIdentical, 9);
+  e.mutable_data<float>()[4000] = NAN;
+  f.mutable_data<float>()[4000] = NAN;
+  EXPECT_FALSE(float_pair_statistics(e.view(), f.view(), e.shape(), {}).has_value());
   // float32 sums that overflow: the general kernel's float64 moments take over.
   Tensor big = Tensor::zeros(DType::kFloat32, Shape{8192});
   for (int64_t i = 0; i < 8192; ++i) big.mutable_data<float>()[i] = 3e38f;
