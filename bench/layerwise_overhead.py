@@ -1,13 +1,16 @@
 """The run loop's own cost in a streamed layerwise comparison, with the peer measured in the same run.
 
     python bench/layerwise_overhead.py [--parity build/release/tools/parity/parity] [--repeat 3]
-                                       [--models ppocrv4_det,bert_base,magika]
+                                       [--models ppocrv4_det,bert_base,magika] [--verbose]
 
 For each model, `parity run M --onnxrt --onnxrt --onnx-outputs mark all --ort-layerwise-budget
-100000 -v` (one ONNX Runtime piece per runner, so nothing is re-executed; every tensor compared
-with its statistics). Parity's Comparator times its tensor callbacks (spilling, reading back,
-comparing, statistics, logging) apart from the runners' own inference and logs both at verbose
-level ("Layerwise timing | ..."). Printed per model, median of --repeat runs:
+100000` (one ONNX Runtime piece per runner, so nothing is re-executed; every tensor compared
+with its statistics), the command as a user types it. Parity's Comparator times its tensor
+callbacks (spilling, reading back, comparing, statistics, logging) apart from the runners' own
+inference and logs both at verbose level ("Layerwise timing | ..."): the script shows that one
+line with `--verbosity compare/comparator_layerwise.cpp:verbose`, which leaves every other line at
+the default level. With --verbose the whole run is at verbose level (`-v`), so every passing
+tensor's four histograms are computed and printed too. Printed per model, median of --repeat runs:
 
   - the comparison's time over the runners' own inference (target: at most 0.5);
   - the whole command's wall time, and the same layerwise comparison on Polygraphy
@@ -47,6 +50,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--models", default="ppocrv4_det,bert_base,magika")
     parser.add_argument("--no-polygraphy", action="store_true", help="skip the peer's run")
+    parser.add_argument("--verbose", action="store_true", help="run at verbose level (-v): histograms of every tensor")
     args = parser.parse_args()
     env = dict(os.environ, NO_COLOR="1")
     wanted = args.models.split(",")
@@ -66,7 +70,8 @@ def main():
 
         for label, model, extra in models:
             layerwise = ["--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all", *extra]
-            command = [args.parity, "run", model, *layerwise, "--ort-layerwise-budget", "100000", "-v"]
+            timing = ["-v"] if args.verbose else ["--verbosity", "compare/comparator_layerwise.cpp:verbose"]
+            command = [args.parity, "run", model, *layerwise, "--ort-layerwise-budget", "100000", *timing]
             ratios, walls, inference, comparison = [], [], [], []
             for _ in range(args.repeat):
                 seconds, out = run(command, env)
@@ -78,7 +83,9 @@ def main():
                 walls.append(seconds)
                 inference.append(own)
                 comparison.append(spent)
-            print(f"== {label}: run --onnxrt --onnxrt --onnx-outputs mark all (median of {args.repeat}) ==")
+            level = "verbose" if args.verbose else "default"
+            print(f"== {label}: run --onnxrt --onnxrt --onnx-outputs mark all, {level} log level "
+                  f"(median of {args.repeat}) ==")
             print(f"{'runners inference':>28}: {statistics.median(inference):8.3f} s")
             print(f"{'comparison (loop overhead)':>28}: {statistics.median(comparison):8.3f} s")
             print(f"{'overhead / inference':>28}: {statistics.median(ratios):8.3f} (target <= 0.5)")
