@@ -4,6 +4,8 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
 namespace parity::compare::detail {
 namespace {
@@ -33,6 +35,18 @@ struct Keys {
 };
 
 void select_keys(std::vector<uint32_t>& keys, const int64_t* ranks, int rank_count, float* out);
+
+// The smallest and largest of `count` keys.
+template <typename KeyAt>
+std::pair<uint32_t, uint32_t> key_range(const KeyAt& key_at, int64_t count) {
+  uint32_t low = ~0u, high = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t key = key_at(i);
+    low = std::min(low, key);
+    high = std::max(high, key);
+  }
+  return {low, high};
+}
 
 // The digit to histogram first for keys within [low, high] (low < high): the kDigitBits bits that
 // end at their highest differing bit (the bits above it are the same in every key), so the first
@@ -82,12 +96,7 @@ void select_level(const KeyAt& key_at, int64_t count, int shift, const int64_t* 
 void select_keys(std::vector<uint32_t>& keys, const int64_t* ranks, int rank_count, float* out) {
   const int64_t count = static_cast<int64_t>(keys.size());
   uint32_t low = ~0u, high = 0;
-  if (count > kFewCandidates) {
-    for (uint32_t key : keys) {
-      low = std::min(low, key);
-      high = std::max(high, key);
-    }
-  }
+  if (count > kFewCandidates) std::tie(low, high) = key_range(Keys{keys.data()}, count);
   if (count <= kFewCandidates || low == high) {
     int64_t from = 0;
     for (int r = 0; r < rank_count; ++r) {
@@ -100,10 +109,6 @@ void select_keys(std::vector<uint32_t>& keys, const int64_t* ranks, int rank_cou
   }
   select_level(Keys{keys.data()}, count, first_shift(low, high), ranks, rank_count, out);
 }
-
-}  // namespace
-
-namespace {
 
 // The selection over values whose keys lie within [low, high].
 std::vector<float> select_between(const float* values, int64_t count, const std::vector<int64_t>& ranks, uint32_t low,
@@ -125,21 +130,16 @@ std::vector<float> select_between(const float* values, int64_t count, const std:
 
 std::vector<float> select_float_ranks(const float* values, int64_t count, const std::vector<int64_t>& ranks) {
   uint32_t low = ~0u, high = 0;
-  if (!ranks.empty() && count > kFewCandidates) {
-    for (int64_t i = 0; i < count; ++i) {
-      const uint32_t key = key_of(values[i]);
-      low = std::min(low, key);
-      high = std::max(high, key);
-    }
-  }
+  if (!ranks.empty() && count > kFewCandidates) std::tie(low, high) = key_range(FloatKeys{values}, count);
   return select_between(values, count, ranks, low, high);
 }
 
 std::vector<float> select_float_ranks_within(const float* values, int64_t count, const std::vector<int64_t>& ranks,
                                              float low, float high) {
-  // -0 sorts below +0 among the keys: widen the bounds to take either zero in.
-  const uint32_t low_key = std::min(key_of(low), key_of(low == 0 ? -0.0f : low));
-  const uint32_t high_key = std::max(key_of(high), key_of(high == 0 ? 0.0f : high));
+  // -0 sorts below +0 among the keys: a zero bound is taken as -0 below and +0 above, so that the
+  // range holds either zero.
+  const uint32_t low_key = key_of(low == 0 ? -0.0f : low);
+  const uint32_t high_key = key_of(high == 0 ? 0.0f : high);
   return select_between(values, count, ranks, low_key, high_key);
 }
 
