@@ -51,9 +51,9 @@ void squared_deviations(const float* v, int64_t n, float mean, float* squares);
 // The first index whose value equals `value`, or n.
 int64_t first_equal(const float* v, int64_t n, float value);
 
-// errors() without the magnitudes, for values already known to be finite: d = |x - y|,
-// r = d / (y == 0 ? epsilon : |y|); and with them, for each stream s of (x, y, d, r),
-// squares[s][i] = (s[i] - means[s]) * (s[i] - means[s]) in float32.
+// Pass 2's per-chunk arithmetic, for values pass 1 found finite: the errors d = |x - y| and
+// r = d / (y == 0 ? epsilon : |y|) as errors() computes them, and the squared deviations of the
+// four streams x, y, d and r from their means, squares[s][i] = (s[i] - means[s])^2 in float32.
 void differences_and_squares(const float* x, const float* y, int64_t n, float epsilon, const float* means, float* d,
                              float* r, float* const* squares);
 
