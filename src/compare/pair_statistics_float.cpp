@@ -42,6 +42,7 @@ class Floats {
     size_ += count;
   }
   float* data() { return data_.get(); }
+  const float* data() const { return data_.get(); }
   int64_t size() const { return size_; }
 
  private:
@@ -198,58 +199,61 @@ struct WindowState {
   }
 };
 
-// Resolves every rank from the workers' windows; false when a window missed its rank.
-bool resolve(Selection& selection, std::vector<WindowState>& workers) {
-  selection.values.clear();
+using RankValues = std::vector<std::pair<uint64_t, float>>;
+
+// Every rank's value of a constant stream, or of one whose values were all kept; false when the
+// kept values are not the whole stream.
+bool resolve_whole(const Selection& selection, const std::vector<const WindowState*>& workers, RankValues& values) {
   if (selection.constant) {
-    for (uint64_t rank : selection.ranks) selection.values.emplace_back(rank, selection.constant_value);
+    for (uint64_t rank : selection.ranks) values.emplace_back(rank, selection.constant_value);
     return true;
   }
-  if (selection.copy_all) {
-    Floats all;
-    for (auto& w : workers) all.append(w.all.data(), w.all.size());
-    if (all.size() != selection.count) return false;
-    std::vector<int64_t> positions(selection.ranks.begin(), selection.ranks.end());
-    std::vector<float> values = select_float_ranks(all.data(), all.size(), positions);
-    for (std::size_t i = 0; i < positions.size(); ++i) selection.values.emplace_back(selection.ranks[i], values[i]);
-    return true;
+  Floats all;
+  for (const WindowState* w : workers) all.append(w->all.data(), w->all.size());
+  if (all.size() != selection.count) return false;
+  std::vector<int64_t> positions(selection.ranks.begin(), selection.ranks.end());
+  std::vector<float> found = select_float_ranks(all.data(), all.size(), positions);
+  for (std::size_t i = 0; i < positions.size(); ++i) values.emplace_back(selection.ranks[i], found[i]);
+  return true;
+}
+
+// The values of window `index`'s ranks from the workers' counts and kept values; false when the
+// window missed one of them.
+bool resolve_window(const Selection& selection, std::size_t index, const std::vector<const WindowState*>& workers,
+                    RankValues& values) {
+  const Window& window = selection.windows[index];
+  kernels::WindowCounts total;
+  Floats inside;
+  for (const WindowState* w : workers) {
+    total.below += w->counts[index].below;
+    total.at_low += w->counts[index].at_low;
+    total.at_high += w->counts[index].at_high;
+    inside.append(w->inside[index].data(), w->inside[index].size());
   }
-  for (std::size_t index = 0; index < selection.windows.size(); ++index) {
-    const Window& window = selection.windows[index];
-    kernels::WindowCounts total;
-    Floats inside;
-    for (auto& w : workers) {
-      total.below += w.counts[index].below;
-      total.at_low += w.counts[index].at_low;
-      total.at_high += w.counts[index].at_high;
-      inside.append(w.inside[index].data(), w.inside[index].size());
+  std::vector<int64_t> inner;  // positions within `inside`
+  std::vector<uint64_t> pending;
+  for (uint64_t rank : window.ranks) {
+    int64_t offset = static_cast<int64_t>(rank) - total.below;
+    if (offset < 0) return false;
+    if (offset < total.at_low) {
+      values.emplace_back(rank, window.low);
+      continue;
     }
-    std::vector<int64_t> inner;  // positions within `inside`
-    std::vector<std::pair<uint64_t, int64_t>> pending;
-    for (uint64_t rank : window.ranks) {
-      int64_t offset = static_cast<int64_t>(rank) - total.below;
-      if (offset < 0) return false;
-      if (offset < total.at_low) {
-        selection.values.emplace_back(rank, window.low);
-        continue;
-      }
-      offset -= total.at_low;
-      if (offset < inside.size()) {
-        inner.push_back(offset);
-        pending.emplace_back(rank, offset);
-        continue;
-      }
-      offset -= inside.size();
-      if (offset < total.at_high) {
-        selection.values.emplace_back(rank, window.high);
-        continue;
-      }
-      return false;
+    offset -= total.at_low;
+    if (offset < inside.size()) {
+      inner.push_back(offset);
+      pending.push_back(rank);
+      continue;
     }
-    std::vector<float> values = select_float_ranks_within(inside.data(), inside.size(), inner, window.low, window.high);
-    for (std::size_t i = 0; i < pending.size(); ++i) selection.values.emplace_back(pending[i].first, values[i]);
+    offset -= inside.size();
+    if (offset < total.at_high) {
+      values.emplace_back(rank, window.high);
+      continue;
+    }
+    return false;
   }
-  std::sort(selection.values.begin(), selection.values.end());
+  std::vector<float> found = select_float_ranks_within(inside.data(), inside.size(), inner, window.low, window.high);
+  for (std::size_t i = 0; i < pending.size(); ++i) values.emplace_back(pending[i], found[i]);
   return true;
 }
 
@@ -624,16 +628,46 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     for (std::size_t k = 0; k < 4; ++k) squares[k][w] = worker_squares[k];
   });
 
-  // The streams' selections are independent: one task each.
+  // The selections are independent: one task per window (a stream's several windows, however many
+  // streams are measured, share the pool), largest first.
+  struct Task {
+    int stream, window;  // window -1: the whole stream
+    int64_t size;        // values kept, to order the tasks
+  };
+  std::vector<Task> tasks;
+  std::vector<std::vector<const WindowState*>> parts(kStreams);
+  for (int k = 0; k < streams_used; ++k) {
+    if (identical && k == kY) continue;
+    for (auto& s : second) parts[static_cast<std::size_t>(k)].push_back(&s.windows[k]);
+    const Selection& sel = selections[k];
+    if (sel.constant || sel.copy_all) {
+      tasks.push_back(Task{k, -1, sel.constant ? 0 : sel.count});
+      continue;
+    }
+    for (std::size_t w = 0; w < sel.windows.size(); ++w) {
+      int64_t size = 0;
+      for (auto& s : second) size += s.windows[k].inside[w].size();
+      tasks.push_back(Task{k, static_cast<int>(w), size});
+    }
+  }
+  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.size > b.size; });
+  std::vector<RankValues> found(tasks.size());
   std::atomic<bool> resolved{true};
-  compute_thread_pool().parallel_for(streams_used, [&](int k) {
-    if (identical && k == kY) return;
-    std::vector<WindowState> parts;
-    parts.reserve(workers);
-    for (auto& s : second) parts.push_back(std::move(s.windows[k]));
-    if (!resolve(selections[k], parts)) resolved = false;
+  compute_thread_pool().parallel_for(static_cast<int>(tasks.size()), [&](int t) {
+    const Task& task = tasks[static_cast<std::size_t>(t)];
+    const Selection& sel = selections[task.stream];
+    const auto& stream_parts = parts[static_cast<std::size_t>(task.stream)];
+    RankValues& values = found[static_cast<std::size_t>(t)];
+    const bool ok = task.window < 0 ? resolve_whole(sel, stream_parts, values)
+                                    : resolve_window(sel, static_cast<std::size_t>(task.window), stream_parts, values);
+    if (!ok) resolved = false;
   });
   if (!resolved) return std::nullopt;
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    RankValues& values = selections[tasks[t].stream].values;
+    values.insert(values.end(), found[t].begin(), found[t].end());
+  }
+  for (auto& sel : selections) std::sort(sel.values.begin(), sel.values.end());
   if (has_zero) {
     Moments nonzero;
     for (auto& s : second) nonzero.merge(s.nonzero);
