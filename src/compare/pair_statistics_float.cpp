@@ -397,7 +397,9 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   // Where each stream is sampled to place its windows (large streams only); pass 1 takes the
   // values while their chunk is at hand.
   std::vector<int64_t> positions;
-  if (n > kCopyLimit) positions = sample_positions(n, sample_size(n));
+  // Outputs with the same bits have one stream to place windows for, on one thread, while their
+  // windows' selections share the pool: a smaller sample balances the two.
+  if (n > kCopyLimit) positions = sample_positions(n, sample_size(identical ? n / 2 : n));
 
   // ---- Pass 1 ----
   struct First {
