@@ -36,6 +36,9 @@ class Floats {
     return data_.get() + size_;
   }
   void commit(int64_t added) { size_ += added; }
+  void reserve(int64_t capacity) {
+    if (capacity > capacity_) grow(capacity);
+  }
   void append(const float* v, int64_t count) {
     if (count == 0) return;  // `v` may be an empty buffer's null
     std::memcpy(tail(count), v, static_cast<std::size_t>(count) * sizeof(float));
@@ -67,6 +70,7 @@ struct Window {
   // equal to high are above it, and two comparisons a value place it.
   bool ties = true;
   std::vector<uint64_t> ranks;  // ascending
+  double share = 1;             // the sample's fraction within the window: what pass 2 will keep
 };
 
 // One stream's selection: every value kept (small streams) or windows around the wanted ranks.
@@ -156,6 +160,7 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
     // An end taken from the stream's min or max is a value of the data: counted, as are repeated ones.
     w.ties = m.low < 0 || m.high >= size || !(w.low < w.high) || repeated(m.low) || repeated(m.high);
     w.ranks = std::move(m.ranks);
+    w.share = static_cast<double>(std::min(m.high, size - 1) - std::max<int64_t>(m.low, 0) + 1) / s;
     std::sort(w.ranks.begin(), w.ranks.end());
     windows.push_back(std::move(w));
   }
@@ -175,9 +180,15 @@ struct WindowState {
   Floats all;
   std::vector<float*> tails;
   std::vector<int64_t> taken;
-  void prepare(const Selection& selection) {
+  // For a worker offered `part` values of the stream: room for what the sample says it will keep
+  // (with a margin), so the buffers do not grow and copy as they fill.
+  void prepare(const Selection& selection, double part) {
     counts.assign(selection.windows.size(), {});
     inside.resize(selection.windows.size());
+    const int64_t room = kChunk + 16;
+    for (std::size_t w = 0; w < selection.windows.size(); ++w)
+      inside[w].reserve(static_cast<int64_t>(selection.windows[w].share * part * 1.25) + room);
+    if (selection.copy_all) all.reserve(static_cast<int64_t>(part) + room);
     tails.resize(selection.windows.size());
     taken.resize(selection.windows.size());
   }
@@ -584,8 +595,14 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     Moments nonzero;
   };
   std::vector<Second> second(workers);
-  for (auto& s : second)
-    for (int k = 0; k < streams_used; ++k) s.windows[k].prepare(selections[k]);
+  for (std::size_t w = 0; w < workers; ++w) {
+    const auto [begin, end] = plan.ranges[w];
+    for (int k = 0; k < streams_used; ++k) {
+      if (identical && k == kY) continue;
+      const double part = static_cast<double>(end - begin) * static_cast<double>(selections[k].count) / static_cast<double>(n);
+      second[w].windows[k].prepare(selections[k], part);
+    }
+  }
   run_ranges(plan, [&](int wi, int64_t begin, int64_t end) {
     const std::size_t w = static_cast<std::size_t>(wi);
     Second& state = second[w];
