@@ -362,6 +362,13 @@ bool ends_match(const float* x, const float* y, int64_t n) {
   return std::memcmp(x, y, edge_bytes) == 0 && std::memcmp(x + n - edge, y + n - edge, edge_bytes) == 0;
 }
 
+// Whether two histogram specs bin every value alike.
+bool same_binning(const BinSpec& a, const BinSpec& b) {
+  return a.valid == b.valid && a.supplied == b.supplied && a.arithmetic == b.arithmetic &&
+         a.keep_first == b.keep_first && a.keep_last == b.keep_last && a.first_bin == b.first_bin &&
+         a.denominator == b.denominator && a.edges == b.edges && a.error == b.error;
+}
+
 // A stream of `count` zeros starting at `base`, as update_extremes records it (the first index).
 inline void add_zeros(Moments& m, int64_t count, int64_t base) {
   if (0.0 < m.min) {
@@ -587,6 +594,8 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     const Moments& m = binned[k]->moments;
     count_bins_of[k] = display.count && specs[k]->valid && !(m.n > 0 && m.min == m.max);
   }
+  // Outputs with the same bits binned alike (Polygraphy's shared range) have the same counts.
+  const bool y_bins_from_x = identical && count_bins_of[0] && count_bins_of[1] && same_binning(display.spec0, display.spec1);
 
   // ---- Pass 2 ----
   struct Second {
@@ -620,7 +629,7 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
         node_sums[kY] = node_sums[kX];
         node_sums[kAbs] = node_sums[kRel] = 0.0f;
         if (count_bins_of[0]) kernels::count_bins(xs, count, display.spec0, state.bins[0]);
-        if (count_bins_of[1]) kernels::count_bins(xs, count, display.spec1, state.bins[1]);
+        if (count_bins_of[1] && !y_bins_from_x) kernels::count_bins(xs, count, display.spec1, state.bins[1]);
         state.windows[kX].offer(selections[kX], xs, count);
         return;
       }
@@ -702,6 +711,7 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   for (auto& s : second)
     for (std::size_t k = 0; k < 4; ++k)
       for (std::size_t i = 0; i < 10; ++i) bins[k][i] += s.bins[k][i];
+  if (y_bins_from_x) bins[1] = bins[0];
   for (std::size_t k = 0; k < 4; ++k) {
     if (!display.count || !specs[k]->valid || count_bins_of[k]) continue;
     const int bin = specs[k]->bin(binned[k]->moments.min);
