@@ -416,8 +416,8 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   // values while their chunk is at hand.
   std::vector<int64_t> positions;
   // Outputs with the same bits have one stream to place windows for, on one thread, while their
-  // windows' selections share the pool: a smaller sample balances the two.
-  if (n > kCopyLimit) positions = sample_positions(n, sample_size(identical ? n / 2 : n));
+  // windows' selections share the pool: a smaller sample (as for n / 4) balances the two.
+  if (n > kCopyLimit) positions = sample_positions(n, sample_size(identical ? n / 4 : n));
 
   // ---- Pass 1 ----
   struct First {
