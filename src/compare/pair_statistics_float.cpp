@@ -269,29 +269,55 @@ bool resolve_window(const Selection& selection, std::size_t index, const std::ve
 }
 
 // Strata of equal width, one pseudo-random position in each (fixed seed: runs are reproducible).
-std::vector<int64_t> sample_positions(int64_t n, int64_t count) {
-  std::vector<int64_t> positions(static_cast<std::size_t>(count));
-  uint64_t state = 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(n);
-  // Stratum i is [floor(i n / count), floor((i + 1) n / count)): its end advances by n / count,
-  // plus one whenever the remainders n % count add up past count.
-  const int64_t step = n / count, extra = n % count;
-  int64_t begin = 0, remainder = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    state += 0x9e3779b97f4a7c15ull;
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    remainder += extra;
-    const int64_t carry = remainder >= count ? 1 : 0;
-    remainder -= carry * count;
-    const int64_t end = begin + step + carry;
-    const auto offset = (static_cast<unsigned __int128>(z) * static_cast<uint64_t>(end - begin)) >> 64;
-    positions[static_cast<std::size_t>(i)] = begin + static_cast<int64_t>(offset);
-    begin = end;
+// Stratum i is [floor(i n / count), floor((i + 1) n / count)); each worker generates the
+// positions within its own range.
+class SampleStrata {
+ public:
+  SampleStrata(int64_t n, int64_t count) : n_(n), count_(count), step_(n / count), extra_(n % count) {}
+
+  // The positions within [begin, end), ascending.
+  std::vector<int64_t> positions_in(int64_t begin, int64_t end) const {
+    std::vector<int64_t> positions;
+    if (begin >= end) return positions;
+    // From the stratum holding `begin`, each stratum's end advances by n / count, plus one
+    // whenever the remainders n % count add up past count.
+    int64_t i = static_cast<int64_t>(static_cast<unsigned __int128>(begin) * static_cast<uint64_t>(count_) /
+                                     static_cast<uint64_t>(n_));
+    while (i > 0 && start_of(i) > begin) --i;
+    while (i + 1 < count_ && start_of(i + 1) <= begin) ++i;
+    int64_t start = start_of(i);
+    int64_t remainder = static_cast<int64_t>(static_cast<unsigned __int128>(i) * static_cast<uint64_t>(extra_) %
+                                             static_cast<uint64_t>(count_));
+    positions.reserve(static_cast<std::size_t>((end - begin) / std::max<int64_t>(step_, 1) + 2));
+    uint64_t state = (kGolden ^ static_cast<uint64_t>(n_)) + static_cast<uint64_t>(i) * kGolden;
+    for (; i < count_ && start < end; ++i) {
+      state += kGolden;
+      uint64_t z = state;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      z ^= z >> 31;
+      remainder += extra_;
+      const int64_t carry = remainder >= count_ ? 1 : 0;
+      remainder -= carry * count_;
+      const int64_t stop = start + step_ + carry;
+      const auto offset = (static_cast<unsigned __int128>(z) * static_cast<uint64_t>(stop - start)) >> 64;
+      const int64_t position = start + static_cast<int64_t>(offset);
+      if (position >= begin) positions.push_back(position);
+      start = stop;
+    }
+    // The last stratum may end past `end`, and its position with it.
+    while (!positions.empty() && positions.back() >= end) positions.pop_back();
+    return positions;
   }
-  return positions;
-}
+
+ private:
+  static constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ull;
+  int64_t start_of(int64_t i) const {
+    return i * step_ + static_cast<int64_t>(static_cast<unsigned __int128>(i) * static_cast<uint64_t>(extra_) /
+                                            static_cast<uint64_t>(count_));
+  }
+  int64_t n_, count_, step_, extra_;
+};
 
 // The windows hold about 11 / sqrt(s) of a stream for a sample of s (median, p90, p95 and p99 at
 // 5 sigmas), and selecting within the sample costs about s: (5.5 n)^(2/3) balances the two.
@@ -414,10 +440,10 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
 
   // Where each stream is sampled to place its windows (large streams only); pass 1 takes the
   // values while their chunk is at hand.
-  std::vector<int64_t> positions;
+  std::optional<SampleStrata> strata;
   // Outputs with the same bits have one stream to place windows for, on one thread, while their
   // windows' selections share the pool: a smaller sample (as for n / 4) balances the two.
-  if (n > kCopyLimit) positions = sample_positions(n, sample_size(identical ? n / 4 : n));
+  if (n > kCopyLimit) strata.emplace(n, sample_size(identical ? n / 4 : n));
 
   // ---- Pass 1 ----
   struct First {
@@ -431,8 +457,9 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     const std::size_t w = static_cast<std::size_t>(wi);
     First& f = first[w];
     Scratch s;
-    auto next_sample = std::lower_bound(positions.begin(), positions.end(), begin);
-    const auto samples_end = std::lower_bound(next_sample, positions.end(), end);
+    const std::vector<int64_t> positions = strata ? strata->positions_in(begin, end) : std::vector<int64_t>{};
+    auto next_sample = positions.begin();
+    const auto samples_end = positions.end();
     for (auto& v : f.sample) v.reserve(static_cast<std::size_t>(samples_end - next_sample));
     auto visit = [&](int64_t base, int64_t count, float* node_sums) {
       for (int k = 0; k < kSumStreams; ++k) node_sums[k] = 0.0f;
