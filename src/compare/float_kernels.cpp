@@ -137,13 +137,18 @@ void squared_deviations(const float* v, int64_t n, float mean, float* squares) {
   }
 }
 
-int64_t half_open_window(const float* v, int64_t n, float low, float high, WindowCounts& counts, float* inside) {
+int64_t half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
+                          WindowCounts* counts, float* inside) {
   int64_t taken = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float value = v[i];
-    counts.below += value < low;
+    bool in = false;
+    for (int w = 0; w < count; ++w) {
+      counts[w].below += value < lows[w];
+      in |= value >= lows[w] && value < highs[w];
+    }
     inside[taken] = value;
-    taken += (value >= low && value < high) ? 1 : 0;
+    taken += in ? 1 : 0;
   }
   return taken;
 }
@@ -298,8 +303,9 @@ PARITY_AVX512 void count_bins(const float* v, int64_t n, const BinSpec& spec, st
 
 // windows() (Ties) or half_open_windows() for W windows per loaded vector. With ties, four
 // comparisons a window: below (v < low), at the ends (v == low, v == high), and inside = v < high
-// and neither below nor at low (no NaN here). Half-open, two: below, and inside = v < high and not
-// below.
+// and neither below nor at low (no NaN here); each window keeps its own values. Half-open, two:
+// below, and inside = v < high and not below; the values inside any window go to one buffer,
+// inside[0] (one compress a vector instead of one a window), and taken[0] says how many.
 template <bool Ties, int W>
 PARITY_AVX512 void windows_of(const float* v, int64_t n, const float* lows, const float* highs, WindowCounts* counts,
                               float* const* inside, int64_t* taken) {
@@ -316,22 +322,26 @@ PARITY_AVX512 void windows_of(const float* v, int64_t n, const float* lows, cons
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 lanes = tail_mask(n - i);
     const __m512 value = _mm512_maskz_loadu_ps(lanes, v + i);
+    [[maybe_unused]] __mmask16 in_any = 0;
     for (int w = 0; w < W; ++w) {
       const __mmask16 lt_low = _mm512_mask_cmp_ps_mask(lanes, value, low[w], _CMP_LT_OQ);
       const __mmask16 lt_high = _mm512_mask_cmp_ps_mask(lanes, value, high[w], _CMP_LT_OQ);
       below[w] = _mm512_mask_add_epi32(below[w], lt_low, below[w], one);
-      __mmask16 in;
       if constexpr (Ties) {
         const __mmask16 eq_low = _mm512_mask_cmp_ps_mask(lanes, value, low[w], _CMP_EQ_OQ);
         const __mmask16 eq_high = _mm512_mask_cmp_ps_mask(lanes, value, high[w], _CMP_EQ_OQ);
         at_low[w] = _mm512_mask_add_epi32(at_low[w], eq_low, at_low[w], one);
         at_high[w] = _mm512_mask_add_epi32(at_high[w], eq_high, at_high[w], one);
-        in = _kandn_mask16(_kor_mask16(lt_low, eq_low), lt_high);
+        const __mmask16 in = _kandn_mask16(_kor_mask16(lt_low, eq_low), lt_high);
+        _mm512_storeu_ps(inside[w] + kept[w], _mm512_maskz_compress_ps(in, value));
+        kept[w] += std::popcount(static_cast<unsigned>(in));
       } else {
-        in = _kandn_mask16(lt_low, lt_high);
+        in_any |= _kandn_mask16(lt_low, lt_high);
       }
-      _mm512_storeu_ps(inside[w] + kept[w], _mm512_maskz_compress_ps(in, value));
-      kept[w] += std::popcount(static_cast<unsigned>(in));
+    }
+    if constexpr (!Ties) {
+      _mm512_storeu_ps(inside[0] + kept[0], _mm512_maskz_compress_ps(in_any, value));
+      kept[0] += std::popcount(static_cast<unsigned>(in_any));
     }
   }
   for (int w = 0; w < W; ++w) {
@@ -339,25 +349,33 @@ PARITY_AVX512 void windows_of(const float* v, int64_t n, const float* lows, cons
     if constexpr (Ties) {
       counts[w].at_low += _mm512_reduce_add_epi32(at_low[w]);
       if (lows[w] != highs[w]) counts[w].at_high += _mm512_reduce_add_epi32(at_high[w]);
+      taken[w] = kept[w];
     }
-    taken[w] = kept[w];
   }
+  if constexpr (!Ties) taken[0] = kept[0];
 }
 
 // Groups of up to four windows: their bounds and counters stay in registers.
 template <bool Ties>
 PARITY_AVX512 void windows_in_groups(const float* v, int64_t n, int count, const float* lows, const float* highs,
                                      WindowCounts* counts, float* const* inside, int64_t* taken) {
+  int64_t combined = 0;  // half-open: what the groups put in the one buffer so far
   for (int first = 0; first < count; first += 4) {
     const float* l = lows + first;
     const float* h = highs + first;
+    float* out = Ties ? nullptr : inside[0] + combined;
+    int64_t got = 0;
+    float* const* to = Ties ? inside + first : &out;
+    int64_t* counted = Ties ? taken + first : &got;
     switch (std::min(count - first, 4)) {
-      case 1: windows_of<Ties, 1>(v, n, l, h, counts + first, inside + first, taken + first); break;
-      case 2: windows_of<Ties, 2>(v, n, l, h, counts + first, inside + first, taken + first); break;
-      case 3: windows_of<Ties, 3>(v, n, l, h, counts + first, inside + first, taken + first); break;
-      default: windows_of<Ties, 4>(v, n, l, h, counts + first, inside + first, taken + first); break;
+      case 1: windows_of<Ties, 1>(v, n, l, h, counts + first, to, counted); break;
+      case 2: windows_of<Ties, 2>(v, n, l, h, counts + first, to, counted); break;
+      case 3: windows_of<Ties, 3>(v, n, l, h, counts + first, to, counted); break;
+      default: windows_of<Ties, 4>(v, n, l, h, counts + first, to, counted); break;
     }
+    combined += got;
   }
+  if constexpr (!Ties) taken[0] = combined;
 }
 
 // One pass: the division's latency overlaps the squares' arithmetic.
@@ -545,14 +563,12 @@ void windows(const float* v, int64_t n, int count, const float* lows, const floa
   for (int w = 0; w < count; ++w) taken[w] = portable::window(v, n, lows[w], highs[w], counts[w], inside[w]);
 }
 
-void half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
-                       WindowCounts* counts, float* const* inside, int64_t* taken) {
-  if (wide()) {
-    avx512::windows_in_groups<false>(v, n, count, lows, highs, counts, inside, taken);
-    return;
-  }
-  for (int w = 0; w < count; ++w)
-    taken[w] = portable::half_open_window(v, n, lows[w], highs[w], counts[w], inside[w]);
+int64_t half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
+                          WindowCounts* counts, float* inside) {
+  if (!wide()) return portable::half_open_windows(v, n, count, lows, highs, counts, inside);
+  int64_t taken = 0;
+  avx512::windows_in_groups<false>(v, n, count, lows, highs, counts, &inside, &taken);
+  return taken;
 }
 
 void differences_and_squares(const float* x, const float* y, int64_t n, float epsilon, const float* means, float* d,

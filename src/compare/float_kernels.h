@@ -74,10 +74,11 @@ struct WindowCounts {
 };
 void windows(const float* v, int64_t n, int count, const float* lows, const float* highs, WindowCounts* counts,
              float* const* inside, int64_t* taken);
-// The same for half-open windows [lows[w], highs[w]): only `below` counts, and the values inside,
-// those equal to low included, are appended.
-void half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
-                       WindowCounts* counts, float* const* inside, int64_t* taken);
+// The same for disjoint half-open windows [lows[w], highs[w]): only `below` counts, and the values
+// inside any of them (those equal to a low included) are appended, in order, at the one buffer
+// `inside` (room for n + 16). Returns how many; each window's own are those within its bounds.
+int64_t half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
+                          WindowCounts* counts, float* inside);
 
 // The values of v where y != 0, appended at `out` (room for n + 16). Returns how many.
 int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, float* out);

@@ -174,23 +174,31 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
 }
 
 // One worker's pass-2 state of a stream's selection.
+// The half-open windows are disjoint: each lies between two sample values with no repeat, and the
+// windows' sample intervals do not overlap (plan_windows merges those that would).
 struct WindowState {
   std::vector<kernels::WindowCounts> counts;
-  std::vector<Floats> inside;
+  std::vector<Floats> inside;  // a tied window's values
+  Floats open;                 // the values of every half-open window, together
   Floats all;
   std::vector<float*> tails;
   std::vector<int64_t> taken;
   // For a worker offered `part` values of the stream: room for what the sample says it will keep
   // (with a margin), so the buffers do not grow and copy as they fill.
   void prepare(const Selection& selection, double part) {
+    const std::size_t tied = static_cast<std::size_t>(selection.tied);
     counts.assign(selection.windows.size(), {});
-    inside.resize(selection.windows.size());
+    inside.resize(tied);
     const int64_t room = kChunk + 16;
-    for (std::size_t w = 0; w < selection.windows.size(); ++w)
-      inside[w].reserve(static_cast<int64_t>(selection.windows[w].share * part * 1.25) + room);
+    double open_share = 0;
+    for (std::size_t w = 0; w < selection.windows.size(); ++w) {
+      if (w < tied) inside[w].reserve(static_cast<int64_t>(selection.windows[w].share * part * 1.25) + room);
+      else open_share += selection.windows[w].share;
+    }
+    if (open_share > 0) open.reserve(static_cast<int64_t>(open_share * part * 1.25) + room);
     if (selection.copy_all) all.reserve(static_cast<int64_t>(part) + room);
-    tails.resize(selection.windows.size());
-    taken.resize(selection.windows.size());
+    tails.resize(tied);
+    taken.resize(tied);
   }
   void offer(const Selection& selection, const float* v, int64_t n) {
     if (selection.copy_all) {
@@ -198,15 +206,16 @@ struct WindowState {
       return;
     }
     if (selection.windows.empty()) return;
-    for (std::size_t w = 0; w < selection.windows.size(); ++w) tails[w] = inside[w].tail(n + 16);
-    const int tied = selection.tied, open = static_cast<int>(selection.windows.size()) - tied;
-    if (tied)
+    const int tied = selection.tied, open_count = static_cast<int>(selection.windows.size()) - tied;
+    if (tied) {
+      for (int w = 0; w < tied; ++w) tails[static_cast<std::size_t>(w)] = inside[static_cast<std::size_t>(w)].tail(n + 16);
       kernels::windows(v, n, tied, selection.lows.data(), selection.highs.data(), counts.data(), tails.data(),
                        taken.data());
-    if (open)
-      kernels::half_open_windows(v, n, open, selection.lows.data() + tied, selection.highs.data() + tied,
-                                 counts.data() + tied, tails.data() + tied, taken.data() + tied);
-    for (std::size_t w = 0; w < selection.windows.size(); ++w) inside[w].commit(taken[w]);
+      for (int w = 0; w < tied; ++w) inside[static_cast<std::size_t>(w)].commit(taken[static_cast<std::size_t>(w)]);
+    }
+    if (open_count)
+      open.commit(kernels::half_open_windows(v, n, open_count, selection.lows.data() + tied,
+                                             selection.highs.data() + tied, counts.data() + tied, open.tail(n + 16)));
   }
 };
 
@@ -239,7 +248,13 @@ bool resolve_window(const Selection& selection, std::size_t index, const std::ve
     total.below += w->counts[index].below;
     total.at_low += w->counts[index].at_low;
     total.at_high += w->counts[index].at_high;
-    inside.append(w->inside[index].data(), w->inside[index].size());
+    if (index < static_cast<std::size_t>(selection.tied)) {
+      inside.append(w->inside[index].data(), w->inside[index].size());
+    } else {  // this window's share of the half-open windows' values
+      kernels::WindowCounts ignored;
+      inside.commit(kernels::half_open_windows(w->open.data(), w->open.size(), 1, &window.low, &window.high, &ignored,
+                                               inside.tail(w->open.size() + 16)));
+    }
   }
   std::vector<int64_t> inner;  // positions within `inside`
   std::vector<uint64_t> pending;
@@ -701,7 +716,10 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     }
     for (std::size_t w = 0; w < sel.windows.size(); ++w) {
       int64_t size = 0;
-      for (auto& s : second) size += s.windows[k].inside[w].size();
+      if (w < static_cast<std::size_t>(sel.tied))
+        for (auto& s : second) size += s.windows[k].inside[w].size();
+      else
+        size = static_cast<int64_t>(sel.windows[w].share * static_cast<double>(sel.count));
       tasks.push_back(Task{k, static_cast<int>(w), size});
     }
   }
