@@ -355,27 +355,22 @@ PARITY_AVX512 void windows_of(const float* v, int64_t n, const float* lows, cons
   if constexpr (!Ties) taken[0] = kept[0];
 }
 
-// Groups of up to four windows: their bounds and counters stay in registers.
+// Groups of up to four windows: their bounds and counters stay in registers. Tied windows keep
+// their own buffers, so any number of them can be taken four at a time; half-open windows share
+// one buffer, so half_open_windows() passes at most four (one group).
 template <bool Ties>
 PARITY_AVX512 void windows_in_groups(const float* v, int64_t n, int count, const float* lows, const float* highs,
                                      WindowCounts* counts, float* const* inside, int64_t* taken) {
-  int64_t combined = 0;  // half-open: what the groups put in the one buffer so far
   for (int first = 0; first < count; first += 4) {
     const float* l = lows + first;
     const float* h = highs + first;
-    float* out = Ties ? nullptr : inside[0] + combined;
-    int64_t got = 0;
-    float* const* to = Ties ? inside + first : &out;
-    int64_t* counted = Ties ? taken + first : &got;
     switch (std::min(count - first, 4)) {
-      case 1: windows_of<Ties, 1>(v, n, l, h, counts + first, to, counted); break;
-      case 2: windows_of<Ties, 2>(v, n, l, h, counts + first, to, counted); break;
-      case 3: windows_of<Ties, 3>(v, n, l, h, counts + first, to, counted); break;
-      default: windows_of<Ties, 4>(v, n, l, h, counts + first, to, counted); break;
+      case 1: windows_of<Ties, 1>(v, n, l, h, counts + first, inside + first, taken + first); break;
+      case 2: windows_of<Ties, 2>(v, n, l, h, counts + first, inside + first, taken + first); break;
+      case 3: windows_of<Ties, 3>(v, n, l, h, counts + first, inside + first, taken + first); break;
+      default: windows_of<Ties, 4>(v, n, l, h, counts + first, inside + first, taken + first); break;
     }
-    combined += got;
   }
-  if constexpr (!Ties) taken[0] = combined;
 }
 
 // One pass: the division's latency overlaps the squares' arithmetic.
@@ -565,7 +560,9 @@ void windows(const float* v, int64_t n, int count, const float* lows, const floa
 
 int64_t half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
                           WindowCounts* counts, float* inside) {
-  if (!wide()) return portable::half_open_windows(v, n, count, lows, highs, counts, inside);
+  // The vector kernel takes the windows in one pass, so it keeps each value once; more windows than
+  // that go to the portable code, which keeps each value once however many there are.
+  if (!wide() || count > kMaxHalfOpenWindows) return portable::half_open_windows(v, n, count, lows, highs, counts, inside);
   int64_t taken = 0;
   avx512::windows_in_groups<false>(v, n, count, lows, highs, counts, &inside, &taken);
   return taken;

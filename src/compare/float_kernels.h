@@ -74,9 +74,11 @@ struct WindowCounts {
 };
 void windows(const float* v, int64_t n, int count, const float* lows, const float* highs, WindowCounts* counts,
              float* const* inside, int64_t* taken);
-// The same for disjoint half-open windows [lows[w], highs[w]): only `below` counts, and the values
-// inside any of them (those equal to a low included) are appended, in order, at the one buffer
-// `inside` (room for n + 16). Returns how many; each window's own are those within its bounds.
+// The same for up to kMaxHalfOpenWindows half-open windows [lows[w], highs[w]): only `below`
+// counts, and the values inside any of them (those equal to a low included) are appended once, in
+// order, at the one buffer `inside` (room for n + 16). Returns how many; each window's own are
+// those of them within its bounds.
+constexpr int kMaxHalfOpenWindows = 4;
 int64_t half_open_windows(const float* v, int64_t n, int count, const float* lows, const float* highs,
                           WindowCounts* counts, float* inside);
 

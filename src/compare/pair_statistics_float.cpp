@@ -164,6 +164,11 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
     std::sort(w.ranks.begin(), w.ranks.end());
     windows.push_back(std::move(w));
   }
+  // The half-open windows share one buffer and one kernel call of at most four windows, in which a
+  // value is kept once however many windows hold it; any further window counts its ties instead.
+  int open = 0;
+  for (auto& w : windows)
+    if (!w.ties && ++open > kernels::kMaxHalfOpenWindows) w.ties = true;
   std::stable_partition(windows.begin(), windows.end(), [](const Window& w) { return w.ties; });
   for (auto& w : windows) {
     selection.tied += w.ties ? 1 : 0;
@@ -174,8 +179,7 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
 }
 
 // One worker's pass-2 state of a stream's selection.
-// The half-open windows are disjoint: each lies between two sample values with no repeat, and the
-// windows' sample intervals do not overlap (plan_windows merges those that would).
+// One worker's pass-2 state of a stream's selection.
 struct WindowState {
   std::vector<kernels::WindowCounts> counts;
   std::vector<Floats> inside;  // a tied window's values
