@@ -14,6 +14,8 @@
 #include "parity/compare/statistics.h"
 #include "parity/core/thread_pool.h"
 #include "test_compare_helpers.h"
+#include "../../src/compare/float_kernels.h"
+#include "../../src/compare/key_kernels.h"
 #include "../../src/compare/rank_selection.h"
 #include "../../src/compare/streaming_statistics.h"
 
@@ -274,32 +276,116 @@ TEST(CompareNumpySum, SeveralStreamsAtOnceEqualEachAlone) {
   }
 }
 
-TEST(CompareRankSelection, MatchesNthElementOnTiesZerosAndSpreads) {
+// Selection runs on the AVX-512 kernels where the CPU has them and on the portable ones: both are
+// checked against a full sort.
+class CompareRankSelection : public ::testing::TestWithParam<detail::kernels::Level> {
+ protected:
+  void SetUp() override {
+    detail::kernels::force_level(GetParam());
+    if (detail::kernels::level() != GetParam())
+      GTEST_SKIP() << "this CPU has no AVX-512: only the portable kernels run here";
+  }
+  void TearDown() override { detail::kernels::force_level(detail::kernels::Level::kAvx512); }
+};
+
+TEST_P(CompareRankSelection, MatchesNthElementOnTiesZerosAndSpreads) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> small(-3, 3);
   auto check = [](std::vector<float> values, const std::string& what) {
     const int64_t n = static_cast<int64_t>(values.size());
-    std::vector<int64_t> ranks = {0, n / 7, n / 2, n / 2 + 1, n * 9 / 10, n - 1};
+    // Single ranks, neighbours (a window's ends) and ranks spread over the whole range.
+    std::vector<int64_t> ranks = {0, n / 7, n / 2 - 1, n / 2, n / 2 + 1, n * 9 / 10, n * 99 / 100, n - 2, n - 1};
     std::sort(ranks.begin(), ranks.end());
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-    ranks.erase(std::remove_if(ranks.begin(), ranks.end(), [n](int64_t r) { return r >= n; }), ranks.end());
+    ranks.erase(std::remove_if(ranks.begin(), ranks.end(), [n](int64_t r) { return r < 0 || r >= n; }), ranks.end());
     std::vector<float> got = detail::select_float_ranks(values.data(), n, ranks);
-    std::sort(values.begin(), values.end());
+    std::vector<float> sorted = values;
+    std::sort(sorted.begin(), sorted.end());
     for (std::size_t i = 0; i < ranks.size(); ++i)
-      EXPECT_EQ(got[i], values[static_cast<std::size_t>(ranks[i])] + 0.0f) << what << " rank " << ranks[i];
+      EXPECT_EQ(got[i], sorted[static_cast<std::size_t>(ranks[i])] + 0.0f) << what << " rank " << ranks[i];
     for (float v : got) EXPECT_FALSE(std::signbit(v) && v == 0.0f) << what << ": -0 reads as +0";
+    if (n == 0) return;
+    // Within known bounds (a window's), one rank at a time as the windows ask.
+    for (int64_t rank : ranks) {
+      std::vector<float> one = detail::select_float_ranks_within(values.data(), n, {rank}, sorted.front(), sorted.back());
+      EXPECT_EQ(one[0], sorted[static_cast<std::size_t>(rank)] + 0.0f) << what << " within, rank " << rank;
+    }
   };
-  for (int64_t n : {1, 2, 100, 2048, 2049, 50'000, 300'000}) {
-    std::vector<float> spread(static_cast<std::size_t>(n)), ties(spread.size()), narrow(spread.size());
+  for (int64_t n : {1, 2, 17, 100, 2048, 2049, 4097, 50'000, 300'000}) {
+    std::vector<float> spread(static_cast<std::size_t>(n)), ties(spread.size()), narrow(spread.size()),
+        positive(spread.size());
     for (auto& v : spread) v = normal(rng) * 1e3f;
     for (auto& v : ties) v = static_cast<float>(small(rng)) * (small(rng) > 0 ? -0.0f : 1.0f);  // -0 and +0 too
     for (auto& v : narrow) v = 1.0f + std::fabs(normal(rng)) * 1e-6f;  // one exponent, few mantissa bits
+    for (auto& v : positive) v = std::fabs(normal(rng)) * 1e-6f;       // errors: many exponents, one sign
     check(spread, "spread n=" + std::to_string(n));
     check(ties, "ties n=" + std::to_string(n));
     check(narrow, "narrow n=" + std::to_string(n));
+    check(positive, "positive n=" + std::to_string(n));
   }
 }
+
+// The kernels themselves, against the scalar definitions: the key order, each key's digit, and
+// the keys of marked buckets, kept in order (tails of every length).
+TEST_P(CompareRankSelection, KeyKernelsMatchTheirDefinitions) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 100.0f);
+  for (int64_t n : {1, 15, 16, 17, 33, 1000}) {
+    std::vector<float> values(static_cast<std::size_t>(n));
+    for (auto& v : values) v = normal(rng);
+    values[0] = -0.0f;
+    if (n > 1) values[1] = 0.0f;
+    std::vector<uint32_t> keys(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) keys[i] = detail::kernels::key_of(values[i]);
+    for (std::size_t i = 1; i < values.size(); ++i) {  // -0 and +0 (the first two) compare equal as floats
+      if (values[i - 1] < values[i]) {
+        EXPECT_LT(keys[i - 1], keys[i]) << "key order at " << i;
+      } else if (values[i - 1] > values[i]) {
+        EXPECT_GT(keys[i - 1], keys[i]) << "key order at " << i;
+      }
+    }
+    if (n > 1) EXPECT_LT(keys[0], keys[1]) << "-0 sorts just below +0";
+    uint32_t low = 0, high = 0, key_low = 0, key_high = 0;
+    detail::kernels::key_range(values.data(), n, low, high);
+    detail::kernels::key_range(keys.data(), n, key_low, key_high);
+    EXPECT_EQ(low, *std::min_element(keys.begin(), keys.end())) << "n=" << n;
+    EXPECT_EQ(high, *std::max_element(keys.begin(), keys.end())) << "n=" << n;
+    EXPECT_EQ(key_low, low);
+    EXPECT_EQ(key_high, high);
+    for (int shift : {0, 5, 21}) {
+      std::vector<uint16_t> digits(values.size()), key_digits(values.size());
+      detail::kernels::key_digits(values.data(), n, shift, digits.data());
+      detail::kernels::key_digits(keys.data(), n, shift, key_digits.data());
+      std::array<uint32_t, detail::kernels::kDigitBuckets / 32> marked{};
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        const uint32_t digit = (keys[i] >> shift) & (detail::kernels::kDigitBuckets - 1);
+        ASSERT_EQ(digits[i], digit) << "n=" << n << " shift " << shift << " at " << i;
+        ASSERT_EQ(key_digits[i], digit) << "n=" << n << " shift " << shift << " at " << i;
+        if (i % 3 == 0) marked[digit >> 5] |= 1u << (digit & 31);  // digits of both register halves
+      }
+      std::vector<uint32_t> expected;
+      for (uint32_t key : keys) {
+        const uint32_t digit = (key >> shift) & (detail::kernels::kDigitBuckets - 1);
+        if ((marked[digit >> 5] >> (digit & 31)) & 1u) expected.push_back(key);
+      }
+      std::vector<uint32_t> from_values(values.size() + 16), from_keys(values.size() + 16);
+      from_values.resize(static_cast<std::size_t>(
+          detail::kernels::keys_in_buckets(values.data(), n, shift, marked.data(), from_values.data())));
+      from_keys.resize(static_cast<std::size_t>(
+          detail::kernels::keys_in_buckets(keys.data(), n, shift, marked.data(), from_keys.data())));
+      EXPECT_EQ(from_values, expected) << "n=" << n << " shift " << shift;
+      EXPECT_EQ(from_keys, expected) << "n=" << n << " shift " << shift;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, CompareRankSelection,
+                         ::testing::Values(detail::kernels::Level::kPortable, detail::kernels::Level::kAvx512),
+                         [](const ::testing::TestParamInfo<detail::kernels::Level>& info) {
+                           return info.param == detail::kernels::Level::kAvx512 ? std::string("Avx512")
+                                                                                : std::string("Portable");
+                         });
 
 // ---- Histograms ----
 TEST(CompareHistogram, EqualValuesWidenTheRangeByHalf) {
