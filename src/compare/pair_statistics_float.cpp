@@ -179,7 +179,6 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
 }
 
 // One worker's pass-2 state of a stream's selection.
-// One worker's pass-2 state of a stream's selection.
 struct WindowState {
   std::vector<kernels::WindowCounts> counts;
   std::vector<Floats> inside;  // a tied window's values
