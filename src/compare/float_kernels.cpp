@@ -1,9 +1,6 @@
 #include "float_kernels.h"
 
-// GCC 12's AVX-512 intrinsic headers build results from _mm512_undefined_*() and then warn about them.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
+#include "avx512_common.h"
 
 #include <algorithm>
 #include <atomic>
@@ -157,12 +154,6 @@ int64_t half_open_windows(const float* v, int64_t n, int count, const float* low
 
 // ---- AVX-512 versions ----
 namespace avx512 {
-
-#define PARITY_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
-
-PARITY_AVX512 inline __mmask16 tail_mask(int64_t remaining) {
-  return remaining >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << remaining) - 1u);
-}
 
 // Lanes whose value is NaN or infinite.
 PARITY_AVX512 inline __mmask16 not_finite(__m512 v, __mmask16 lanes) {

@@ -1,9 +1,6 @@
 #include "key_kernels.h"
 
-// GCC 12's AVX-512 intrinsic headers build results from _mm512_undefined_*() and then warn about them.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
+#include "avx512_common.h"
 
 #include <algorithm>
 #include <cstring>
@@ -49,12 +46,6 @@ int64_t keys_in_buckets(const T* source, int64_t n, int shift, const uint32_t* m
 }  // namespace portable
 
 namespace avx512 {
-
-#define PARITY_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
-
-PARITY_AVX512 inline __mmask16 tail_mask(int64_t remaining) {
-  return remaining >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << remaining) - 1u);
-}
 
 // Sixteen keys: a float's bits xor all ones where negative, else xor the sign bit.
 PARITY_AVX512 inline __m512i load_keys(const float* values, __mmask16 lanes) {
