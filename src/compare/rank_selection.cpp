@@ -119,7 +119,11 @@ void select_keys(std::vector<uint32_t>& keys, const int64_t* ranks, int rank_cou
   const int64_t count = static_cast<int64_t>(keys.size());
   uint32_t low = ~0u, high = 0;
   if (count > kFewCandidates) kernels::key_range(keys.data(), count, low, high);
-  if (count <= kFewCandidates || low == high) {
+  if (low == high) {  // one key (a ReLU's zeros): every rank's
+    std::fill(out, out + rank_count, value_of(low));
+    return;
+  }
+  if (count <= kFewCandidates) {
     nth_keys(keys.data(), keys.data() + count, 0, ranks, rank_count, out);
     return;
   }
@@ -131,7 +135,11 @@ std::vector<float> select_between(const float* values, int64_t count, const std:
                                   uint32_t high) {
   std::vector<float> out(ranks.size());
   if (ranks.empty()) return out;
-  if (count <= kFewCandidates || low == high) {
+  if (low == high) {  // every value has the one key
+    std::fill(out.begin(), out.end(), value_of(low));
+    return out;
+  }
+  if (count <= kFewCandidates) {
     std::vector<uint32_t> keys(static_cast<std::size_t>(count));
     for (int64_t i = 0; i < count; ++i) keys[static_cast<std::size_t>(i)] = key_of(values[i]);
     select_keys(keys, ranks.data(), static_cast<int>(ranks.size()), out.data());
