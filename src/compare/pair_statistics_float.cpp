@@ -112,6 +112,151 @@ inline void add_zeros(Moments& m, int64_t count, int64_t base) {
 // Pass 1's sums, in pairwise_sums32's stream order.
 enum SumStream { kSumX, kSumMagnitudeX, kSumY, kSumMagnitudeY, kSumAbs, kSumRel, kSumStreams };
 
+// One worker's pass-1 state.
+struct FirstPass {
+  Moments m[kStreams];
+  kernels::Verdict verdict;
+  bool finite = true;
+  std::vector<float> sample[kStreams];
+};
+
+// The sample positions a worker has yet to reach, ascending.
+struct SampleCursor {
+  std::vector<int64_t>::const_iterator next, end;
+  // The next positions below `stop`, as offsets from `base`.
+  template <typename Take>
+  void take_below(int64_t base, int64_t stop, const Take& take) {
+    for (; next != end && *next < stop; ++next) take(static_cast<std::size_t>(*next - base));
+  }
+};
+
+// Pass 1 over a chunk of outputs with the same bits: out0's numbers, and both errors +0 (so a
+// mismatch only where a tolerance is negative, and every zero of out0 a zero reference).
+void first_pass_identical(FirstPass& f, const float* xs, int64_t count, int64_t base, float atol, float rtol,
+                          float* magnitudes, SampleCursor& samples, float* node_sums) {
+  kernels::MinMax x_extremes;
+  int64_t zeros = 0;
+  if (!kernels::magnitudes(xs, count, magnitudes, x_extremes, zeros)) {
+    f.finite = false;
+    return;
+  }
+  samples.take_below(base, base + count, [&](std::size_t j) { f.sample[kX].push_back(xs[j]); });
+  const float* streams[2] = {xs, magnitudes};  // kSumX, kSumMagnitudeX
+  pairwise_sums32(streams, 2, count, node_sums);
+  update_extremes(f.m[kX], xs, count, base, x_extremes);
+  add_zeros(f.m[kAbs], count, base);
+  add_zeros(f.m[kRel], count, base);
+  f.verdict.mismatches += (0.0f > atol && 0.0f > rtol) ? count : 0;
+  f.verdict.zero_references += zeros;
+  if (zeros < count && f.m[kRelNonzero].argmin < 0) {
+    int64_t j = 0;
+    while (xs[j] == 0) ++j;
+    add_zeros(f.m[kRelNonzero], 0, base + j);
+  }
+  f.m[kRelNonzero].n += count - zeros;
+}
+
+// Pass 1 over a chunk of two outputs: both errors, the sums, extremes and verdict counts.
+void first_pass_pair(FirstPass& f, const float* xs, const float* ys, int64_t count, int64_t base, float epsilon,
+                     float atol, float rtol, Scratch& s, SampleCursor& samples, float* node_sums) {
+  kernels::ChunkExtremes extremes;
+  const int64_t zeros_before = f.verdict.zero_references;
+  if (!kernels::errors(xs, ys, count, epsilon, atol, rtol, s.d.get(), s.r.get(), s.mx.get(), s.my.get(), extremes,
+                       f.verdict)) {
+    f.finite = false;
+    return;
+  }
+  samples.take_below(base, base + count, [&](std::size_t j) {
+    f.sample[kX].push_back(xs[j]);
+    f.sample[kY].push_back(ys[j]);
+    f.sample[kAbs].push_back(s.d[j]);
+    f.sample[kRel].push_back(s.r[j]);
+    if (ys[j] != 0) f.sample[kRelNonzero].push_back(s.r[j]);
+  });
+  // r >= +0: |r| is r, bit for bit (the errors' avg-magnitude is their mean).
+  const float* streams[kSumStreams] = {xs, s.mx.get(), ys, s.my.get(), s.d.get(), s.r.get()};
+  pairwise_sums32(streams, kSumStreams, count, node_sums);
+  update_extremes(f.m[kX], xs, count, base, extremes.x);
+  update_extremes(f.m[kY], ys, count, base, extremes.y);
+  update_extremes(f.m[kAbs], s.d.get(), count, base, extremes.d);
+  update_extremes(f.m[kRel], s.r.get(), count, base, extremes.r);
+  const int64_t nonzero_in_chunk = count - (f.verdict.zero_references - zeros_before);
+  const kernels::MinMax nz = extremes.r_nonzero;
+  Moments& m = f.m[kRelNonzero];
+  m.n += nonzero_in_chunk;
+  if (!extremes.any_nonzero) return;
+  auto first_at = [&](float value) {
+    for (int64_t j = 0; j < count; ++j)
+      if (ys[j] != 0 && s.r[static_cast<std::size_t>(j)] == value) return j;
+    return count;
+  };
+  if (nz.min < m.min) {
+    int64_t j = first_at(nz.min);
+    m.min = static_cast<double>(s.r[static_cast<std::size_t>(j)]);
+    m.argmin = base + j;
+  }
+  if (nz.max > m.max) {
+    int64_t j = first_at(nz.max);
+    m.max = static_cast<double>(s.r[static_cast<std::size_t>(j)]);
+    m.argmax = base + j;
+  }
+}
+
+// What pass 2 does to every chunk: the variance's means, which display histograms to count, and
+// the streams' selections to offer values to.
+struct SecondPlan {
+  float epsilon;
+  float means[4];
+  const Selection* selections;
+  const DisplayHistograms* display;
+  bool count_bins_of[4];
+  bool bins_nonzero_only, y_bins_from_x, has_zero;
+};
+
+// One worker's pass-2 state.
+struct SecondPass {
+  WindowState windows[kStreams];
+  std::array<std::array<int64_t, 10>, 4> bins{};
+  Moments nonzero;
+};
+
+// Pass 2 over a chunk of outputs with the same bits: the errors are constant, so neither binned
+// nor windowed, and their squares are zero.
+void second_pass_identical(const SecondPlan& plan, SecondPass& state, const float* xs, int64_t count, float* squares,
+                           float* node_sums) {
+  kernels::squared_deviations(xs, count, plan.means[kX], squares);
+  pairwise_sums32(&squares, 1, count, node_sums);
+  node_sums[kY] = node_sums[kX];
+  node_sums[kAbs] = node_sums[kRel] = 0.0f;
+  if (plan.count_bins_of[0]) kernels::count_bins(xs, count, plan.display->spec0, state.bins[0]);
+  if (plan.count_bins_of[1] && !plan.y_bins_from_x) kernels::count_bins(xs, count, plan.display->spec1, state.bins[1]);
+  state.windows[kX].offer(plan.selections[kX], xs, count);
+}
+
+// Pass 2 over a chunk of two outputs: the squares, the display histograms' counts, the non-zero
+// references' moments, and every stream's values offered to its selection.
+void second_pass_pair(const SecondPlan& plan, SecondPass& state, const float* xs, const float* ys, int64_t count,
+                      Scratch& s, float* const* squares, float* nonzero, float* node_sums) {
+  kernels::differences_and_squares(xs, ys, count, plan.epsilon, plan.means, s.d.get(), s.r.get(), squares);
+  const float* stream[4] = {xs, ys, s.d.get(), s.r.get()};
+  pairwise_sums32(squares, 4, count, node_sums);
+  int64_t nonzero_in_chunk = 0;
+  if (plan.has_zero) {
+    nonzero_in_chunk = kernels::select_nonzero_reference(s.r.get(), ys, count, nonzero);
+    add_shifted_sums(state.nonzero, nonzero, nonzero_in_chunk);
+  }
+  const DisplayHistograms& display = *plan.display;
+  if (plan.count_bins_of[0]) kernels::count_bins(xs, count, display.spec0, state.bins[0]);
+  if (plan.count_bins_of[1]) kernels::count_bins(ys, count, display.spec1, state.bins[1]);
+  if (plan.count_bins_of[2]) kernels::count_bins(s.d.get(), count, display.spec_abs, state.bins[2]);
+  if (plan.count_bins_of[3]) {
+    if (plan.bins_nonzero_only) kernels::count_bins(nonzero, nonzero_in_chunk, display.spec_rel, state.bins[3]);
+    else kernels::count_bins(s.r.get(), count, display.spec_rel, state.bins[3]);
+  }
+  for (int k = 0; k < kRelNonzero; ++k) state.windows[k].offer(plan.selections[k], stream[k], count);
+  if (plan.has_zero) state.windows[kRelNonzero].offer(plan.selections[kRelNonzero], nonzero, nonzero_in_chunk);
+}
+
 }  // namespace
 
 std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const TensorView& b, const Shape& shape,
@@ -147,98 +292,29 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   if (n > kCopyLimit) strata.emplace(n, sample_size(identical ? n / 4 : n));
 
   // ---- Pass 1 ----
-  struct First {
-    Moments m[kStreams];
-    kernels::Verdict verdict;
-    bool finite = true;
-    std::vector<float> sample[kStreams];
-  };
-  std::vector<First> first(workers);
+  std::vector<FirstPass> first(workers);
   auto pass1 = [&](int wi, int64_t begin, int64_t end) {
     const std::size_t w = static_cast<std::size_t>(wi);
-    First& f = first[w];
+    FirstPass& f = first[w];
     Scratch s;
     const std::vector<int64_t> positions = strata ? strata->positions_in(begin, end) : std::vector<int64_t>{};
-    auto next_sample = positions.begin();
-    const auto samples_end = positions.end();
-    for (auto& v : f.sample) v.reserve(static_cast<std::size_t>(samples_end - next_sample));
+    SampleCursor samples{positions.begin(), positions.end()};
+    for (auto& v : f.sample) v.reserve(positions.size());
     auto visit = [&](int64_t base, int64_t count, float* node_sums) {
       for (int k = 0; k < kSumStreams; ++k) node_sums[k] = 0.0f;
       if (!f.finite) return;
       const float* xs = x + base;
       const float* ys = y + base;
-      if (identical) {
-        if (differ.load(std::memory_order_relaxed) ||
-            (xs != ys && std::memcmp(xs, ys, static_cast<std::size_t>(count) * sizeof(float)) != 0)) {
-          differ.store(true, std::memory_order_relaxed);
-          return;
-        }
-        kernels::MinMax x_extremes;
-        int64_t zeros = 0;
-        if (!kernels::magnitudes(xs, count, s.mx.get(), x_extremes, zeros)) {
-          f.finite = false;
-          return;
-        }
-        for (; next_sample != samples_end && *next_sample < base + count; ++next_sample)
-          f.sample[kX].push_back(xs[static_cast<std::size_t>(*next_sample - base)]);
-        const float* streams[2] = {xs, s.mx.get()};  // kSumX, kSumMagnitudeX
-        pairwise_sums32(streams, 2, count, node_sums);
-        update_extremes(f.m[kX], xs, count, base, x_extremes);
-        add_zeros(f.m[kAbs], count, base);
-        add_zeros(f.m[kRel], count, base);
-        f.verdict.mismatches += (0.0f > atol && 0.0f > rtol) ? count : 0;
-        f.verdict.zero_references += zeros;
-        if (zeros < count && f.m[kRelNonzero].argmin < 0) {
-          int64_t j = 0;
-          while (xs[j] == 0) ++j;
-          add_zeros(f.m[kRelNonzero], 0, base + j);
-        }
-        f.m[kRelNonzero].n += count - zeros;
+      if (!identical) {
+        first_pass_pair(f, xs, ys, count, base, epsilon, atol, rtol, s, samples, node_sums);
         return;
       }
-      kernels::ChunkExtremes extremes;
-      const int64_t zeros_before = f.verdict.zero_references;
-      if (!kernels::errors(xs, ys, count, epsilon, atol, rtol, s.d.get(), s.r.get(), s.mx.get(), s.my.get(), extremes,
-                           f.verdict)) {
-        f.finite = false;
+      if (differ.load(std::memory_order_relaxed) ||
+          (xs != ys && std::memcmp(xs, ys, static_cast<std::size_t>(count) * sizeof(float)) != 0)) {
+        differ.store(true, std::memory_order_relaxed);
         return;
       }
-      for (; next_sample != samples_end && *next_sample < base + count; ++next_sample) {
-        const std::size_t j = static_cast<std::size_t>(*next_sample - base);
-        f.sample[kX].push_back(xs[j]);
-        f.sample[kY].push_back(ys[j]);
-        f.sample[kAbs].push_back(s.d[j]);
-        f.sample[kRel].push_back(s.r[j]);
-        if (ys[j] != 0) f.sample[kRelNonzero].push_back(s.r[j]);
-      }
-      // r >= +0: |r| is r, bit for bit (the errors' avg-magnitude is their mean).
-      const float* streams[kSumStreams] = {xs, s.mx.get(), ys, s.my.get(), s.d.get(), s.r.get()};
-      pairwise_sums32(streams, kSumStreams, count, node_sums);
-      update_extremes(f.m[kX], xs, count, base, extremes.x);
-      update_extremes(f.m[kY], ys, count, base, extremes.y);
-      update_extremes(f.m[kAbs], s.d.get(), count, base, extremes.d);
-      update_extremes(f.m[kRel], s.r.get(), count, base, extremes.r);
-      const int64_t nonzero_in_chunk = count - (f.verdict.zero_references - zeros_before);
-      const kernels::MinMax nz = extremes.r_nonzero;
-      Moments& m = f.m[kRelNonzero];
-      m.n += nonzero_in_chunk;
-      if (extremes.any_nonzero) {
-        auto first_at = [&](float value) {
-          for (int64_t j = 0; j < count; ++j)
-            if (ys[j] != 0 && s.r[static_cast<std::size_t>(j)] == value) return j;
-          return count;
-        };
-        if (nz.min < m.min) {
-          int64_t j = first_at(nz.min);
-          m.min = static_cast<double>(s.r[static_cast<std::size_t>(j)]);
-          m.argmin = base + j;
-        }
-        if (nz.max > m.max) {
-          int64_t j = first_at(nz.max);
-          m.max = static_cast<double>(s.r[static_cast<std::size_t>(j)]);
-          m.argmax = base + j;
-        }
-      }
+      first_pass_identical(f, xs, count, base, atol, rtol, s.mx.get(), samples, node_sums);
     };
     float worker_sums[kSumStreams];
     tree_chunks<kSumStreams>(begin, end - begin, visit, worker_sums);
@@ -247,9 +323,11 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   run_ranges(plan, pass1);
   if (identical && differ.load()) {
     identical = false;
-    first.assign(workers, First{});
+    first.assign(workers, FirstPass{});
     run_ranges(plan, pass1);
   }
+  // With the same bits, out1's numbers are out0's: its stream is not measured.
+  auto measured = [identical](int k) { return !(identical && k == kY); };
   StreamAccumulator acc[kStreams];
   kernels::Verdict verdict;
   for (auto& f : first) {
@@ -293,7 +371,7 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
       for (auto& f : first) sample[k].insert(sample[k].end(), f.sample[k].begin(), f.sample[k].end());
     }
     compute_thread_pool().parallel_for(streams_used, [&](int k) {
-      if (identical && k == kY) return;  // out0's selection answers
+      if (!measured(k)) return;  // out0's selection answers
       Selection& sel = selections[k];
       // A constant stream (exact layers' errors are all zero) needs no pass at all.
       const Moments& m = acc[k].moments;
@@ -326,58 +404,34 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   const bool y_bins_from_x = identical && count_bins_of[0] && count_bins_of[1] && same_binning(display.spec0, display.spec1);
 
   // ---- Pass 2 ----
-  struct Second {
-    WindowState windows[kStreams];
-    std::array<std::array<int64_t, 10>, 4> bins{};
-    Moments nonzero;
-  };
-  std::vector<Second> second(workers);
+  SecondPlan second_plan{epsilon, {means[0], means[1], means[2], means[3]}, selections, &display,
+                         {count_bins_of[0], count_bins_of[1], count_bins_of[2], count_bins_of[3]},
+                         bins_nonzero_only, y_bins_from_x, has_zero};
+  std::vector<SecondPass> second(workers);
   for (std::size_t w = 0; w < workers; ++w) {
     const auto [begin, end] = plan.ranges[w];
     for (int k = 0; k < streams_used; ++k) {
-      if (identical && k == kY) continue;
+      if (!measured(k)) continue;
       const double part = static_cast<double>(end - begin) * static_cast<double>(selections[k].count) / static_cast<double>(n);
       second[w].windows[k].prepare(selections[k], part);
     }
   }
   run_ranges(plan, [&](int wi, int64_t begin, int64_t end) {
     const std::size_t w = static_cast<std::size_t>(wi);
-    Second& state = second[w];
-    Scratch s;
-    std::unique_ptr<float[]> squared(new float[4 * kChunk]);
-    std::unique_ptr<float[]> nonzero(has_zero ? new float[kChunk + 16] : nullptr);
+    SecondPass& state = second[w];
+    // Outputs with the same bits need one stream's squares and no error buffers.
+    std::unique_ptr<float[]> squared(new float[(identical ? 1 : 4) * kChunk]);
+    float* squares_of[4];
+    for (std::size_t k = 0; k < 4; ++k) squares_of[k] = squared.get() + (identical ? 0 : k * kChunk);
+    std::optional<Scratch> s;
+    std::unique_ptr<float[]> nonzero;
+    if (!identical) {
+      s.emplace();
+      if (has_zero) nonzero.reset(new float[kChunk + 16]);
+    }
     auto visit = [&](int64_t base, int64_t count, float* node_sums) {
-      const float* xs = x + base;
-      const float* ys = y + base;
-      float* squares_of[4];
-      for (std::size_t k = 0; k < 4; ++k) squares_of[k] = squared.get() + k * kChunk;
-      if (identical) {  // the errors are constant: neither binned nor windowed, their squares zero
-        kernels::squared_deviations(xs, count, means[kX], squares_of[0]);
-        pairwise_sums32(squares_of, 1, count, node_sums);
-        node_sums[kY] = node_sums[kX];
-        node_sums[kAbs] = node_sums[kRel] = 0.0f;
-        if (count_bins_of[0]) kernels::count_bins(xs, count, display.spec0, state.bins[0]);
-        if (count_bins_of[1] && !y_bins_from_x) kernels::count_bins(xs, count, display.spec1, state.bins[1]);
-        state.windows[kX].offer(selections[kX], xs, count);
-        return;
-      }
-      kernels::differences_and_squares(xs, ys, count, epsilon, means, s.d.get(), s.r.get(), squares_of);
-      const float* stream[4] = {xs, ys, s.d.get(), s.r.get()};
-      pairwise_sums32(squares_of, 4, count, node_sums);
-      int64_t nonzero_in_chunk = 0;
-      if (has_zero) {
-        nonzero_in_chunk = kernels::select_nonzero_reference(s.r.get(), ys, count, nonzero.get());
-        add_shifted_sums(state.nonzero, nonzero.get(), nonzero_in_chunk);
-      }
-      if (count_bins_of[0]) kernels::count_bins(xs, count, display.spec0, state.bins[0]);
-      if (count_bins_of[1]) kernels::count_bins(ys, count, display.spec1, state.bins[1]);
-      if (count_bins_of[2]) kernels::count_bins(s.d.get(), count, display.spec_abs, state.bins[2]);
-      if (count_bins_of[3]) {
-        if (bins_nonzero_only) kernels::count_bins(nonzero.get(), nonzero_in_chunk, display.spec_rel, state.bins[3]);
-        else kernels::count_bins(s.r.get(), count, display.spec_rel, state.bins[3]);
-      }
-      for (int k = 0; k < kRelNonzero; ++k) state.windows[k].offer(selections[k], stream[k], count);
-      if (has_zero) state.windows[kRelNonzero].offer(selections[kRelNonzero], nonzero.get(), nonzero_in_chunk);
+      if (identical) second_pass_identical(second_plan, state, x + base, count, squares_of[0], node_sums);
+      else second_pass_pair(second_plan, state, x + base, y + base, count, *s, squares_of, nonzero.get(), node_sums);
     };
     float worker_squares[4];
     tree_chunks<4>(begin, end - begin, visit, worker_squares);
@@ -388,26 +442,22 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   // streams are measured, share the pool), largest first.
   struct Task {
     int stream, window;  // window -1: the whole stream
-    int64_t size;        // values kept, to order the tasks
+    int64_t size;        // values kept (foretold), to order the tasks
   };
   std::vector<Task> tasks;
   std::vector<std::vector<const WindowState*>> parts(kStreams);
   for (int k = 0; k < streams_used; ++k) {
-    if (identical && k == kY) continue;
+    if (!measured(k)) continue;
     for (auto& s : second) parts[static_cast<std::size_t>(k)].push_back(&s.windows[k]);
     const Selection& sel = selections[k];
     if (sel.constant || sel.copy_all) {
       tasks.push_back(Task{k, -1, sel.constant ? 0 : sel.count});
       continue;
     }
-    for (std::size_t w = 0; w < sel.windows.size(); ++w) {
-      int64_t size = 0;
-      if (w < static_cast<std::size_t>(sel.tied))
-        for (auto& s : second) size += s.windows[k].inside[w].size();
-      else
-        size = static_cast<int64_t>(sel.windows[w].share * static_cast<double>(sel.count));
-      tasks.push_back(Task{k, static_cast<int>(w), size});
-    }
+    // Every window's size as the sample foretold it (a half-open window's own values are only
+    // known once it is resolved).
+    for (std::size_t w = 0; w < sel.windows.size(); ++w)
+      tasks.push_back(Task{k, static_cast<int>(w), static_cast<int64_t>(sel.windows[w].share * static_cast<double>(sel.count))});
   }
   std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.size > b.size; });
   std::vector<RankValues> found(tasks.size());
