@@ -130,8 +130,9 @@ TEST_P(FastPairStatistics, MatchesTheGeneralKernel) {
   const Shape_ kinds[] = {Shape_::kSmooth,         Shape_::kRelu,          Shape_::kFewValues,
                           Shape_::kHeavyTail,      Shape_::kTinyRange,     Shape_::kIdentical,
                           Shape_::kIdenticalRelu,  Shape_::kIdenticalFewValues, Shape_::kAlmostIdentical};
-  // Sizes around the copy limit, chunk and worker boundaries, and one large enough for windows.
-  const int64_t sizes[] = {4096, 5003, 65536, 65537, 300001, 1 << 20};
+  // The smallest pair taken, sizes around the chunk, copy limit and worker boundaries, and one
+  // large enough for windows.
+  const int64_t sizes[] = {512, 1000, 2048, 2049, 4096, 5003, 65536, 65537, 300001, 1 << 20};
   uint32_t seed = 1;
   for (int64_t n : sizes) {
     for (Shape_ kind : kinds) {
