@@ -3,7 +3,7 @@
 #include "avx512_common.h"
 
 #include <algorithm>
-#include <cstring>
+#include <bit>
 
 #include "float_kernels.h"
 

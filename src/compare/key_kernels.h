@@ -27,7 +27,8 @@ void key_digits(const float* values, int64_t n, int shift, uint16_t* digits);
 void key_digits(const uint32_t* keys, int64_t n, int shift, uint16_t* digits);
 
 // The keys whose digit at `shift` is a marked bucket (bit d of marked[d / 32] set; kDigitBuckets
-// bits), appended in order at `out` (room for n + 16). Returns how many.
+// bits), written in order at `out`, which has room for one more than their count (the portable
+// version stores every key at the next slot and advances on a match). Returns how many.
 int64_t keys_in_buckets(const float* values, int64_t n, int shift, const uint32_t* marked, uint32_t* out);
 int64_t keys_in_buckets(const uint32_t* keys, int64_t n, int shift, const uint32_t* marked, uint32_t* out);
 
