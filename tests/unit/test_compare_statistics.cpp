@@ -345,7 +345,9 @@ TEST_P(CompareRankSelection, KeyKernelsMatchTheirDefinitions) {
         EXPECT_GT(keys[i - 1], keys[i]) << "key order at " << i;
       }
     }
-    if (n > 1) EXPECT_LT(keys[0], keys[1]) << "-0 sorts just below +0";
+    if (n > 1) {
+      EXPECT_LT(keys[0], keys[1]) << "-0 sorts just below +0";
+    }
     uint32_t low = 0, high = 0, key_low = 0, key_high = 0;
     detail::kernels::key_range(values.data(), n, low, high);
     detail::kernels::key_range(keys.data(), n, key_low, key_high);
