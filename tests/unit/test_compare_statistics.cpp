@@ -14,7 +14,7 @@
 #include "parity/compare/statistics.h"
 #include "parity/core/thread_pool.h"
 #include "test_compare_helpers.h"
-#include "../../src/compare/float_kernels.h"
+#include "test_kernel_levels.h"
 #include "../../src/compare/key_kernels.h"
 #include "../../src/compare/rank_selection.h"
 #include "../../src/compare/streaming_statistics.h"
@@ -278,15 +278,7 @@ TEST(CompareNumpySum, SeveralStreamsAtOnceEqualEachAlone) {
 
 // Selection runs on the AVX-512 kernels where the CPU has them and on the portable ones: both are
 // checked against a full sort.
-class CompareRankSelection : public ::testing::TestWithParam<detail::kernels::Level> {
- protected:
-  void SetUp() override {
-    detail::kernels::force_level(GetParam());
-    if (detail::kernels::level() != GetParam())
-      GTEST_SKIP() << "this CPU has no AVX-512: only the portable kernels run here";
-  }
-  void TearDown() override { detail::kernels::force_level(detail::kernels::Level::kAvx512); }
-};
+class CompareRankSelection : public detail::kernels::KernelLevelTest {};
 
 TEST_P(CompareRankSelection, MatchesNthElementOnTiesZerosAndSpreads) {
   std::mt19937 rng(5);
@@ -382,12 +374,7 @@ TEST_P(CompareRankSelection, KeyKernelsMatchTheirDefinitions) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, CompareRankSelection,
-                         ::testing::Values(detail::kernels::Level::kPortable, detail::kernels::Level::kAvx512),
-                         [](const ::testing::TestParamInfo<detail::kernels::Level>& info) {
-                           return info.param == detail::kernels::Level::kAvx512 ? std::string("Avx512")
-                                                                                : std::string("Portable");
-                         });
+INSTANTIATE_TEST_SUITE_P(Kernels, CompareRankSelection, detail::kernels::both_levels(), detail::kernels::level_name);
 
 // ---- Histograms ----
 TEST(CompareHistogram, EqualValuesWidenTheRangeByHalf) {

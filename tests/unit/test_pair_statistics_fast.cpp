@@ -11,6 +11,7 @@
 #include "parity/core/thread_pool.h"
 #include "../../src/compare/float_kernels.h"
 #include "../../src/compare/pair_statistics_internal.h"
+#include "test_kernel_levels.h"
 
 namespace parity::compare::detail {
 namespace {
@@ -117,14 +118,7 @@ std::pair<Tensor, Tensor> make_pair(int64_t n, Shape_ kind, uint32_t seed) {
   return {std::move(a), std::move(b)};
 }
 
-class FastPairStatistics : public ::testing::TestWithParam<kernels::Level> {
- protected:
-  void SetUp() override {
-    kernels::force_level(GetParam());
-    if (kernels::level() != GetParam()) GTEST_SKIP() << "this CPU has no AVX-512: only the portable kernels run here";
-  }
-  void TearDown() override { kernels::force_level(kernels::Level::kAvx512); }
-};
+class FastPairStatistics : public kernels::KernelLevelTest {};
 
 TEST_P(FastPairStatistics, MatchesTheGeneralKernel) {
   const Shape_ kinds[] = {Shape_::kSmooth,         Shape_::kRelu,          Shape_::kFewValues,
@@ -201,10 +195,7 @@ TEST_P(FastPairStatistics, DeclinesWhatItCannotDo) {
   EXPECT_EQ(general.out0.polygraphy.max, static_cast<double>(3e38f));
 }
 
-INSTANTIATE_TEST_SUITE_P(Levels, FastPairStatistics, ::testing::Values(kernels::Level::kPortable, kernels::Level::kAvx512),
-                         [](const auto& info) {
-                           return std::string(info.param == kernels::Level::kAvx512 ? "Avx512" : "Portable");
-                         });
+INSTANTIATE_TEST_SUITE_P(Levels, FastPairStatistics, kernels::both_levels(), kernels::level_name);
 
 }  // namespace
 }  // namespace parity::compare::detail
