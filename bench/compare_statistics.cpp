@@ -74,6 +74,29 @@ void identical_comparison(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * state.range(0) * 2 * static_cast<int64_t>(sizeof(float)));
 }
 
+// Two bool outputs (a mask, a selection) that differ in about 1% of the values: only the
+// general kernel takes them.
+void bool_comparison(benchmark::State& state) {
+  const int64_t size = state.range(0);
+  Tensor reference = Tensor::zeros(DType::kBool, {size}), output = Tensor::zeros(DType::kBool, {size});
+  std::mt19937 generator(0);
+  std::bernoulli_distribution set(0.3), flip(0.01);
+  auto* r = reference.mutable_data<uint8_t>();
+  auto* o = output.mutable_data<uint8_t>();
+  for (int64_t i = 0; i < size; ++i) {
+    r[i] = set(generator) ? 1 : 0;
+    o[i] = flip(generator) ? static_cast<uint8_t>(1 - r[i]) : r[i];
+  }
+  compare::SimpleOutputParams params;
+  for (auto _ : state) {
+    compare::OutputComparison result =
+        compare::compare_simple_output("runner0", "output", output.view(), "runner1", "output", reference.view(), params);
+    benchmark::DoNotOptimize(result);
+  }
+  state.SetItemsProcessed(state.iterations() * size);
+  state.SetBytesProcessed(state.iterations() * size * 2);
+}
+
 void summarize(benchmark::State& state) {
   const Pair& pair = pair_of(state.range(0));
   for (auto _ : state) benchmark::DoNotOptimize(compare::summarize(pair.reference.view()));
@@ -96,6 +119,7 @@ BENCHMARK(identical_comparison)
     ->Arg(16'000'000)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+BENCHMARK(bool_comparison)->Arg(1'000)->Arg(526'000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(summarize)
     ->Arg(100)
     ->Arg(10'000)
