@@ -17,9 +17,15 @@ namespace parity::compare {
 std::string format_g(double value, int precision) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // printf's "%.*g", as the standard defines this overload of to_chars, at a fifth of the cost
+  // (every statistics line formats about forty numbers).
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
-  return buffer;
+  const std::to_chars_result written =
+      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::general, precision);
+  if (written.ec == std::errc()) return std::string(buffer, written.ptr);
+  std::string text(static_cast<std::size_t>(std::snprintf(nullptr, 0, "%.*g", precision, value)), '\0');
+  std::snprintf(text.data(), text.size() + 1, "%.*g", precision, value);
+  return text;  // a precision too long for the buffer
 }
 
 namespace {

@@ -4,6 +4,10 @@
 // rules (positional unless a non-zero |value| is < 1e-4, >= 10**min(8, precision of the type), or
 // max/min > 1000; 8 fractional digits at most; line width 75).
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -34,6 +38,30 @@ TEST(CompareFormat, FormatGMatchesPythonSpec) {
   EXPECT_EQ(format_g(-INFINITY, 5), "-inf");
   EXPECT_EQ(format_g(static_cast<double>(0.6f), 3), "0.6");  // float32 0.6000000238... at 3 digits
   EXPECT_EQ(format_g(8.11e15, 3), "8.11e+15");
+}
+
+// format_g is printf's "%.*g" (Python's '.Ng' for finite values): the same text on random
+// doubles of every magnitude, on values next to a rounding boundary of 5 digits, and at a
+// precision whose text outgrows the fast path's buffer.
+TEST(CompareFormat, FormatGIsPrintfG) {
+  auto printf_g = [](double value, int precision) {
+    char buffer[512];
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
+    return std::string(buffer);
+  };
+  std::mt19937_64 generator(7);
+  std::uniform_real_distribution<double> exponent(-30.0, 30.0);
+  for (int i = 0; i < 200000; ++i) {
+    const uint64_t bits = generator();
+    double value;
+    std::memcpy(&value, &bits, sizeof value);
+    if (std::isfinite(value)) ASSERT_EQ(format_g(value, 1 + i % 17), printf_g(value, 1 + i % 17)) << i;
+    const double rounded = std::round(std::pow(10.0, exponent(generator)) * 1e5) / 1e5;
+    for (double near : {rounded, std::nextafter(rounded, 0.0), std::nextafter(rounded, 1e300), -rounded})
+      ASSERT_EQ(format_g(near, 5), printf_g(near, 5)) << near;
+  }
+  EXPECT_EQ(format_g(1e-300, 80), printf_g(1e-300, 80));
+  EXPECT_GT(format_g(1e-300, 80).size(), 64u);
 }
 
 TEST(CompareFormat, PythonFloatRepr) {
