@@ -143,7 +143,10 @@ ComputeSettings& settings() {
 }
 
 int resolved_threads(const ComputeSettings& s) {
-  return s.threads > 0 ? s.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Asked once: glibc reads /sys/devices/system/cpu/online on every call, and the statistics ask
+  // on every comparison.
+  static const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return s.threads > 0 ? s.threads : hardware;
 }
 
 }  // namespace
