@@ -138,11 +138,14 @@ void Logger::write(Severity severity, std::string_view message, std::source_loca
   const auto& style = style_of(severity);
   // Continuation lines line up after the "[I] " prefix; Indent adds 4 spaces per level.
   std::string indent(static_cast<std::size_t>(std::max(indent_.load(), 0)) * 4, ' ');
-  std::string continuation(4, ' ');
   std::string body = indent;
-  for (char c : message) {
-    body += c;
-    if (c == '\n') body += continuation + indent;
+  body.reserve(indent.size() + message.size());
+  for (std::size_t start = 0; start < message.size();) {
+    const std::size_t end = std::min(message.find('\n', start), message.size());
+    body.append(message, start, end - start);
+    if (end == message.size()) break;
+    body.append("\n    ").append(indent);
+    start = end + 1;
   }
 
   std::lock_guard<std::mutex> lock(mutex_);

@@ -160,6 +160,7 @@ TEST_F(LoggerTest, CustomSinkGetsFinishedPlainText) {
   {
     Logger::Indent indent;
     log::info("indented {}", 1);
+    log::info("indented\n\nlines\n");  // continuation lines keep the indent, empty and last ones too
   }
   log::verbose("hidden at the info severity");
   log::error("failed");
@@ -168,6 +169,7 @@ TEST_F(LoggerTest, CustomSinkGetsFinishedPlainText) {
   std::vector<std::pair<Severity, std::string>> expected = {
       {Severity::kWarning, "[W] watch out\n    second line\n"},
       {Severity::kInfo, "[I]     indented 1\n"},
+      {Severity::kInfo, "[I]     indented\n        \n        lines\n        \n"},
       {Severity::kError, "[E] failed\n"},
       {Severity::kCritical, "[!] direct\n"},
   };
