@@ -565,6 +565,7 @@ PairStatistics compute_pair_statistics(const TensorView& out0, const TensorView&
   if (out0.size() != out1.size())
     raise<InternalError>("compute_pair_statistics: {} vs {} elements", out0.size(), out1.size());
   if (auto fast = float_pair_statistics(out0, out1, shape, request)) return std::move(*fast);
+  if (auto fast = bool_pair_statistics(out0, out1, shape, request)) return std::move(*fast);
   return general_pair_statistics(out0, out1, shape, request);
 }
 

@@ -63,4 +63,10 @@ PairStatistics general_pair_statistics(const TensorView& a, const TensorView& b,
 std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const TensorView& b, const Shape& shape,
                                                     const PairStatisticsRequest& request);
 
+// The bool x bool fast path: every number from the counts of the four kinds of pair. Empty when
+// it does not apply (other dtypes, bytes other than 0 and 1, more than 2^24 values, the values
+// themselves requested).
+std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const TensorView& b, const Shape& shape,
+                                                   const PairStatisticsRequest& request);
+
 }  // namespace parity::compare::detail
