@@ -328,11 +328,7 @@ PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, c
 
   // ---- Summaries ----
   PairStreams streams;
-  streams.a = &acc.a;
-  streams.b = &acc.b;
-  streams.abs = &acc.abs;
-  streams.rel_nonzero = &acc.rel_nonzero;
-  streams.rel_all = &rel_all;
+  streams.point_at(acc.a, acc.b, acc.abs, acc.rel_nonzero, rel_all);
   streams.value0 = [&](uint64_t r) { return static_cast<double>(select0.value(r)); };
   streams.value1 = [&](uint64_t r) { return static_cast<double>(select1.value(r)); };
   streams.value_abs = [&](uint64_t r) { return static_cast<double>(select_abs.value(r)); };

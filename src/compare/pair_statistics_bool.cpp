@@ -163,11 +163,7 @@ std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const Te
   }
 
   PairStreams streams;
-  streams.a = &acc.a;
-  streams.b = &acc.b;
-  streams.abs = &acc.abs;
-  streams.rel_nonzero = &acc.rel_nonzero;
-  streams.rel_all = &rel_all;
+  streams.point_at(acc.a, acc.b, acc.abs, acc.rel_nonzero, rel_all);
   // A sorted stream of zeros and ones: 0 below the count of zeros.
   auto zero_one = [](int64_t zeros) { return RankValue([zeros](uint64_t rank) { return rank < static_cast<uint64_t>(zeros) ? 0.0 : 1.0; }); };
   streams.value0 = zero_one(c[k00] + c[k01]);

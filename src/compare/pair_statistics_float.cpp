@@ -500,11 +500,7 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   }
 
   PairStreams streams;
-  streams.a = &acc[kX];
-  streams.b = &acc[kY];
-  streams.abs = &acc[kAbs];
-  streams.rel_all = &acc[kRel];
-  streams.rel_nonzero = &acc[kRelNonzero];
+  streams.point_at(acc[kX], acc[kY], acc[kAbs], acc[kRelNonzero], acc[kRel]);
   auto value_of = [&](int k) { return RankValue([&selections, k](uint64_t r) { return selections[k].value(r); }); };
   streams.value0 = value_of(kX);
   streams.value1 = value_of(identical ? kX : kY);

@@ -33,6 +33,14 @@ struct PairStreams {
   const StreamAccumulator* rel_nonzero = nullptr;
   const StreamAccumulator* rel_all = nullptr;
   RankValue value0, value1, value_abs, value_rel_nonzero, value_rel_all;
+  void point_at(const StreamAccumulator& out0, const StreamAccumulator& out1, const StreamAccumulator& absolute,
+                const StreamAccumulator& relative_nonzero, const StreamAccumulator& relative_all) {
+    a = &out0;
+    b = &out1;
+    abs = &absolute;
+    rel_nonzero = &relative_nonzero;
+    rel_all = &relative_all;
+  }
   std::array<NumpyNumbers, 4> numbers;  // out0, out1, abs, rel
   int64_t mismatches = 0, zero_references = 0;
   double max_abs_at_zero = 0;

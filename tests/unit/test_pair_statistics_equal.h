@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
+#include "parity/core/tensor.h"
 #include "../../src/compare/pair_statistics_internal.h"
 
 namespace parity::compare::detail {
@@ -51,14 +54,11 @@ inline void expect_same(const Histogram& fast, const Histogram& general, const c
 inline void expect_same(const TensorSummary& fast, const TensorSummary& general, const std::string& what,
                         bool finite_sums_exact) {
   SCOPED_TRACE(what);
-  EXPECT_EQ(fast.dtype, general.dtype);
-  EXPECT_EQ(fast.shape, general.shape);
-  EXPECT_EQ(fast.size, general.size);
-  EXPECT_EQ(fast.is_bool, general.is_bool);
-  EXPECT_EQ(fast.nan_count, general.nan_count);
-  EXPECT_EQ(fast.posinf_count, general.posinf_count);
-  EXPECT_EQ(fast.neginf_count, general.neginf_count);
-  EXPECT_EQ(fast.excluded_count, general.excluded_count);
+  auto facts = [](const TensorSummary& s) {
+    return std::tuple(static_cast<int>(s.dtype), s.shape, s.size, s.is_bool, s.nan_count, s.posinf_count,
+                      s.neginf_count, s.excluded_count);
+  };
+  EXPECT_EQ(facts(fast), facts(general)) << "dtype, shape, size, is_bool, NaN, +inf, -inf, excluded";
   expect_same(fast.polygraphy, general.polygraphy, "polygraphy", true);
   expect_same(fast.finite, general.finite, "finite", finite_sums_exact);
 }
@@ -70,16 +70,25 @@ inline void expect_same(const PairStatistics& fast, const PairStatistics& genera
   expect_same(fast.out1, general.out1, "out1", true);
   expect_same(fast.absdiff, general.absdiff, "abs", true);
   expect_same(fast.reldiff, general.reldiff, "rel", rel_finite_exact);
-  EXPECT_EQ(fast.mismatch_count, general.mismatch_count);
-  EXPECT_EQ(fast.zero_reference_count, general.zero_reference_count);
-  EXPECT_EQ(fast.max_absdiff_at_zero_reference, general.max_absdiff_at_zero_reference);
-  EXPECT_EQ(fast.absdiff_single, general.absdiff_single);
-  EXPECT_EQ(fast.reldiff_single, general.reldiff_single);
-  EXPECT_EQ(fast.reference_floating, general.reference_floating);
+  auto facts = [](const PairStatistics& p) {
+    return std::tuple(p.mismatch_count, p.zero_reference_count, p.max_absdiff_at_zero_reference, p.absdiff_single,
+                      p.reldiff_single, p.reference_floating);
+  };
+  EXPECT_EQ(facts(fast), facts(general))
+      << "mismatches, zero references, largest error at one, float32 errors, floating reference";
   expect_same(fast.histogram0, general.histogram0, "histogram0");
   expect_same(fast.histogram1, general.histogram1, "histogram1");
   expect_same(fast.histogram_abs, general.histogram_abs, "histogram abs");
   expect_same(fast.histogram_rel, general.histogram_rel, "histogram rel");
+}
+
+// A fast path's answer against the general kernel's for the same pair. `rel_finite_always_exact`
+// false: exact only where no reference is zero (see expect_same above).
+inline void expect_general_numbers(const std::optional<PairStatistics>& fast, const Tensor& a, const Tensor& b,
+                                   const PairStatisticsRequest& request, bool rel_finite_always_exact) {
+  ASSERT_TRUE(fast.has_value()) << "the fast path declined the pair";
+  PairStatistics general = general_pair_statistics(a.view(), b.view(), a.shape(), request);
+  expect_same(*fast, general, rel_finite_always_exact || general.zero_reference_count == 0);
 }
 
 }  // namespace parity::compare::detail
