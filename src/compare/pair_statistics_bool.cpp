@@ -165,7 +165,9 @@ std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const Te
   PairStreams streams;
   streams.point_at(acc.a, acc.b, acc.abs, acc.rel_nonzero, rel_all);
   // A sorted stream of zeros and ones: 0 below the count of zeros.
-  auto zero_one = [](int64_t zeros) { return RankValue([zeros](uint64_t rank) { return rank < static_cast<uint64_t>(zeros) ? 0.0 : 1.0; }); };
+  auto zero_one = [](int64_t zeros) {
+    return RankValue([zeros](uint64_t rank) { return rank < static_cast<uint64_t>(zeros) ? 0.0 : 1.0; });
+  };
   streams.value0 = zero_one(c[k00] + c[k01]);
   streams.value1 = zero_one(c[k00] + c[k10]);
   streams.value_abs = zero_one(c[k00] + c[k11]);
