@@ -9,8 +9,11 @@
 // below 2^24 values; NaN and +inf propagate through a sum whatever its order; the order
 // statistics of a stream of zeros and ones are 0 below the count of zeros and 1 from there. The
 // worker ranges and their merge are the general kernel's, so every double comes out the same.
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "pair_statistics_internal.h"
 
@@ -111,7 +114,7 @@ std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const Te
   }
 
   const WorkPlan plan = plan_work(n);
-  KindCounts total;
+  std::array<int64_t, kKinds> total{};  // each kind's count over all ranges
   std::vector<RangeState> ranges(static_cast<std::size_t>(plan.workers()));
   for (std::size_t w = 0; w < ranges.size(); ++w) {
     KindCounts k;
@@ -126,11 +129,7 @@ std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const Te
     s.rel_zero.nonfinite.first_nan = k.first[k00];
     s.rel_zero.nonfinite.posinf = k.count[k10];
     s.rel_zero.nonfinite.first_posinf = k.first[k10];
-    for (int kind = 0; kind < kKinds; ++kind) {
-      const std::size_t i = static_cast<std::size_t>(kind);
-      total.count[i] += k.count[i];
-      total.first[i] = earlier(total.first[i], k.first[i]);
-    }
+    for (std::size_t kind = 0; kind < kKinds; ++kind) total[kind] += k.count[kind];
   }
   RangeState acc = std::move(ranges[0]);
   for (std::size_t w = 1; w < ranges.size(); ++w) {
@@ -140,7 +139,7 @@ std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const Te
     acc.rel_nonzero.merge(ranges[w].rel_nonzero);
     acc.rel_zero.merge(ranges[w].rel_zero);
   }
-  const auto& c = total.count;
+  const auto& c = total;
   const int64_t zero_references = c[k00] + c[k10];
   StreamAccumulator rel_all = acc.rel_nonzero;
   if (zero_references > 0) rel_all.merge(acc.rel_zero);
