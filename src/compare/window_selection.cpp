@@ -22,7 +22,6 @@ std::vector<uint64_t> wanted_ranks(int64_t count, const std::vector<double>& lev
   return ranks;
 }
 
-// Windows around `selection.ranks` from a sample of the stream (left unchanged).
 void plan_windows(Selection& selection, std::vector<float>& sample, float stream_min, float stream_max) {
   const double s = static_cast<double>(sample.size());
   const double n = static_cast<double>(selection.count);
@@ -98,8 +97,6 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
   }
 }
 
-// Every rank's value of a constant stream, or of one whose values were all kept; false when the
-// kept values are not the whole stream.
 bool resolve_whole(const Selection& selection, const std::vector<const WindowState*>& workers, RankValues& values) {
   if (selection.constant) {
     for (uint64_t rank : selection.ranks) values.emplace_back(rank, selection.constant_value);
@@ -114,8 +111,6 @@ bool resolve_whole(const Selection& selection, const std::vector<const WindowSta
   return true;
 }
 
-// The values of window `index`'s ranks from the workers' counts and kept values; false when the
-// window missed one of them.
 bool resolve_window(const Selection& selection, std::size_t index, const std::vector<const WindowState*>& workers,
                     RankValues& values) {
   const Window& window = selection.windows[index];
@@ -194,8 +189,6 @@ std::vector<int64_t> SampleStrata::positions_in(int64_t begin, int64_t end) cons
   return positions;
 }
 
-// The windows hold about 11 / sqrt(s) of a stream for a sample of s (median, p90, p95 and p99 at
-// 5 sigmas), and selecting within the sample costs about s: (5.5 n)^(2/3) balances the two.
 int64_t sample_size(int64_t n) {
   double wanted = std::cbrt(5.5 * static_cast<double>(n));
   wanted *= wanted;
