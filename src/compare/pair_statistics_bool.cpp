@@ -114,7 +114,7 @@ std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const Te
   }
 
   const WorkPlan plan = plan_work(n);
-  std::array<int64_t, kKinds> total{};  // each kind's count over all ranges
+  std::array<int64_t, kKinds> c{};  // each kind's count over all ranges
   std::vector<RangeState> ranges(static_cast<std::size_t>(plan.workers()));
   for (std::size_t w = 0; w < ranges.size(); ++w) {
     KindCounts k;
@@ -129,7 +129,7 @@ std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const Te
     s.rel_zero.nonfinite.first_nan = k.first[k00];
     s.rel_zero.nonfinite.posinf = k.count[k10];
     s.rel_zero.nonfinite.first_posinf = k.first[k10];
-    for (std::size_t kind = 0; kind < kKinds; ++kind) total[kind] += k.count[kind];
+    for (std::size_t kind = 0; kind < kKinds; ++kind) c[kind] += k.count[kind];
   }
   RangeState acc = std::move(ranges[0]);
   for (std::size_t w = 1; w < ranges.size(); ++w) {
@@ -139,15 +139,13 @@ std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const Te
     acc.rel_nonzero.merge(ranges[w].rel_nonzero);
     acc.rel_zero.merge(ranges[w].rel_zero);
   }
-  const auto& c = total;
   const int64_t zero_references = c[k00] + c[k10];
   StreamAccumulator rel_all = acc.rel_nonzero;
   if (zero_references > 0) rel_all.merge(acc.rel_zero);
 
   int64_t mismatches = 0;
-  const double rtol = request.rtol;
   for (std::size_t k = 0; k < kKinds; ++k) {
-    const bool abs_fail = d[k] > request.atol, rel_fail = r[k] > rtol || std::isnan(r[k]);
+    const bool abs_fail = d[k] > request.atol, rel_fail = r[k] > request.rtol || std::isnan(r[k]);
     if (abs_fail && rel_fail) mismatches += c[k];
   }
 
