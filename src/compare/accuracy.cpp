@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "log_util.h"
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/core/error.h"
 #include "parity/core/values.h"
 

@@ -7,7 +7,7 @@
 #include "streaming_statistics.h"
 #include "log_util.h"
 #include "parity/compare/compare_func.h"
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/core/error.h"
 #include "parity/core/values.h"
 #include "shape_match.h"

@@ -9,7 +9,7 @@
 
 #include "log_util.h"
 #include "parity/compare/compare_func.h"
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/core/error.h"
 
 namespace parity::compare {

@@ -8,7 +8,7 @@
 #include "log_util.h"
 #include "pair_statistics.h"
 #include "parity/compare/compare_func.h"
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/core/error.h"
 #include "shape_match.h"
 

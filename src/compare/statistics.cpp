@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "streaming_statistics.h"
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/core/error.h"
 
 namespace parity::compare {

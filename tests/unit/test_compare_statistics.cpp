@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/compare/statistics.h"
 #include "parity/core/thread_pool.h"
 #include "test_compare_helpers.h"

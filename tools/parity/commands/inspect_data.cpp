@@ -8,7 +8,7 @@
 
 #include "args/polygraphy_data.h"
 #include "command.h"
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/compare/statistics.h"
 #include "parity/core/logger.h"
 #include "parity/core/tensor_metadata.h"
@@ -73,7 +73,7 @@ class InspectDataCommand : public Command {
       std::size_t width = 0;
       for (const auto& runner : data.results) width = std::max(width, runner.runner_name.size());
       for (const auto& runner : data.results) {
-        text += fmt::format("---- {} ({} iterations) ----\n", compare::pad_right(runner.runner_name, width),
+        text += fmt::format("---- {} ({} iterations) ----\n", pad_right(runner.runner_name, width),
                             runner.iterations.size());
         std::vector<const NamedTensors*> iterations;
         for (const auto& iteration : runner.iterations) iterations.push_back(&iteration.outputs);
@@ -126,7 +126,7 @@ class InspectDataCommand : public Command {
         out += indent_block(fmt::format("\n{} {} | Stats: {}", name, info.to_string(), stats_text(tensor)),
                             indent - 1);
         if (histogram_) out += "\n" + indent_block(histogram_text(tensor), indent);
-        if (show_values_) out += "\n" + indent_block(compare::numpy_array_str(tensor.view(), print_options_), indent);
+        if (show_values_) out += "\n" + indent_block(numpy_array_str(tensor.view(), print_options_), indent);
       }
       if (indent == 2) out += "\n";
       if (!all_) break;
@@ -136,7 +136,7 @@ class InspectDataCommand : public Command {
 
   std::string path_;
   bool all_ = false, show_values_ = false, histogram_ = false;
-  compare::NumpyPrintOptions print_options_;
+  NumpyPrintOptions print_options_;
 };
 
 PARITY_REGISTER_COMMAND(InspectDataCommand);

@@ -15,7 +15,7 @@
 #include "args/output_marks.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/passes.h"
@@ -224,7 +224,7 @@ class SurgeonSanitizeCommand : public Command {
                    name);
     std::vector<std::string> applied;
     for (const auto& [name, bound] : report.applied)
-      applied.push_back(fmt::format("{}: {}", compare::python_str_repr(name), bound));
+      applied.push_back(fmt::format("{}: {}", python_str_repr(name), bound));
     log::info("Set tensor upper bounds: {{{}}}", fmt::join(applied, ", "));
   }
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/core/dtype_dispatch.h"
 #include "parity/core/error.h"
 #include "parity/core/float8.h"
@@ -52,8 +52,8 @@ std::string string_tensor_text(const ::onnx::TensorProto& tensor) {
     if (!is_valid_utf8(text))
       throw InvalidInputError(fmt::format("string tensor '{}' holds bytes that are not UTF-8", tensor.name()));
   if (shape.empty()) return tensor.string_data(0);
-  return compare::numpy_array_str_of_elements(
-      shape, [&](int64_t i) { return compare::python_str_repr(tensor.string_data(static_cast<int>(i))); });
+  return numpy_array_str_of_elements(
+      shape, [&](int64_t i) { return python_str_repr(tensor.string_data(static_cast<int>(i))); });
 }
 
 // The `bits`-wide field at element i of a packed tensor (low bits first, as ONNX stores them).
@@ -74,7 +74,7 @@ std::string numpy_tensor_text(const ::onnx::TensorProto& proto, const onnx::Mode
   const TensorView view = tensor.view();
   const DType dtype = view.dtype();
   // numpy's own types (bfloat16 is ml_dtypes', printed item by item below).
-  if (dtype != DType::kBFloat16 && dtype_in<NumericAndBoolTypes>(dtype)) return compare::numpy_array_str(view);
+  if (dtype != DType::kBFloat16 && dtype_in<NumericAndBoolTypes>(dtype)) return numpy_array_str(view);
   std::function<std::string(int64_t)> item;
   switch (dtype) {
     case DType::kBFloat16:
@@ -113,7 +113,7 @@ std::string numpy_tensor_text(const ::onnx::TensorProto& proto, const onnx::Mode
       throw UnsupportedError(
           fmt::format("tensor '{}': showing values of type {} is not supported", proto.name(), dtype_name(dtype)));
   }
-  return compare::numpy_array_str_of_elements(view.shape(), item);
+  return numpy_array_str_of_elements(view.shape(), item);
 }
 
 }  // namespace parity::cli

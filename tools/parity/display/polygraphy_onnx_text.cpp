@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "display/numpy_tensor_text.h"
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 
@@ -161,7 +161,7 @@ class PolygraphyOnnxText {
     if (!other_domains.empty()) {
       std::vector<std::string> items;
       for (const auto& domain : other_domains)
-        items.push_back(fmt::format("{}: {}", compare::python_str_repr(domain), other_versions[domain]));
+        items.push_back(fmt::format("{}: {}", python_str_repr(domain), other_versions[domain]));
       text += fmt::format(" | Other Opsets: {{{}}}", fmt::join(items, ", "));
     }
     text += "\n\n" + graph_text(proto.graph(), MetadataTable{}, 0);
@@ -183,7 +183,7 @@ class PolygraphyOnnxText {
     std::vector<std::string> dims;
     for (const auto& dim : tensor_type.shape().dim()) {
       if (dim.value_case() == ::onnx::TensorShapeProto::Dimension::kDimParam)
-        dims.push_back(compare::python_str_repr(dim.dim_param()));
+        dims.push_back(python_str_repr(dim.dim_param()));
       else if (dim.value_case() == ::onnx::TensorShapeProto::Dimension::kDimValue)
         dims.push_back(std::to_string(dim.dim_value()));
       else
@@ -320,7 +320,7 @@ class PolygraphyOnnxText {
   std::optional<std::string> attribute_value(const AttributeProto& attribute, const MetadataTable& tensors,
                                              int indent_level) {
     switch (attribute.type()) {
-      case AttributeProto::FLOAT: return compare::python_float_repr(static_cast<double>(attribute.f()));
+      case AttributeProto::FLOAT: return python_float_repr(static_cast<double>(attribute.f()));
       case AttributeProto::INT: return std::to_string(attribute.i());
       case AttributeProto::STRING: return attribute.s();
       case AttributeProto::TENSOR: {
@@ -331,7 +331,7 @@ class PolygraphyOnnxText {
       case AttributeProto::GRAPH: return "\n" + graph_text(attribute.g(), tensors, indent_level + 2);
       case AttributeProto::FLOATS: {
         std::vector<std::string> items;
-        for (float value : attribute.floats()) items.push_back(compare::python_float_repr(static_cast<double>(value)));
+        for (float value : attribute.floats()) items.push_back(python_float_repr(static_cast<double>(value)));
         return python_list(items);
       }
       case AttributeProto::INTS: {
@@ -341,7 +341,7 @@ class PolygraphyOnnxText {
       }
       case AttributeProto::STRINGS: {
         std::vector<std::string> items;
-        for (const auto& value : attribute.strings()) items.push_back(compare::python_str_repr(value));
+        for (const auto& value : attribute.strings()) items.push_back(python_str_repr(value));
         return python_list(items);
       }
       default: return std::nullopt;

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/core/dtype.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/model.h"
@@ -80,7 +80,7 @@ DeclaredTensor declared(const ::onnx::ValueInfoProto& value, GraphSurgeonTypes& 
       out.shape.emplace();
       for (const auto& dim : type.tensor_type().shape().dim()) {
         if (dim.value_case() == ::onnx::TensorShapeProto::Dimension::kDimParam) {
-          out.shape->push_back(compare::python_str_repr(dim.dim_param()));
+          out.shape->push_back(python_str_repr(dim.dim_param()));
         } else if (dim.value_case() == ::onnx::TensorShapeProto::Dimension::kDimValue) {
           out.shape->push_back(std::to_string(dim.dim_value()));
         } else {

@@ -12,7 +12,7 @@
 
 #include "parity/core/tensor.h"
 
-namespace parity::compare {
+namespace parity {
 
 // Python's format(x, '.{precision}g'): "1e-05", "0.5", "1.2346e+05", "nan" (for any NaN), "inf",
 // "-inf", "-0".
@@ -56,4 +56,4 @@ std::string numpy_array_str_of_elements(const Shape& shape, const std::function<
 std::string pad_right(std::string_view text, std::size_t width);  // f"{text:<width}" / f"{text:width}"
 std::string pad_left(std::string_view text, std::size_t width);   // f"{text:>width}"
 
-}  // namespace parity::compare
+}  // namespace parity

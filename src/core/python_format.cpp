@@ -1,4 +1,4 @@
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 
 #include <algorithm>
 #include <charconv>
@@ -12,7 +12,7 @@
 
 #include "parity/core/half.h"
 
-namespace parity::compare {
+namespace parity {
 
 std::string format_g(double value, int precision) {
   if (std::isnan(value)) return "nan";
@@ -517,4 +517,4 @@ std::string numpy_array_str_of_elements(const Shape& shape, const std::function<
   return printer.recurse(0, 0, " ", 75);
 }
 
-}  // namespace parity::compare
+}  // namespace parity

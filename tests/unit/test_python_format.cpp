@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "parity/compare/python_format.h"
+#include "parity/core/python_format.h"
 #include "parity/core/float8.h"
 #include "parity/core/half.h"
 #include "test_compare_helpers.h"
