@@ -13,7 +13,7 @@
 #include <string>
 
 #include "parity/compare/compare_func.h"
-#include "parity/compare/statistics.h"
+#include "parity/statistics/statistics.h"
 #include "parity/core/logger.h"
 #include "parity/core/tensor.h"
 #include "parity/core/thread_pool.h"
@@ -99,7 +99,7 @@ void bool_comparison(benchmark::State& state) {
 
 void summarize(benchmark::State& state) {
   const Pair& pair = pair_of(state.range(0));
-  for (auto _ : state) benchmark::DoNotOptimize(compare::summarize(pair.reference.view()));
+  for (auto _ : state) benchmark::DoNotOptimize(statistics::summarize(pair.reference.view()));
   state.SetItemsProcessed(state.iterations() * state.range(0));
   state.SetBytesProcessed(state.iterations() * state.range(0) * static_cast<int64_t>(sizeof(float)));
 }

@@ -52,9 +52,9 @@ compare::PerOutput<compare::ErrorStat> per_output_stat(nb::handle value) {
   return compare::PerOutput<compare::ErrorStat>(compare::parse_error_stat(nb::cast<std::string>(value)));
 }
 
-compare::StatisticsStyle style_from(const std::string& style) {
-  if (style == "parity") return compare::StatisticsStyle::kParity;
-  if (style == "polygraphy") return compare::StatisticsStyle::kPolygraphy;
+statistics::StatisticsStyle style_from(const std::string& style) {
+  if (style == "parity") return statistics::StatisticsStyle::kParity;
+  if (style == "polygraphy") return statistics::StatisticsStyle::kPolygraphy;
   raise<InvalidInputError>("statistics style '{}': expected 'parity' or 'polygraphy'", style);
 }
 

@@ -15,6 +15,7 @@
 namespace parity::compare {
 
 using namespace detail;
+using namespace statistics;
 
 int64_t PairResult::passed_iterations() const {
   int64_t passed = 0;

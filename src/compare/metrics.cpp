@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "streaming_statistics.h"
+#include "parity/statistics/pair_statistics.h"
 #include "log_util.h"
 #include "parity/compare/compare_func.h"
 #include "parity/core/python_format.h"
@@ -15,6 +15,7 @@
 namespace parity::compare {
 
 using namespace detail;
+using namespace statistics;
 
 namespace {
 
@@ -76,32 +77,6 @@ void log_value_dumps(const std::string& runner0, const std::string& name0, const
                      shape_text(out0.shape()), indent_block(numpy_array_str(out0.view())));
   log::super_verbose("{} | Output: {} (dtype={}, shape={}):\n{}", runner_column(runner1), name1, dtype_text(out1.dtype()),
                      shape_text(out1.shape()), indent_block(numpy_array_str(out1.view())));
-}
-
-// Sums over both outputs in double (after cast-up): sum (a-b)^2, a*b, a^2, b^2.
-struct PairSums {
-  double squared_error = 0, dot = 0, square0 = 0, square1 = 0;
-  int64_t count = 0;
-};
-
-PairSums pair_sums(const TensorView& a, const TensorView& b) {
-  PairSums s;
-  const int64_t n = a.size();
-  double scratch0[kChunk], scratch1[kChunk];
-  for (int64_t base = 0; base < n; base += kChunk) {
-    int64_t count = std::min(kChunk, n - base);
-    const double* xs = load_chunk<double>(a, base, count, scratch0);
-    const double* ys = load_chunk<double>(b, base, count, scratch1);
-    for (int64_t j = 0; j < count; ++j) {
-      double d = xs[j] - ys[j];
-      s.squared_error += d * d;
-      s.dot += xs[j] * ys[j];
-      s.square0 += xs[j] * xs[j];
-      s.square1 += ys[j] * ys[j];
-    }
-  }
-  s.count = n;
-  return s;
 }
 
 std::string numpy_scalar_text(const TensorView& t, int64_t index) {

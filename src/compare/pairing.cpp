@@ -164,21 +164,21 @@ void warn_unknown_keys(const std::vector<std::string>& keys, const IterationResu
                set_text(extra), set_text(items), set_text(sequence));
 }
 
-void log_output_stats(const TensorSummary& summary, const TensorView* values, const Histogram* histogram,
-                      bool failed, std::string_view label, StatisticsStyle style) {
-  log::info("{}", format_stats_line(summary, style, label));
+void log_output_stats(const statistics::TensorSummary& summary, const TensorView* values, const statistics::Histogram* histogram,
+                      bool failed, std::string_view label, statistics::StatisticsStyle style) {
+  log::info("{}", statistics::format_stats_line(summary, style, label));
   Logger::Indent indent;
   Severity severity = failed ? Severity::kInfo : Severity::kVerbose;
   if (!Logger::global().enabled(severity)) return;
   if (values && summary.size <= 100)
     log::at(severity, "---- Values ----\n{}", indent_block(numpy_array_str(*values)));
   if (summary.is_bool) {
-    if (style == StatisticsStyle::kPolygraphy) log::at(severity, "");
+    if (style == statistics::StatisticsStyle::kPolygraphy) log::at(severity, "");
     return;
   }
   if (!histogram) return;
-  std::string text = format_histogram(*histogram);
-  if (style == StatisticsStyle::kParity && (text.empty() || text == "None")) return;
+  std::string text = statistics::format_histogram(*histogram);
+  if (style == statistics::StatisticsStyle::kParity && (text.empty() || text == "None")) return;
   if (text.empty() && !histogram->error.empty())
     log::verbose("Could not generate histogram. Note: Error was: {}", histogram->error);
   log::at(severity, "{}", text);

@@ -18,16 +18,16 @@ json number(double v) {
 
 json optional_number(const std::optional<double>& v) { return v ? number(*v) : json(nullptr); }
 
-std::string_view state_name(Statistics::State state) {
+std::string_view state_name(statistics::Statistics::State state) {
   switch (state) {
-    case Statistics::State::kValues: return "values";
-    case Statistics::State::kEmpty: return "empty";
-    case Statistics::State::kNoFiniteValues: return "no_finite_values";
+    case statistics::Statistics::State::kValues: return "values";
+    case statistics::Statistics::State::kEmpty: return "empty";
+    case statistics::Statistics::State::kNoFiniteValues: return "no_finite_values";
   }
   return "values";
 }
 
-json to_json(const Statistics& s) {
+json to_json(const statistics::Statistics& s) {
   json j;
   j["state"] = state_name(s.state);
   j["count"] = s.count;
@@ -54,7 +54,7 @@ json shape_json(const Shape& shape) { return json(shape); }
 
 }  // namespace
 
-json to_json(const TensorSummary& s) {
+json to_json(const statistics::TensorSummary& s) {
   json j;
   j["dtype"] = std::string(dtype_name(s.dtype));
   j["shape"] = shape_json(s.shape);

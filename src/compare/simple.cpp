@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "log_util.h"
-#include "pair_statistics.h"
+#include "parity/statistics/pair_statistics.h"
 #include "parity/compare/compare_func.h"
 #include "parity/core/python_format.h"
 #include "parity/core/error.h"
@@ -15,6 +15,7 @@
 namespace parity::compare {
 
 using namespace detail;
+using namespace statistics;
 
 namespace {
 

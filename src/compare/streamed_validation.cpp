@@ -6,7 +6,7 @@ namespace parity::compare {
 
 void StreamedValidation::check(int64_t iteration, const runtime::ProducedTensor& tensor) {
   ++checked;
-  NonFiniteCounts counts = count_nonfinite(tensor.tensor);
+  statistics::NonFiniteCounts counts = statistics::count_nonfinite(tensor.tensor);
   if (counts.any()) findings.push_back({iteration, tensor.name, tensor.node_name, tensor.op_type, counts});
 }
 

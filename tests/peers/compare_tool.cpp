@@ -26,6 +26,7 @@ namespace {
 
 using namespace parity;
 using namespace parity::compare;
+using namespace parity::statistics;
 
 // Polygraphy's "[<name>:]<value>" arguments: the last colon splits the name from the value.
 template <typename T, typename Parse>

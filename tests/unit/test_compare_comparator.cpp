@@ -14,6 +14,7 @@ namespace parity::compare {
 namespace {
 
 using namespace testing;
+using namespace statistics;
 
 RunResults two_runners(std::vector<NamedTensors> iterations0, std::vector<NamedTensors> iterations1) {
   RunResults results(2);

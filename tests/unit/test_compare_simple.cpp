@@ -15,6 +15,7 @@ namespace parity::compare {
 namespace {
 
 using namespace testing;
+using namespace statistics;
 
 OutputComparison run(const Tensor& a, const Tensor& b, SimpleOutputParams params = {}) {
   return compare_simple_output("r0", "y", a.view(), "r1", "y", b.view(), params);

@@ -1,4 +1,4 @@
-// A fixture for tests that run once per compare kernel level (test_compare_statistics.cpp,
+// A fixture for tests that run once per statistics kernel level (test_statistics.cpp,
 // test_pair_statistics_fast.cpp): the portable kernels always, the AVX-512 ones where the CPU
 // has them (elsewhere that instance is skipped with the reason printed).
 #pragma once
@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "../../src/compare/float_kernels.h"
+#include "../../src/statistics/float_kernels.h"
 
-namespace parity::compare::detail::kernels {
+namespace parity::statistics::detail::kernels {
 
 class KernelLevelTest : public ::testing::TestWithParam<Level> {
  protected:
@@ -26,4 +26,4 @@ inline std::string level_name(const ::testing::TestParamInfo<Level>& info) {
   return info.param == Level::kAvx512 ? "Avx512" : "Portable";
 }
 
-}  // namespace parity::compare::detail::kernels
+}  // namespace parity::statistics::detail::kernels

@@ -9,10 +9,10 @@
 
 #include "parity/core/tensor.h"
 #include "parity/core/thread_pool.h"
-#include "../../src/compare/pair_statistics_internal.h"
+#include "../../src/statistics/pair_statistics_internal.h"
 #include "test_pair_statistics_equal.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 namespace {
 
 void check(const Tensor& a, const Tensor& b, const PairStatisticsRequest& request, const std::string& label) {
@@ -126,4 +126,4 @@ TEST(BoolPairStatistics, DeclinesWhatItCannotDo) {
 }
 
 }  // namespace
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

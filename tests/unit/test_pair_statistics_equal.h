@@ -11,9 +11,9 @@
 #include <gtest/gtest.h>
 
 #include "parity/core/tensor.h"
-#include "../../src/compare/pair_statistics_internal.h"
+#include "../../src/statistics/pair_statistics_internal.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 
 // `sums_exact` false: the mean and deviations may differ in the last bits (float64 sums in
 // another order), everything else must not.
@@ -91,4 +91,4 @@ inline void expect_general_numbers(const std::optional<PairStatistics>& fast, co
   expect_same(*fast, general, rel_finite_always_exact || general.zero_reference_count == 0);
 }
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

@@ -9,12 +9,12 @@
 
 #include "parity/core/tensor.h"
 #include "parity/core/thread_pool.h"
-#include "../../src/compare/float_kernels.h"
-#include "../../src/compare/pair_statistics_internal.h"
+#include "../../src/statistics/float_kernels.h"
+#include "../../src/statistics/pair_statistics_internal.h"
 #include "test_pair_statistics_equal.h"
 #include "test_kernel_levels.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 namespace {
 
 // Parity's view of the relative error at non-zero references sums in float64 in another order
@@ -145,4 +145,4 @@ TEST_P(FastPairStatistics, DeclinesWhatItCannotDo) {
 INSTANTIATE_TEST_SUITE_P(Levels, FastPairStatistics, kernels::both_levels(), kernels::level_name);
 
 }  // namespace
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

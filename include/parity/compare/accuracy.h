@@ -56,14 +56,14 @@ struct ValidateOptions {
   bool check_inf = false;
   bool check_nan = true;
   bool fail_fast = false;
-  StatisticsStyle style = StatisticsStyle::kParity;
+  statistics::StatisticsStyle style = statistics::StatisticsStyle::kParity;
 };
 struct OutputValidation {
   std::string runner_name;
   int64_t iteration = 0;
   std::string output_name;
   bool valid = true;
-  TensorSummary summary;  // NaN/Inf counts and statistics
+  statistics::TensorSummary summary;  // NaN/Inf counts and statistics
 };
 struct ValidationResult {
   bool passed = true;
@@ -73,7 +73,7 @@ ValidationResult validate(const RunResults& results, const ValidateOptions& opti
 
 // ---- JSON report ----
 // Non-finite numbers are written as the strings "nan", "inf", "-inf" (JSON has no such numbers).
-nlohmann::ordered_json to_json(const TensorSummary& summary);
+nlohmann::ordered_json to_json(const statistics::TensorSummary& summary);
 nlohmann::ordered_json to_json(const OutputComparison& comparison);
 nlohmann::ordered_json to_json(const AccuracyResult& result);
 nlohmann::ordered_json to_json(const ValidationResult& result);

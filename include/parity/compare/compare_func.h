@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "parity/compare/statistics.h"
+#include "parity/statistics/statistics.h"
 #include "parity/core/array_io.h"
 #include "parity/core/tensor.h"
 
@@ -120,15 +120,15 @@ struct SimpleMetrics {
   double max_absdiff_at_zero_reference = 0;  // largest finite abs error there (0 if none)
   int64_t nonfinite_error_count = 0;   // elements whose abs error is NaN or Inf (always mismatch)
 
-  TensorSummary output0, output1;      // statistics of both outputs (after cast-up)
-  TensorSummary absdiff, reldiff;      // reldiff.finite excludes zero references
+  statistics::TensorSummary output0, output1;  // statistics of both outputs (after cast-up)
+  statistics::TensorSummary absdiff, reldiff;  // reldiff.finite excludes zero references
 };
 
 struct IndicesMetrics {
   int64_t index_tolerance = 0;
   int64_t values_not_found = 0;        // out0 values missing from out1's batch
   int64_t beyond_tolerance = 0;        // found farther than index_tolerance
-  TensorSummary output0, output1;
+  statistics::TensorSummary output0, output1;
 };
 
 struct DistanceMetrics {
@@ -137,7 +137,7 @@ struct DistanceMetrics {
   double l2_norm = 0;
   double cosine_similarity = 0;
   bool l2_passed = false, cosine_passed = false;
-  TensorSummary output0, output1;
+  statistics::TensorSummary output0, output1;
 };
 
 struct QualityMetrics {
@@ -146,7 +146,7 @@ struct QualityMetrics {
   std::optional<double> psnr;                   // dB; inf for identical outputs
   std::optional<double> snr;                    // dB
   bool psnr_passed = true, snr_passed = true;
-  TensorSummary output0, output1;
+  statistics::TensorSummary output0, output1;
 };
 
 struct OutputComparison {
@@ -181,7 +181,7 @@ struct SimpleOptions {
   PerOutput<ErrorStat> check_error_stat{ErrorStat::kElemwise};
   bool infinities_compare_equal = false;
   PerOutput<double> error_quantile{0.99};
-  StatisticsStyle style = StatisticsStyle::kParity;
+  statistics::StatisticsStyle style = statistics::StatisticsStyle::kParity;
 };
 CompareFunc simple(SimpleOptions options = {});
 
@@ -193,7 +193,7 @@ struct SimpleOutputParams {
   double error_quantile = 0.99;
   bool check_shapes = true;
   bool infinities_compare_equal = false;
-  StatisticsStyle style = StatisticsStyle::kParity;
+  statistics::StatisticsStyle style = statistics::StatisticsStyle::kParity;
 };
 // The parameters `simple` uses for the output called `name` (what a streamed comparison uses).
 SimpleOutputParams simple_output_params(const SimpleOptions& options, const std::string& name);
@@ -206,7 +206,7 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
 struct IndicesOptions {
   PerOutput<int64_t> index_tolerance{0};
   bool fail_fast = false;
-  StatisticsStyle style = StatisticsStyle::kParity;
+  statistics::StatisticsStyle style = statistics::StatisticsStyle::kParity;
 };
 CompareFunc indices(IndicesOptions options = {});
 
@@ -217,7 +217,7 @@ struct DistanceOptions {
   bool check_shapes = true;
   bool fail_fast = false;
   FindOutputFunc find_output;
-  StatisticsStyle style = StatisticsStyle::kParity;
+  statistics::StatisticsStyle style = statistics::StatisticsStyle::kParity;
 };
 CompareFunc distance(DistanceOptions options = {});
 
@@ -228,7 +228,7 @@ struct QualityOptions {
   bool check_shapes = true;
   bool fail_fast = false;
   FindOutputFunc find_output;
-  StatisticsStyle style = StatisticsStyle::kParity;
+  statistics::StatisticsStyle style = statistics::StatisticsStyle::kParity;
 };
 CompareFunc quality(QualityOptions options = {});
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "parity/compare/statistics.h"
+#include "parity/statistics/statistics.h"
 #include "parity/runtime/runner.h"
 
 namespace parity::compare {
@@ -17,7 +17,7 @@ struct StreamedValidation {
   struct Finding {
     int64_t iteration = 0;
     std::string tensor, node, op;
-    NonFiniteCounts counts;
+    statistics::NonFiniteCounts counts;
   };
   std::string runner;
   int64_t checked = 0;

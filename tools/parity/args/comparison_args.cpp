@@ -58,7 +58,7 @@ void ComparisonArgs::add_to(CLI::App& app) {
 }
 
 void ComparisonArgs::parse() {
-  style_ = stats_style_ == "polygraphy" ? compare::StatisticsStyle::kPolygraphy : compare::StatisticsStyle::kParity;
+  style_ = stats_style_ == "polygraphy" ? statistics::StatisticsStyle::kPolygraphy : statistics::StatisticsStyle::kParity;
   for (const auto& arg : postprocess_) postprocess_rules_.push_back(compare::parse_postprocess(arg));
 
   simple_options_.atol = per_output<double>(atol_, 1e-5, [](const std::string& s) { return parse_double(s, "--atol"); });
@@ -227,7 +227,7 @@ void ComparisonArgs::add_to_script(GeneratedScript& script, bool compared) const
         if (!snr_tolerance_.empty()) arguments.push_back("snr_tolerance=" + python_per_output_dict(snr_tolerance_, number));
         if (fail_fast_) arguments.push_back("fail_fast=True");
       }
-      if (style_ == compare::StatisticsStyle::kPolygraphy) arguments.push_back("statistics_style='polygraphy'");
+      if (style_ == statistics::StatisticsStyle::kPolygraphy) arguments.push_back("statistics_style='polygraphy'");
       function = fmt::format("CompareFunc.{}({})", compare_func_, fmt::join(arguments, ", "));
     }
     std::vector<std::string> accuracy{"compare_func=compare_func"};

@@ -34,7 +34,7 @@ class ComparisonArgs {
 
   bool validate() const { return validate_; }
   bool fail_fast() const { return fail_fast_; }
-  compare::StatisticsStyle style() const { return style_; }
+  statistics::StatisticsStyle style() const { return style_; }
   compare::ValidateOptions validate_options() const;
   const std::vector<std::string>& load_outputs() const { return load_outputs_; }
   const std::string& report() const { return report_; }
@@ -53,7 +53,7 @@ class ComparisonArgs {
   std::vector<std::string> rtol_, atol_, check_error_stat_, error_quantile_, index_tolerance_;
   std::vector<std::string> l2_tolerance_, cosine_threshold_, psnr_tolerance_, snr_tolerance_;
 
-  compare::StatisticsStyle style_ = compare::StatisticsStyle::kParity;
+  statistics::StatisticsStyle style_ = statistics::StatisticsStyle::kParity;
   compare::PostprocessRules postprocess_rules_;
   compare::SimpleOptions simple_options_;
   compare::IndicesOptions indices_options_;

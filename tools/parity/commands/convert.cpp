@@ -10,7 +10,7 @@
 #include "args/output_marks.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
-#include "parity/compare/statistics.h"
+#include "parity/statistics/statistics.h"
 #include "parity/core/values.h"
 #include "parity/runtime/data_loader.h"
 #include "parity/runtime/interpreter.h"
@@ -182,14 +182,14 @@ class ConvertCommand : public Command {
       const Tensor& b = got[o].second.tensor();
       if (a.shape() != b.shape() || !has_numeric_values(a.dtype()) || !has_numeric_values(b.dtype())) continue;
       // The float32 run is the reference; a NaN or infinite error reads as an infinite one.
-      const compare::ErrorSummary error = compare::summarize_error(b.view(), a.view());
-      auto largest = [](const compare::TensorSummary& summary) -> double {
+      const statistics::ErrorSummary error = statistics::summarize_error(b.view(), a.view());
+      auto largest = [](const statistics::TensorSummary& summary) -> double {
         if (summary.nan_count || summary.inf_count()) return INFINITY;
-        return summary.finite.state == compare::Statistics::State::kValues ? summary.finite.max : 0.0;
+        return summary.finite.state == statistics::Statistics::State::kValues ? summary.finite.max : 0.0;
       };
-      const compare::TensorSummary& absolute = error.absolute;
+      const statistics::TensorSummary& absolute = error.absolute;
       double mean_abs = absolute.nan_count || absolute.inf_count() ? INFINITY
-                        : absolute.finite.state == compare::Statistics::State::kValues ? absolute.finite.mean
+                        : absolute.finite.state == statistics::Statistics::State::kValues ? absolute.finite.mean
                                                                                         : 0.0;
       double max_abs = largest(absolute), max_rel = largest(error.relative);
       log::info("{} vs float32 on the reference runner | {} | max abs error: {:.5g}, mean abs error: {:.5g}, "

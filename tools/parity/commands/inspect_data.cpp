@@ -9,7 +9,7 @@
 #include "args/polygraphy_data.h"
 #include "command.h"
 #include "parity/core/python_format.h"
-#include "parity/compare/statistics.h"
+#include "parity/statistics/statistics.h"
 #include "parity/core/logger.h"
 #include "parity/core/tensor_metadata.h"
 
@@ -92,8 +92,8 @@ class InspectDataCommand : public Command {
  private:
   std::string stats_text(const Tensor& tensor) const {
     try {
-      auto summary = compare::summarize(tensor.view());
-      return compare::format_statistics(summary.polygraphy, summary.is_bool);
+      auto summary = statistics::summarize(tensor.view());
+      return statistics::format_statistics(summary.polygraphy, summary.is_bool);
     } catch (const Error& error) {
       log::verbose("Could not generate statistics.\nNote: Error was: {}", error.what());
       return "<Error while computing statistics>";
@@ -103,8 +103,8 @@ class InspectDataCommand : public Command {
   std::string histogram_text(const Tensor& tensor) const {
     if (tensor.dtype() == DType::kBool) return "";
     try {
-      return compare::format_histogram(
-          compare::histogram(tensor.view(), std::nullopt, compare::StatisticsStyle::kPolygraphy));
+      return statistics::format_histogram(
+          statistics::histogram(tensor.view(), std::nullopt, statistics::StatisticsStyle::kPolygraphy));
     } catch (const Error& error) {
       log::verbose("Could not generate histogram.\nNote: Error was: {}", error.what());
       return "";

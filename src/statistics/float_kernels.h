@@ -1,4 +1,4 @@
-// Vectorised per-chunk kernels of the float32 pair statistics (private to compare).
+// Vectorised per-chunk kernels of the float32 pair statistics (private to statistics).
 //
 // Each kernel works on one chunk (at most kChunk values, so its scratch stays in L1) and computes
 // exactly what the scalar code of pair_statistics.cpp computes per element: the same float32
@@ -11,7 +11,7 @@
 
 #include "streaming_statistics.h"
 
-namespace parity::compare::detail::kernels {
+namespace parity::statistics::detail::kernels {
 
 // Which implementation runs: AVX-512 where the CPU has it, else portable code. Tests force the
 // portable one to check both against the same expectations.
@@ -85,4 +85,4 @@ int64_t half_open_windows(const float* v, int64_t n, int count, const float* low
 // The values of v where y != 0, appended at `out` (room for n + 16). Returns how many.
 int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, float* out);
 
-}  // namespace parity::compare::detail::kernels
+}  // namespace parity::statistics::detail::kernels

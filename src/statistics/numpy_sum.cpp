@@ -9,7 +9,7 @@
 #include "parity/core/error.h"
 #include "streaming_statistics.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 
 // ------------------------------------------------------------------------------------------------
 // numpy's float32 sums
@@ -331,4 +331,4 @@ NumpyNumbers numpy_numbers(std::vector<StreamSums>& parts, int64_t n, int depth)
   return numpy_numbers_of(sum, same_magnitude ? nullptr : &magnitude, variance ? &squares : nullptr, n);
 }
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

@@ -1,17 +1,16 @@
-// Statistics of a tensor pair (private to compare): the fused two-tensor kernel of
-// CompareFunc.simple. One pass computes, per element, Polygraphy's absolute and relative error in
-// numpy's types and feeds the statistics of both outputs and both errors plus the elementwise
-// verdict; refining passes give exact medians and quantiles and, when they will be logged, the
-// histograms.
+// Statistics of a tensor pair: the fused two-tensor kernel behind CompareFunc.simple. One pass
+// computes, per element, Polygraphy's absolute and relative error in numpy's types and feeds the
+// statistics of both outputs and both errors plus the count of elements failing the tolerances;
+// refining passes give exact medians and quantiles and, when asked, the histograms.
 #pragma once
 
 #include <optional>
 #include <vector>
 
-#include "parity/compare/statistics.h"
 #include "parity/core/tensor.h"
+#include "parity/statistics/statistics.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics {
 
 // Polygraphy's epsilon added to zero reference values before dividing.
 constexpr double kRelativeEpsilon = 2.220446049250313e-16;
@@ -49,4 +48,12 @@ PairStatistics compute_pair_statistics(const TensorView& out0, const TensorView&
 std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& out1,
                                       const PairStatisticsRequest& request, int64_t limit);
 
-}  // namespace parity::compare::detail
+// Sums over both outputs in double (after cast-up), for the distance and quality comparisons:
+// sum (a-b)^2, a*b, a^2, b^2.
+struct PairSums {
+  double squared_error = 0, dot = 0, square0 = 0, square1 = 0;
+  int64_t count = 0;
+};
+PairSums pair_sums(const TensorView& a, const TensorView& b);
+
+}  // namespace parity::statistics

@@ -7,7 +7,7 @@
 #include "parity/core/thread_pool.h"
 #include "parity/core/values.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 
 // ------------------------------------------------------------------------------------------------
 // Work types
@@ -550,4 +550,4 @@ void run_ranges(const WorkPlan& plan, const std::function<void(int, int64_t, int
   });
 }
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

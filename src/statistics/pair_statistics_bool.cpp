@@ -17,7 +17,7 @@
 
 #include "pair_statistics_internal.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 namespace {
 
 // Larger: numpy's float32 sums of zeros and ones may round, and their order would matter.
@@ -198,4 +198,4 @@ std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const Te
   return assemble_pair_statistics(request, n, shape, types, streams, display, bins);
 }
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

@@ -1,4 +1,4 @@
-// Vectorised kernels of the radix selection (private to compare): over float32 values read as
+// Vectorised kernels of the radix selection (private to statistics): over float32 values read as
 // ordered keys (a float's bits mapped so that unsigned order is the floats' order, negative values
 // reversed, -0 just below +0), or over such keys already made. Where the CPU has AVX-512 they use
 // it (kernels::level(), as the pair statistics' kernels); elsewhere portable scalar code runs.
@@ -8,7 +8,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace parity::compare::detail::kernels {
+namespace parity::statistics::detail::kernels {
 
 constexpr int kDigitBits = 11;
 constexpr uint32_t kDigitBuckets = 1u << kDigitBits;
@@ -32,4 +32,4 @@ void key_digits(const uint32_t* keys, int64_t n, int shift, uint16_t* digits);
 int64_t keys_in_buckets(const float* values, int64_t n, int shift, const uint32_t* marked, uint32_t* out);
 int64_t keys_in_buckets(const uint32_t* keys, int64_t n, int shift, const uint32_t* marked, uint32_t* out);
 
-}  // namespace parity::compare::detail::kernels
+}  // namespace parity::statistics::detail::kernels

@@ -11,18 +11,18 @@
 #include <gtest/gtest.h>
 
 #include "parity/core/python_format.h"
-#include "parity/compare/statistics.h"
+#include "parity/statistics/statistics.h"
 #include "parity/core/thread_pool.h"
 #include "test_compare_helpers.h"
 #include "test_kernel_levels.h"
-#include "../../src/compare/key_kernels.h"
-#include "../../src/compare/rank_selection.h"
-#include "../../src/compare/streaming_statistics.h"
+#include "../../src/statistics/key_kernels.h"
+#include "../../src/statistics/rank_selection.h"
+#include "../../src/statistics/streaming_statistics.h"
 
-namespace parity::compare {
+namespace parity::statistics {
 namespace {
 
-using namespace testing;
+using namespace compare::testing;
 
 TEST(CompareStatistics, SmallFloatArrayByHand) {
   // x = [[1, 2, 3], [4, -5, 6]]: sum 11, mean 11/6; sum of squares 91, so
@@ -523,4 +523,4 @@ TEST(CompareStatistics, NumbersDoNotDependOnTheComputeThreads) {
 }
 
 }  // namespace
-}  // namespace parity::compare
+}  // namespace parity::statistics

@@ -23,7 +23,7 @@
 #include "rank_selection.h"
 #include "window_selection.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 namespace {
 
 constexpr int64_t kFastMinimum = 512;  // smaller pairs: the general kernel is as fast (measured)
@@ -525,4 +525,4 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   return assemble_pair_statistics(request, n, shape, types, streams, display, bins);
 }
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

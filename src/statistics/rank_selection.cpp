@@ -8,7 +8,7 @@
 #include "key_kernels.h"
 #include "parity/core/error.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 namespace {
 
 using kernels::key_of;
@@ -166,4 +166,4 @@ std::vector<float> select_float_ranks_within(const float* values, int64_t count,
   return select_between(values, count, ranks, low_key, high_key);
 }
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

@@ -7,7 +7,7 @@
 #include "parity/core/values.h"
 #include "streaming_statistics.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 // ------------------------------------------------------------------------------------------------
 // numpy.histogram bins
 // ------------------------------------------------------------------------------------------------
@@ -130,4 +130,4 @@ BinSpec BinSpec::data_range_half(double first, double last) {
   return spec;
 }
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

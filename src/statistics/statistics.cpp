@@ -1,4 +1,4 @@
-#include "parity/compare/statistics.h"
+#include "parity/statistics/statistics.h"
 
 #include <cmath>
 
@@ -8,7 +8,7 @@
 #include "parity/core/python_format.h"
 #include "parity/core/error.h"
 
-namespace parity::compare {
+namespace parity::statistics {
 
 using namespace detail;
 
@@ -305,4 +305,4 @@ std::optional<HistogramRange> common_histogram_range(const TensorSummary& out0, 
   return range;
 }
 
-}  // namespace parity::compare
+}  // namespace parity::statistics

@@ -1,4 +1,5 @@
-// Streaming statistics of one tensor: the accumulators behind statistics.h and compare_func.h (private to compare).
+// Streaming statistics of one tensor: the accumulators behind statistics.h and pair_statistics.h
+// (private to statistics).
 //
 // Values flow through in chunks converted to their "work" type (Polygraphy's cast_up: float16 ->
 // float32, small ints -> int32, uint32 -> int64). Per stream, one pass gathers counts, moments
@@ -25,11 +26,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "parity/compare/statistics.h"
+#include "parity/statistics/statistics.h"
 #include "parity/core/half.h"
 #include "parity/core/tensor.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 
 struct NumpyNumbers;
 
@@ -592,4 +593,4 @@ float variance_mean_of(float sum, int64_t n);
 // `magnitude_sum` null: |x| is x (avg-magnitude is the mean); `squares_sum` null: no float32 var.
 NumpyNumbers numpy_numbers_of(float sum, const float* magnitude_sum, const float* squares_sum, int64_t n);
 
-}  // namespace parity::compare::detail}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail}  // namespace parity::statistics::detail

@@ -6,10 +6,10 @@
 #include <optional>
 #include <vector>
 
-#include "pair_statistics.h"
+#include "parity/statistics/pair_statistics.h"
 #include "streaming_statistics.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 
 // The four numpy.histogram specs Polygraphy's output logging uses, from the first pass's state.
 struct DisplayHistograms {
@@ -77,4 +77,4 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
 std::optional<PairStatistics> bool_pair_statistics(const TensorView& a, const TensorView& b, const Shape& shape,
                                                    const PairStatisticsRequest& request);
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

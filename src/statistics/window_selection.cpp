@@ -5,7 +5,7 @@
 #include "pair_statistics_internal.h"
 #include "rank_selection.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 namespace {
 
 constexpr double kWindowSigmas = 5.0;
@@ -195,4 +195,4 @@ int64_t sample_size(int64_t n) {
   return std::min<int64_t>(n, std::clamp<int64_t>(static_cast<int64_t>(wanted), 8192, int64_t{1} << 20));
 }
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

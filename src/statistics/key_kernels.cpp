@@ -7,7 +7,7 @@
 
 #include "float_kernels.h"
 
-namespace parity::compare::detail::kernels {
+namespace parity::statistics::detail::kernels {
 namespace {
 
 inline uint32_t key_at(const float* values, int64_t i) { return key_of(values[i]); }
@@ -144,4 +144,4 @@ int64_t keys_in_buckets(const uint32_t* keys, int64_t n, int shift, const uint32
                 : portable::keys_in_buckets(keys, n, shift, marked, out);
 }
 
-}  // namespace parity::compare::detail::kernels
+}  // namespace parity::statistics::detail::kernels

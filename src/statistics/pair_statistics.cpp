@@ -1,4 +1,4 @@
-#include "pair_statistics.h"
+#include "parity/statistics/pair_statistics.h"
 
 #include "pair_statistics_internal.h"
 
@@ -8,7 +8,7 @@
 #include "streaming_statistics.h"
 #include "parity/core/error.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 namespace {
 
 // numpy's result type of a - b for two cast-up work types (bool - bool is handled apart).
@@ -545,26 +545,6 @@ PairStatistics assemble_pair_statistics(const PairStatisticsRequest& request, in
   return out;
 }
 
-std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& out1,
-                                      const PairStatisticsRequest& request, int64_t limit) {
-  Work w0 = cast_up_work(out0.dtype()), w1 = cast_up_work(out1.dtype());
-  return visit_work(w0, [&]<typename T0>() {
-    return visit_work(w1, [&]<typename T1>() {
-      if (request.infinities_compare_equal) return mismatch_indices_typed<T0, T1, true>(out0, out1, request, limit);
-      return mismatch_indices_typed<T0, T1, false>(out0, out1, request, limit);
-    });
-  });
-}
-
-PairStatistics compute_pair_statistics(const TensorView& out0, const TensorView& out1, const Shape& shape,
-                          const PairStatisticsRequest& request) {
-  if (out0.size() != out1.size())
-    raise<InternalError>("compute_pair_statistics: {} vs {} elements", out0.size(), out1.size());
-  if (auto fast = float_pair_statistics(out0, out1, shape, request)) return std::move(*fast);
-  if (auto fast = bool_pair_statistics(out0, out1, shape, request)) return std::move(*fast);
-  return general_pair_statistics(out0, out1, shape, request);
-}
-
 PairStatistics general_pair_statistics(const TensorView& out0, const TensorView& out1, const Shape& shape,
                                        const PairStatisticsRequest& request) {
   Work w0 = cast_up_work(out0.dtype()), w1 = cast_up_work(out1.dtype());
@@ -576,16 +556,56 @@ PairStatistics general_pair_statistics(const TensorView& out0, const TensorView&
   });
 }
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail
 
-namespace parity::compare {
+namespace parity::statistics {
+
+std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& out1,
+                                      const PairStatisticsRequest& request, int64_t limit) {
+  detail::Work w0 = detail::cast_up_work(out0.dtype()), w1 = detail::cast_up_work(out1.dtype());
+  return detail::visit_work(w0, [&]<typename T0>() {
+    return detail::visit_work(w1, [&]<typename T1>() {
+      if (request.infinities_compare_equal) return detail::mismatch_indices_typed<T0, T1, true>(out0, out1, request, limit);
+      return detail::mismatch_indices_typed<T0, T1, false>(out0, out1, request, limit);
+    });
+  });
+}
+
+PairStatistics compute_pair_statistics(const TensorView& out0, const TensorView& out1, const Shape& shape,
+                          const PairStatisticsRequest& request) {
+  if (out0.size() != out1.size())
+    raise<InternalError>("compute_pair_statistics: {} vs {} elements", out0.size(), out1.size());
+  if (auto fast = detail::float_pair_statistics(out0, out1, shape, request)) return std::move(*fast);
+  if (auto fast = detail::bool_pair_statistics(out0, out1, shape, request)) return std::move(*fast);
+  return detail::general_pair_statistics(out0, out1, shape, request);
+}
+
+PairSums pair_sums(const TensorView& a, const TensorView& b) {
+  PairSums s;
+  const int64_t n = a.size();
+  double scratch0[detail::kChunk], scratch1[detail::kChunk];
+  for (int64_t base = 0; base < n; base += detail::kChunk) {
+    int64_t count = std::min(detail::kChunk, n - base);
+    const double* xs = detail::load_chunk<double>(a, base, count, scratch0);
+    const double* ys = detail::load_chunk<double>(b, base, count, scratch1);
+    for (int64_t j = 0; j < count; ++j) {
+      double d = xs[j] - ys[j];
+      s.squared_error += d * d;
+      s.dot += xs[j] * ys[j];
+      s.square0 += xs[j] * xs[j];
+      s.square1 += ys[j] * ys[j];
+    }
+  }
+  s.count = n;
+  return s;
+}
 
 ErrorSummary summarize_error(const TensorView& output, const TensorView& reference) {
   if (output.size() != reference.size())
     raise<InvalidInputError>("summarize_error: the output has {} elements, the reference {}", output.size(),
                              reference.size());
-  detail::PairStatistics statistics = detail::compute_pair_statistics(output, reference, reference.shape(), {});
+  PairStatistics statistics = compute_pair_statistics(output, reference, reference.shape(), {});
   return ErrorSummary{std::move(statistics.absdiff), std::move(statistics.reldiff)};
 }
 
-}  // namespace parity::compare
+}  // namespace parity::statistics

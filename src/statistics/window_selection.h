@@ -1,4 +1,4 @@
-// Order statistics from windows (private to compare's float32 fast path): which ranks a stream
+// Order statistics from windows (private to the float32 fast path): which ranks a stream
 // needs, windows around them placed from a sample of the stream, each worker's pass over its
 // values (how many lie below each window, and those inside kept), and the ranks' values selected
 // among the kept ones. A window that misses its rank says so, and the caller falls back to the
@@ -15,7 +15,7 @@
 #include "float_kernels.h"
 #include "streaming_statistics.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 
 constexpr int64_t kCopyLimit = int64_t{1} << 16;  // streams up to this size select within a copy
 
@@ -166,4 +166,4 @@ class SampleStrata {
 // 5 sigmas), and selecting within the sample costs about s: (5.5 n)^(2/3) balances the two.
 int64_t sample_size(int64_t n);
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail

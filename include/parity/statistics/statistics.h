@@ -26,7 +26,7 @@
 #include "parity/core/dtype.h"
 #include "parity/core/tensor.h"
 
-namespace parity::compare {
+namespace parity::statistics {
 
 // Which numbers and text to produce: Polygraphy's, byte for byte, or Parity's (finite values,
 // NaN/Inf counts, zero references counted).
@@ -142,4 +142,4 @@ std::string format_histogram(const Histogram& histogram);
 std::optional<HistogramRange> common_histogram_range(const TensorSummary& out0, const TensorSummary& out1,
                                                      StatisticsStyle style);
 
-}  // namespace parity::compare
+}  // namespace parity::statistics

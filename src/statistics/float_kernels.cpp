@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-namespace parity::compare::detail::kernels {
+namespace parity::statistics::detail::kernels {
 namespace {
 
 constexpr uint32_t kExponentMask = 0x7f800000u;
@@ -569,4 +569,4 @@ int64_t select_nonzero_reference(const float* v, const float* y, int64_t n, floa
   return wide() ? avx512::select_nonzero_reference(v, y, n, out) : portable::select_nonzero_reference(v, y, n, out);
 }
 
-}  // namespace parity::compare::detail::kernels
+}  // namespace parity::statistics::detail::kernels

@@ -6,7 +6,7 @@
 #include "parity/core/values.h"
 #include "streaming_statistics.h"
 
-namespace parity::compare::detail {
+namespace parity::statistics::detail {
 // ------------------------------------------------------------------------------------------------
 // Quantile arithmetic and ranks
 // ------------------------------------------------------------------------------------------------
@@ -142,4 +142,4 @@ double quantile_from(const RankPlan& plan, const RankValue& value, double q, con
   return numpy_lerp(a, b, p.gamma, arithmetic);
 }
 
-}  // namespace parity::compare::detail
+}  // namespace parity::statistics::detail
