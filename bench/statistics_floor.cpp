@@ -1,7 +1,7 @@
 // A floor for the cost of Polygraphy's exact statistics on this CPU: the building blocks of one
 // `simple` comparison of two float32 tensors, each written as lean as it can be (AVX-512, one
 // thread, no bookkeeping, nothing kept), over the same pairs. Parity's real kernels
-// (src/compare/float_kernels.cpp) do at least this work per element pair, and more: numpy's
+// (src/statistics/fast/float_kernels.cpp) do at least this work per element pair, and more: numpy's
 // pairwise float32 sums, first indices of the extremes, the verdict, the NaN checks.
 //
 //   build/release/bench/parity_bench_statistics_floor [Google Benchmark flags]

@@ -1,5 +1,7 @@
-// What the general pair-statistics kernel (pair_statistics.cpp) and its float32 fast path
-// (pair_statistics_float.cpp) share: the display histograms' ranges and the final summaries.
+// What the general pair-statistics kernel (pair_statistics.cpp) and its fast paths
+// (fast/pair_statistics_float.cpp, fast/pair_statistics_bool.cpp) share: the display histograms'
+// ranges and the final summaries. A fast path answers only what it can compute bit for bit as the
+// general kernel does, and declines (an empty optional) otherwise.
 #pragma once
 
 #include <array>

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../../src/statistics/float_kernels.h"
+#include "../../src/statistics/fast/float_kernels.h"
 
 namespace parity::statistics::detail::kernels {
 

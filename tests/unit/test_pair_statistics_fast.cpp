@@ -9,7 +9,7 @@
 
 #include "parity/core/tensor.h"
 #include "parity/core/thread_pool.h"
-#include "../../src/statistics/float_kernels.h"
+#include "../../src/statistics/fast/float_kernels.h"
 #include "../../src/statistics/pair_statistics_internal.h"
 #include "test_pair_statistics_equal.h"
 #include "test_kernel_levels.h"

@@ -15,8 +15,8 @@
 #include "parity/core/thread_pool.h"
 #include "test_compare_helpers.h"
 #include "test_kernel_levels.h"
-#include "../../src/statistics/key_kernels.h"
-#include "../../src/statistics/rank_selection.h"
+#include "../../src/statistics/fast/key_kernels.h"
+#include "../../src/statistics/fast/rank_selection.h"
 #include "../../src/statistics/streaming_statistics.h"
 
 namespace parity::statistics {

@@ -15,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-#include "pair_statistics_internal.h"
+#include "../pair_statistics_internal.h"
 
 namespace parity::statistics::detail {
 namespace {

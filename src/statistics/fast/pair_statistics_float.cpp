@@ -19,7 +19,7 @@
 
 #include "float_kernels.h"
 #include "parity/core/thread_pool.h"
-#include "pair_statistics_internal.h"
+#include "../pair_statistics_internal.h"
 #include "rank_selection.h"
 #include "window_selection.h"
 

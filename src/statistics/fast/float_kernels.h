@@ -9,7 +9,7 @@
 #include <array>
 #include <cstdint>
 
-#include "streaming_statistics.h"
+#include "../streaming_statistics.h"
 
 namespace parity::statistics::detail::kernels {
 

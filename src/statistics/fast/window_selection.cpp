@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "pair_statistics_internal.h"
+#include "../pair_statistics_internal.h"
 #include "rank_selection.h"
 
 namespace parity::statistics::detail {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "float_kernels.h"
-#include "streaming_statistics.h"
+#include "../streaming_statistics.h"
 
 namespace parity::statistics::detail {
 
