@@ -15,7 +15,7 @@
 #include "parity/core/thread_pool.h"
 #include "test_compare_helpers.h"
 #include "test_kernel_levels.h"
-#include "../../src/statistics/fast/key_kernels.h"
+#include "../../src/statistics/fast/rank_selection_kernels.h"
 #include "../../src/statistics/fast/rank_selection.h"
 #include "../../src/statistics/streaming_statistics.h"
 

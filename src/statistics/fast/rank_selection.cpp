@@ -5,7 +5,7 @@
 #include <bit>
 #include <utility>
 
-#include "key_kernels.h"
+#include "rank_selection_kernels.h"
 #include "parity/core/error.h"
 
 namespace parity::statistics::detail {

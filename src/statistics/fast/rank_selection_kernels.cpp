@@ -1,4 +1,4 @@
-#include "key_kernels.h"
+#include "rank_selection_kernels.h"
 
 #include "avx512_common.h"
 
