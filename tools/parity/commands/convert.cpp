@@ -3,7 +3,7 @@
 // --onnx-exclude-outputs change the saved ONNX model's outputs (alone: the model saved with new outputs).
 #include <cmath>
 
-#include "args/compute_args.h"
+#include "args/thread_args.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
 #include "args/openvino_args.h"
@@ -201,7 +201,7 @@ class ConvertCommand : public Command {
  private:
   ModelArgs model_;
   ModelSaveArgs save_;
-  ComputeArgs compute_;
+  ThreadArgs compute_;
   OpenvinoArgs openvino_args_;
   SavedOutputsArgs outputs_{"onnx-"};
   bool openvino_ = false;

@@ -21,7 +21,7 @@
 
 #include "args/check_args.h"
 #include "args/comparison_args.h"
-#include "args/compute_args.h"
+#include "args/thread_args.h"
 #include "args/data_loader_args.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
@@ -523,7 +523,7 @@ class DebugPrecisionCommand : public Command {
   RunnerArgs runners_;
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
-  ComputeArgs compute_;
+  ThreadArgs compute_;
   bool fp16_ = false, bf16_ = false, no_narrow_ = false, no_default_keep_ = false;
   std::string mode_ = "bisect", direction_ = "forward";
   int max_iterations_ = 0, latency_runs_ = 5;

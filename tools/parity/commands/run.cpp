@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 
 #include "args/comparison_args.h"
-#include "args/compute_args.h"
+#include "args/thread_args.h"
 #include "args/data_loader_args.h"
 #include "args/generated_script.h"
 #include "args/model_args.h"
@@ -411,7 +411,7 @@ class RunCommand : public Command {
   RunnerArgs runners_;
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
-  ComputeArgs compute_;
+  ThreadArgs compute_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
   std::string layerwise_memory_;                                          // --layerwise-memory as given

@@ -8,7 +8,7 @@
 
 #include <fmt/ranges.h>
 
-#include "args/compute_args.h"
+#include "args/thread_args.h"
 #include "args/data_loader_args.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
@@ -232,7 +232,7 @@ class SurgeonSanitizeCommand : public Command {
   SavedOutputsArgs outputs_{""};
   std::vector<std::string> upper_bounds_;
   ModelSaveArgs save_;
-  ComputeArgs compute_;
+  ThreadArgs compute_;
   DataLoaderArgs data_loader_;
   bool force_fallback_ = false;
   std::string partitioning_;

@@ -1,5 +1,5 @@
-// Compute options of the commands that compute (run, convert --report-error, surgeon sanitize's
-// constant folding): --threads, the single thread setting of the comparisons' thread pool and the
+// The --threads flag group of the commands that compute (run, convert --report-error, surgeon
+// sanitize's constant folding): the one thread setting of the comparisons' thread pool and the
 // reference kernels' BLAS.
 #pragma once
 
@@ -7,7 +7,7 @@
 
 namespace parity::cli {
 
-class ComputeArgs {
+class ThreadArgs {
  public:
   void add_to(CLI::App& app);
   // Applies --threads (parity::set_compute_threads) when it was given; call once after parsing.

@@ -1,10 +1,10 @@
-#include "args/compute_args.h"
+#include "args/thread_args.h"
 
 #include "parity/core/thread_pool.h"
 
 namespace parity::cli {
 
-void ComputeArgs::add_to(CLI::App& app) {
+void ThreadArgs::add_to(CLI::App& app) {
   app.add_option("--threads", threads_,
                  "Threads for computation: the comparisons' statistics and the reference runner's BLAS "
                  "(default: the number of hardware threads)")
@@ -12,7 +12,7 @@ void ComputeArgs::add_to(CLI::App& app) {
       ->group("Compute");
 }
 
-void ComputeArgs::apply() const {
+void ThreadArgs::apply() const {
   if (threads_ > 0) set_compute_threads(threads_);
 }
 
