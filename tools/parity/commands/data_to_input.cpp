@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "args/polygraphy_data.h"
 #include "command.h"
+#include "parity/compare/polygraphy_data_file.h"
 #include "parity/core/array_io.h"
 #include "parity/core/logger.h"
 
@@ -49,7 +49,7 @@ class DataToInputCommand : public Command {
       for (std::size_t i = 0; i < new_inputs.size(); ++i) merge_into(inputs[i], new_inputs[i]);
     };
     for (const auto& path : paths_) {
-      PolygraphyData data = load_polygraphy_data(path);
+      compare::PolygraphyData data = compare::load_polygraphy_data(path);
       if (data.is_run_results) {
         for (const auto& runner : data.results) {
           std::vector<NamedTensors> iterations;

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "args/polygraphy_data.h"
 #include "command.h"
+#include "parity/compare/polygraphy_data_file.h"
 #include "parity/core/python_format.h"
 #include "parity/statistics/statistics.h"
 #include "parity/core/logger.h"
@@ -66,7 +66,7 @@ class InspectDataCommand : public Command {
   }
 
   int run() override {
-    PolygraphyData data = load_polygraphy_data(path_);
+    compare::PolygraphyData data = compare::load_polygraphy_data(path_);
     std::string text;
     if (data.is_run_results) {
       text = fmt::format("==== Run Results ({} runners) ====\n\n", data.results.size());

@@ -1,4 +1,4 @@
-#include "args/polygraphy_data.h"
+#include "parity/compare/polygraphy_data_file.h"
 
 #include <cctype>
 
@@ -8,7 +8,7 @@
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 
-namespace parity::cli {
+namespace parity::compare {
 
 PolygraphyData load_polygraphy_data(const std::filesystem::path& path) {
   const std::string what = path.string();
@@ -42,7 +42,7 @@ PolygraphyData load_polygraphy_data(const std::filesystem::path& path) {
   if (run_results) {
     document = nullptr;
     data.is_run_results = true;
-    data.results = compare::load_run_results(path);
+    data.results = load_run_results(path);
     return data;
   }
   // A single feed dict: one iteration.
@@ -57,4 +57,4 @@ PolygraphyData load_polygraphy_data(const std::filesystem::path& path) {
   return data;
 }
 
-}  // namespace parity::cli
+}  // namespace parity::compare

@@ -9,15 +9,15 @@
 #include "parity/compare/accuracy.h"
 #include "parity/core/array_io.h"
 
-namespace parity::cli {
+namespace parity::compare {
 
 struct PolygraphyData {
   bool is_run_results = false;
-  compare::RunResults results;       // when is_run_results
+  RunResults results;                // when is_run_results
   std::vector<NamedTensors> inputs;  // otherwise
 };
 
 // Throws FileError / InvalidInputError naming `path`.
 PolygraphyData load_polygraphy_data(const std::filesystem::path& path);
 
-}  // namespace parity::cli
+}  // namespace parity::compare
