@@ -11,7 +11,7 @@
 #include "command.h"
 #include "display/parity_onnx_text.h"
 #include "display/polygraphy_onnx_text.h"
-#include "display/unbounded_dds.h"
+#include "display/unbounded_dds_text.h"
 #include "parity/core/logger.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"

@@ -1,4 +1,4 @@
-#include "display/unbounded_dds.h"
+#include "display/unbounded_dds_text.h"
 
 #include <algorithm>
 #include <optional>
