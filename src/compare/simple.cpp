@@ -96,6 +96,8 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
                        dtype_text(out1v.dtype()), shape_text(shape), indent_block(numpy_array_str(out1v)));
   }
 
+  // The statistics asked for: this comparison's elementwise rule, whose failing elements the kernels
+  // count, and the histograms and values it will log at the logger's level.
   PairStatisticsRequest request;
   request.atol = params.atol;
   request.rtol = params.rtol;

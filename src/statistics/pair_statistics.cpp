@@ -572,7 +572,7 @@ std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& 
 }
 
 PairStatistics compute_pair_statistics(const TensorView& out0, const TensorView& out1, const Shape& shape,
-                          const PairStatisticsRequest& request) {
+                                       const PairStatisticsRequest& request) {
   if (out0.size() != out1.size())
     raise<InternalError>("compute_pair_statistics: {} vs {} elements", out0.size(), out1.size());
   if (auto fast = detail::float_pair_statistics(out0, out1, shape, request)) return std::move(*fast);

@@ -15,15 +15,23 @@ namespace parity::statistics {
 // Polygraphy's epsilon added to zero reference values before dividing.
 constexpr double kRelativeEpsilon = 2.220446049250313e-16;
 
+// What the caller asks for; every field is the caller's decision, and nothing in this layer
+// reads the logger or decides a verdict.
 struct PairStatisticsRequest {
+  // The comparison function's elementwise rule (Polygraphy's elemwise check): an element fails
+  // when its absolute error exceeds `atol` and its relative error exceeds `rtol`, a NaN error
+  // exceeding either, each compared in the error's numpy type. The kernels count the failing
+  // elements (PairStatistics::mismatch_count) in their first pass, where the errors are at hand;
+  // what the count means for the output is the comparison function's verdict.
   double atol = 1e-5;
   double rtol = 1e-5;
-  bool infinities_compare_equal = false;
-  std::optional<double> error_quantile;  // also compute this quantile of both errors
-  bool histograms = false;               // compute the four display histograms
-  bool histograms_only_if_mismatched = false;  // ...unless no element mismatches (elemwise pass)
+  bool infinities_compare_equal = false;  // Polygraphy's: an Inf equal to its reference has no error
+  std::optional<double> error_quantile;   // also compute this quantile of both errors
+  // Histograms, asked for by the caller (the comparison asks when it will log them).
+  bool histograms = false;                     // compute the four display histograms
+  bool histograms_only_if_mismatched = false;  // ...unless no element fails the rule above
   StatisticsStyle histogram_style = StatisticsStyle::kParity;
-  bool small_values = false;             // materialise absdiff/reldiff (for "---- Values ----")
+  bool small_values = false;  // materialise absdiff/reldiff (for "---- Values ----")
 };
 
 struct PairStatistics {
@@ -41,10 +49,10 @@ struct PairStatistics {
 // `out0` and `out1` must have the same number of elements; `shape` is the shape both are viewed
 // with (indices of min/max refer to it).
 PairStatistics compute_pair_statistics(const TensorView& out0, const TensorView& out1, const Shape& shape,
-                          const PairStatisticsRequest& request);
+                                       const PairStatisticsRequest& request);
 
-// Flat indices of the elements failing both tolerances (Polygraphy's elemwise mismatch mask), at
-// most `limit` of them.
+// Flat indices of the elements failing the request's elementwise rule (Polygraphy's elemwise
+// mismatch mask), at most `limit` of them.
 std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& out1,
                                       const PairStatisticsRequest& request, int64_t limit);
 
