@@ -4,7 +4,7 @@
 //
 // Paths: a logging call's path is its source file's path in Parity's tree (as its source location
 // names it), with the leading `src/` or `include/parity/` dropped: `runtime/runner.cpp`,
-// `runtime/backends/onnxrt/ort_runner.cpp`, `core/logger.h`; the CLI's own files keep their folder,
+// `runtime/backends/onnxrt/onnxrt_runner.cpp`, `core/logger.h`; the CLI's own files keep their folder,
 // `tools/parity/commands/run.cpp`, and so do the Python bindings' (`python/src/bind_logger.cpp`)
 // and the tests' (`tests/unit/test_logger.cpp`). A
 // rule's path is written the same way (a `src/` or `include/parity/` prefix is accepted and
