@@ -52,7 +52,8 @@ void check_per_output_keys(const PerOutput<T>& values, const IterationResult& r0
 
 // Logs the stats line of `summary` and, indented, the values (<= 100 elements) and histogram at
 // INFO when `failed` else VERBOSE (Polygraphy's log_output_stats).
-void log_output_stats(const statistics::TensorSummary& summary, const TensorView* values, const statistics::Histogram* histogram,
-                      bool failed, std::string_view label, statistics::StatisticsStyle style);
+void log_output_stats(const statistics::TensorSummary& summary, const TensorView* values,
+                      const statistics::Histogram* histogram, bool failed, std::string_view label,
+                      statistics::StatisticsStyle style);
 
 }  // namespace parity::compare::detail

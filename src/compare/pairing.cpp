@@ -164,8 +164,9 @@ void warn_unknown_keys(const std::vector<std::string>& keys, const IterationResu
                set_text(extra), set_text(items), set_text(sequence));
 }
 
-void log_output_stats(const statistics::TensorSummary& summary, const TensorView* values, const statistics::Histogram* histogram,
-                      bool failed, std::string_view label, statistics::StatisticsStyle style) {
+void log_output_stats(const statistics::TensorSummary& summary, const TensorView* values,
+                      const statistics::Histogram* histogram, bool failed, std::string_view label,
+                      statistics::StatisticsStyle style) {
   log::info("{}", statistics::format_stats_line(summary, style, label));
   Logger::Indent indent;
   Severity severity = failed ? Severity::kInfo : Severity::kVerbose;

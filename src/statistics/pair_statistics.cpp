@@ -565,7 +565,8 @@ std::vector<int64_t> mismatch_indices(const TensorView& out0, const TensorView& 
   detail::Work w0 = detail::cast_up_work(out0.dtype()), w1 = detail::cast_up_work(out1.dtype());
   return detail::visit_work(w0, [&]<typename T0>() {
     return detail::visit_work(w1, [&]<typename T1>() {
-      if (request.infinities_compare_equal) return detail::mismatch_indices_typed<T0, T1, true>(out0, out1, request, limit);
+      if (request.infinities_compare_equal)
+        return detail::mismatch_indices_typed<T0, T1, true>(out0, out1, request, limit);
       return detail::mismatch_indices_typed<T0, T1, false>(out0, out1, request, limit);
     });
   });

@@ -58,7 +58,8 @@ void ComparisonArgs::add_to(CLI::App& app) {
 }
 
 void ComparisonArgs::parse() {
-  style_ = stats_style_ == "polygraphy" ? statistics::StatisticsStyle::kPolygraphy : statistics::StatisticsStyle::kParity;
+  style_ = stats_style_ == "polygraphy" ? statistics::StatisticsStyle::kPolygraphy
+                                        : statistics::StatisticsStyle::kParity;
   for (const auto& arg : postprocess_) postprocess_rules_.push_back(compare::parse_postprocess(arg));
 
   simple_options_.atol = per_output<double>(atol_, 1e-5, [](const std::string& s) { return parse_double(s, "--atol"); });
