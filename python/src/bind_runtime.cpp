@@ -13,9 +13,9 @@
 #include "parity/core/error.h"
 #include "parity/runtime/data_loader.h"
 #include "parity/runtime/loader.h"
-#include "parity/runtime/onnxrt_runner.h"
-#include "parity/runtime/openvino_runner.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
+#include "parity/runtime/openvino/openvino_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity::python {
 

@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
 

@@ -5,10 +5,10 @@
 #include "args/generated_script.h"
 #include "parity/core/error.h"
 #include "parity/runtime/hybrid_runner.h"
-#include "parity/runtime/onnxrt_runner.h"
-#include "parity/runtime/openvino_runner.h"
-#include "parity/runtime/openvino_support_query.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
+#include "parity/runtime/openvino/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_support_query.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity::cli {
 

@@ -40,8 +40,8 @@
 #include "parity/debug/precision_search.h"
 #include "parity/debug/precision_split.h"
 #include "parity/onnx/precision_keep_list.h"
-#include "parity/runtime/openvino_runner.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/openvino/openvino_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity::cli {
 namespace {

@@ -33,8 +33,8 @@
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
-#include "parity/runtime/openvino_compiled_file.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_compiled_file.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
 namespace {

@@ -17,8 +17,8 @@
 #include "parity/core/half.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/model.h"
-#include "parity/runtime/openvino_engine_report.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_engine_report.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::runtime {
 namespace {
