@@ -114,6 +114,10 @@ class OpenvinoRunner : public Runner {
   const std::vector<FusedLayerOutput>& fused_outputs() const { return fused_outputs_; }
   // The entry of fused_outputs() for a marked tensor, or nullptr.
   const FusedLayerOutput* fused_output(const std::string& tensor) const;
+  // "OpenVINO <layer description>" for a tensor of fused_outputs().
+  std::optional<std::string> engine_layer(const std::string& tensor) const override;
+  // One precision hint for the whole model.
+  bool precision_follows_model() const override { return false; }
 
  protected:
   void activate_impl() override;

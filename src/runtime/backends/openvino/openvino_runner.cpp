@@ -344,6 +344,11 @@ const FusedLayerOutput* OpenvinoRunner::fused_output(const std::string& tensor) 
   return it == fused_outputs_.end() ? nullptr : &*it;
 }
 
+std::optional<std::string> OpenvinoRunner::engine_layer(const std::string& tensor) const {
+  if (const FusedLayerOutput* output = fused_output(tensor)) return "OpenVINO " + output->description();
+  return std::nullopt;
+}
+
 void OpenvinoRunner::compile_fusion_preserving() {
   fused_marks_.clear();
   marked_precisions_.clear();
