@@ -21,7 +21,7 @@
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
-#include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
 
 namespace {
 

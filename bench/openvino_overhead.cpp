@@ -3,7 +3,7 @@
 //                                  [--precision f32] [--hint latency]
 // The model must take one float32 input of shape [1] (bench/openvino_overhead.py writes an
 // Identity and an Add model). OpenVINO and the backend module are found as `--openvino` finds them
-// (parity/runtime/openvino_runner.h; the driver sets PARITY_OPENVINO_MODULE). Prints one JSON line
+// (parity/runtime/openvino/openvino_runner.h; the driver sets PARITY_OPENVINO_MODULE). Prints one JSON line
 // (times in microseconds):
 //   library_load_us   finding and dlopen-ing OpenVINO and the backend module (once)
 //   first_compile_us  the first activation after that (ONNX read + compile_model)
@@ -21,7 +21,7 @@
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
 #include "parity/core/thread_pool.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 int main(int argc, char** argv) {
   using namespace parity;

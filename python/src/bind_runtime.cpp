@@ -1,9 +1,11 @@
-// Runners, model loaders and the data loader for Python (parity._parity): the C++ runners, and an
+// Runners, model loaders and the data loader for Python (parity._parity): the Runner interface, each
+// backend's runner classes (bind_<name>_runner.cpp, for every backend of the registry), and an
 // adapter that lets a runner written in Python take part in Comparator::run.
+#include <map>
+
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
-#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -11,21 +13,14 @@
 #include "bindings.h"
 #include "conversion.h"
 #include "parity/core/error.h"
+#include "parity/runtime/backend_registry.h"
 #include "parity/runtime/data_loader.h"
 #include "parity/runtime/loader.h"
-#include "parity/runtime/onnxrt_runner.h"
-#include "parity/runtime/openvino_runner.h"
-#include "parity/runtime/ref_runner.h"
 
 namespace parity::python {
 
 using namespace nb::literals;
 
-namespace {
-
-// A model given from Python: a path, a (path, external data folder) pair, the serialized bytes, or
-// a callable returning a path or bytes (called with the GIL at every load). ONNX ModelProtos and
-// Parity's loaders are reduced to these forms by parity/_models.py before they get here.
 runtime::ModelLoader model_loader_from(nb::object source) {
   if (nb::isinstance<nb::str>(source)) return runtime::ModelFromPath(nb::cast<std::string>(source));
   if (nb::isinstance<nb::tuple>(source)) {
@@ -53,6 +48,8 @@ runtime::ModelLoader model_loader_from(nb::object source) {
     return onnx::load_model_from_bytes(bytes, {}, {}, "<bytes>");
   };
 }
+
+namespace {
 
 // A Python runner (parity.backend.base.BaseRunner subclass) as a C++ runner, for Comparator::run.
 // BaseRunner makes one when it names itself (prefix "Runner" -> "Runner-N0-<time>", the C++
@@ -178,84 +175,14 @@ void bind_runtime(nb::module_& m) {
            },
            "runner"_a, "prefix"_a);
 
-  nb::class_<runtime::RefRunner, runtime::Runner>(m, "RefRunner")
-      .def("__init__",
-           [](runtime::RefRunner* self, nb::object model, bool fp64) {
-             runtime::RefOptions options;
-             options.fp64 = fp64;
-             new (self) runtime::RefRunner(model_loader_from(std::move(model)), options);
-           },
-           "model"_a, "fp64"_a = false);
-
-  nb::class_<runtime::OnnxrtSession>(m, "OnnxrtSession")
-      .def_prop_ro("input_metadata", [](runtime::OnnxrtSession& s) { return metadata_to_python(s.input_metadata()); })
-      .def_prop_ro("output_metadata", [](runtime::OnnxrtSession& s) { return metadata_to_python(s.output_metadata()); })
-      .def_prop_ro("providers", &runtime::OnnxrtSession::providers);
-
-  nb::class_<runtime::OnnxrtOptions>(m, "OnnxrtOptions")
-      .def("__init__",
-           [](runtime::OnnxrtOptions* self, std::optional<std::vector<std::string>> providers, int intra, int inter,
-              std::optional<std::string> level, std::string profile_prefix, std::string library) {
-             new (self) runtime::OnnxrtOptions();
-             if (providers) self->providers = *providers;
-             self->intra_op_threads = intra;
-             self->inter_op_threads = inter;
-             if (level) self->optimization_level = runtime::ort_optimization_level_from_name(*level);
-             self->profile_prefix = std::move(profile_prefix);
-             self->library_path = std::move(library);
-           },
-           "providers"_a = nb::none(), "intra_op_threads"_a = 0, "inter_op_threads"_a = 0,
-           "optimization_level"_a = nb::none(), "profile_prefix"_a = "", "library_path"_a = "");
-
-  m.def("session_from_model",
-        [](nb::object model, const runtime::OnnxrtOptions& options) {
-          runtime::ModelLoader loader = model_loader_from(std::move(model));
-          nb::gil_scoped_release release;
-          return runtime::session_from_model(loader, options);
-        },
-        "model"_a, "options"_a);
-
-  nb::class_<runtime::OnnxrtRunner, runtime::Runner>(m, "OnnxrtRunner")
-      .def("__init__",
-           [](runtime::OnnxrtRunner* self, nb::object model, const runtime::OnnxrtOptions& options) {
-             new (self) runtime::OnnxrtRunner(model_loader_from(std::move(model)), options);
-           },
-           "model"_a, "options"_a)
-      .def_static("from_session",
-                  [](nb::object session_loader) {
-                    runtime::SessionLoader loader;
-                    if (nb::isinstance<runtime::OnnxrtSession>(session_loader)) {
-                      auto session = nb::cast<std::shared_ptr<runtime::OnnxrtSession>>(session_loader);
-                      loader = [session] { return session; };
-                    } else {
-                      PythonObject callable(std::move(session_loader));
-                      loader = [callable] {
-                        nb::gil_scoped_acquire gil;
-                        nb::object result = nb::borrow(callable.get())();
-                        if (!nb::isinstance<runtime::OnnxrtSession>(result))
-                          raise<InvalidInputError>("the session loader returned no parity ONNX Runtime session");
-                        return nb::cast<std::shared_ptr<runtime::OnnxrtSession>>(result);
-                      };
-                    }
-                    return new runtime::OnnxrtRunner(std::move(loader));
-                  },
-                  nb::rv_policy::take_ownership);
-
-  nb::class_<runtime::OpenvinoRunner, runtime::Runner>(m, "OpenvinoRunner")
-      .def("__init__",
-           [](runtime::OpenvinoRunner* self, nb::object model, std::optional<std::string> precision,
-              std::optional<int> threads, std::optional<std::string> hint, std::optional<std::string> cache_dir) {
-             runtime::OpenvinoOptions options;
-             if (precision) runtime::check_openvino_precision(*precision);
-             options.precision = precision;
-             options.threads = threads;
-             if (hint) options.performance_hint = runtime::openvino_performance_hint(*hint);
-             options.cache_dir = cache_dir;
-             new (self) runtime::OpenvinoRunner(model_loader_from(std::move(model)), std::move(options));
-           },
-           "model"_a, "precision"_a = nb::none(), "threads"_a = nb::none(), "performance_hint"_a = nb::none(),
-           "cache_dir"_a = nb::none())
-      .def_prop_ro("inference_precision", &runtime::OpenvinoRunner::inference_precision);
+  // Each backend's runner classes (python/src/bind_<name>_runner.cpp), by its registry name.
+  const std::map<std::string, void (*)(nb::module_&)> bind_backend{
+      {"ref", bind_ref_runner}, {"onnxrt", bind_onnxrt_runner}, {"openvino", bind_openvino_runner}};
+  for (const auto& backend : runtime::backends()) {
+    auto bind = bind_backend.find(backend.name);
+    if (bind == bind_backend.end()) raise<InternalError>("the backend '{}' has no Python bindings", backend.name);
+    bind->second(m);
+  }
 
   nb::class_<runtime::DataLoader>(m, "DataLoader")
       .def("__init__",

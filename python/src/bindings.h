@@ -5,6 +5,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include "parity/runtime/loader.h"
 #include "parity/runtime/runner.h"
 
 namespace parity::python {
@@ -20,5 +21,16 @@ void bind_compare(nb::module_& m);
 // A runner written in Python (any object with activate/deactivate/get_input_metadata/infer) as a
 // C++ runner named `name`-N<k>-<time>; the caller owns it.
 runtime::Runner* python_runner_adapter(nb::object runner, const std::string& name);
+
+// A model given from Python: a path, a (path, external data folder) pair, the serialized bytes, or
+// a callable returning a path or bytes (called with the GIL at every load). ONNX ModelProtos and
+// Parity's loaders are reduced to these forms by parity/_models.py before they get here.
+runtime::ModelLoader model_loader_from(nb::object source);
+
+// Each backend's runner classes (parity._parity.<Name>Runner and what they take), one function per
+// backend of the registry (parity/runtime/backend_registry.h), called by bind_runtime.
+void bind_ref_runner(nb::module_& m);
+void bind_onnxrt_runner(nb::module_& m);
+void bind_openvino_runner(nb::module_& m);
 
 }  // namespace parity::python

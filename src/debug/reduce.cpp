@@ -6,7 +6,7 @@
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 #include "reduce_graph.h"
 
 namespace parity::debug {

@@ -25,7 +25,7 @@
 #include "parity/core/half.h"
 #include "parity/core/values.h"
 #include "parity/onnx/tensor_proto.h"
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 
 namespace fs = std::filesystem;
 using namespace parity;

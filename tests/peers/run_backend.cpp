@@ -25,10 +25,10 @@
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/runtime/loader.h"
-#include "parity/runtime/onnxrt_runner.h"
-#include "parity/runtime/openvino_compiled_file.h"
-#include "parity/runtime/openvino_runner.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
+#include "parity/runtime/openvino/openvino_compiled_file.h"
+#include "parity/runtime/openvino/openvino_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 using namespace parity;
 using namespace parity::runtime;

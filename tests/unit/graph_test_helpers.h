@@ -16,7 +16,7 @@
 #include "parity/core/values.h"
 #include "parity/onnx/passes.h"
 #include "parity/runtime/data_loader.h"
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 
 namespace parity::graph_test {
 

@@ -9,9 +9,9 @@
 #include "parity/onnx/node_range.h"
 #include "parity/runtime/capability.h"
 #include "parity/runtime/hybrid_runner.h"
-#include "parity/runtime/onnxrt_support_query.h"
-#include "parity/runtime/openvino_support_query.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_support_query.h"
+#include "parity/runtime/openvino/openvino_support_query.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "parity/compare/comparator.h"
 #include "parity/core/logger.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 #include "test_onnxrt_runner_helpers.h"
 
 namespace parity::compare {

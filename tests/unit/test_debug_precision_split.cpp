@@ -5,7 +5,7 @@
 
 #include "graph_test_helpers.h"
 #include "parity/debug/precision_split.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity::graph_test {
 namespace {

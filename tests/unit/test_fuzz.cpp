@@ -20,7 +20,7 @@
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/onnx/tensor_proto.h"
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 
 namespace parity {
 namespace {

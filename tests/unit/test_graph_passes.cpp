@@ -12,7 +12,7 @@
 #include "parity/core/values.h"
 #include "parity/onnx/passes.h"
 #include "parity/runtime/data_loader.h"
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 #include "parity/runtime/passes/fold_constants.h"
 #include "parity/runtime/passes/lint.h"
 

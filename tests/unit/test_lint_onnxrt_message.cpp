@@ -4,7 +4,7 @@
 
 #include "../../src/runtime/passes/lint_onnxrt.h"
 #include "parity/core/error.h"
-#include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
 
 namespace parity {
 namespace {

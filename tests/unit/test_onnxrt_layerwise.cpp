@@ -11,8 +11,8 @@
 
 #include "test_onnxrt_runner_helpers.h"
 #include "parity/core/error.h"
-#include "parity/runtime/onnxrt_runner.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity::runtime {
 namespace {

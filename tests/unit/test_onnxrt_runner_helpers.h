@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "parity/core/tensor.h"
-#include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
 
 namespace parity::runtime::onnxrt_testing {
 

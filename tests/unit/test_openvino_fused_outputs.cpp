@@ -1,9 +1,9 @@
-// The fusion-preserving marks' bookkeeping (parity/runtime/openvino_fused_outputs.h): how the marked
+// The fusion-preserving marks' bookkeeping (parity/runtime/openvino/openvino_fused_outputs.h): how the marked
 // model's layers are compared with the plain model's, and which marks are dropped around a changed layer.
 #include <gtest/gtest.h>
 
 #include "../../src/runtime/backends/openvino/openvino_backend.h"
-#include "parity/runtime/openvino_fused_outputs.h"
+#include "parity/runtime/openvino/openvino_fused_outputs.h"
 
 namespace parity::runtime {
 namespace {

@@ -16,8 +16,8 @@
 #include "test_onnxrt_runner_helpers.h"
 #include "test_support.h"
 #include "parity/core/error.h"
-#include "parity/runtime/openvino_runner.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/openvino/openvino_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity::runtime {
 namespace {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "parity/core/error.h"
-#include "parity/runtime/interpreter.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/ref/interpreter.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity::runtime {
 namespace {

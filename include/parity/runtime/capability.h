@@ -2,7 +2,7 @@
 // nodes are split, in topological order, into maximal ranges the backend converts and runs
 // ("supported") and the ranges between them ("unsupported"), each with the backend's reasons.
 // The backend is asked through a SupportQuery (OpenVINO's:
-// parity/runtime/openvino_support_query.h).
+// parity/runtime/openvino/openvino_support_query.h).
 //
 // How: the whole model is asked first. A backend that converts a model answers per op (OpenVINO's
 // query_model); one that refuses it is asked about parts: the range is halved until single nodes

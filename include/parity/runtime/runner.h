@@ -69,6 +69,16 @@ class Runner {
   // Streams intermediates (and outputs) to `callback` instead of holding them; nullptr to stop.
   void set_tensor_callback(TensorCallback callback) { callback_ = std::move(callback); }
 
+  // What a runner can tell beyond its outputs (the defaults: nothing), so commands need not know
+  // which backend it is.
+  // The engine layer that wrote a tensor ("OpenVINO <layer> ..."), for a runner that marks the
+  // outputs of the layers its engine fused (OpenVINO's --ov-outputs mark fused); nullopt otherwise.
+  virtual std::optional<std::string> engine_layer(const std::string& /*tensor*/) const { return std::nullopt; }
+  // Whether the model's element types decide what the runner computes in (a float16 node computes
+  // in float16). False for a runner whose precision is one setting for the whole model (OpenVINO's
+  // inference precision hint): debug precision cuts the model into subgraphs for it instead.
+  virtual bool precision_follows_model() const { return true; }
+
  protected:
   explicit Runner(std::string_view prefix);
   virtual void activate_impl() = 0;

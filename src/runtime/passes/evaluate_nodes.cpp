@@ -3,7 +3,7 @@
 #include <unordered_set>
 
 #include "parity/onnx/graph_order.h"
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 
 namespace parity::runtime::detail {
 

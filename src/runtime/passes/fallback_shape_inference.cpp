@@ -4,7 +4,7 @@
 #include <set>
 
 #include "parity/core/logger.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity::runtime {
 namespace {

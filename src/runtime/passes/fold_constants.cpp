@@ -12,7 +12,7 @@
 #include "parity/onnx/graph_order.h"
 #include "parity/onnx/passes.h"
 #include "parity/onnx/tensor_proto.h"
-#include "parity/runtime/symbolic_shape_inference.h"
+#include "parity/runtime/onnxrt/symbolic_shape_inference.h"
 #include "evaluate_nodes.h"
 #include "fold_partitions.h"
 

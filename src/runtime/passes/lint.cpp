@@ -14,7 +14,7 @@
 #include "parity/core/logger.h"
 #include "parity/onnx/graph_order.h"
 #include "parity/onnx/passes.h"
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 
 namespace parity::runtime {
 namespace {

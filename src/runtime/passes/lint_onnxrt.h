@@ -9,7 +9,7 @@
 
 #include "evaluate_nodes.h"
 #include "parity/onnx/model.h"
-#include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
 
 namespace parity::runtime::detail {
 

@@ -5,7 +5,7 @@
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
-#include "parity/runtime/symbolic_shape_inference.h"
+#include "parity/runtime/onnxrt/symbolic_shape_inference.h"
 
 namespace parity::cli {
 

@@ -6,6 +6,7 @@
 #include "args/output_marks.h"
 #include "args/tensor_meta_parse.h"
 #include "parity/core/error.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
 
@@ -75,6 +76,30 @@ void OpenvinoArgs::parse(int openvino_runners) {
              !exclude_outputs_.empty() || profile_layers_ != 0;
   if (any && openvino_runners == 0)
     raise<InvalidInputError>("the --ov-* options need an OpenVINO runner (--openvino)");
+}
+
+void OpenvinoArgs::add_runner_options(CLI::App& app) {
+  add_to(app);
+  add_profiling_to(app);
+}
+
+void OpenvinoArgs::parse_runner_options(int runners, bool hybrid) {
+  parse(runners);
+  if (hybrid && options_.outputs.mode != runtime::IntermediateOutputs::Mode::kNone)
+    raise<InvalidInputError>("--ov-outputs marks tensors in one OpenVINO model; a hybrid run (--fallback) runs "
+                             "several: give --onnx-outputs instead");
+}
+
+std::unique_ptr<runtime::Runner> OpenvinoArgs::make_runner(const runtime::ModelLoader& model,
+                                                           const std::string& compiled_file) const {
+  runtime::OpenvinoOptions options = options_;
+  options.compiled_file = compiled_file;
+  return std::make_unique<runtime::OpenvinoRunner>(model, std::move(options));
+}
+
+std::string OpenvinoArgs::add_script_runner(GeneratedScript& script, const std::string& onnx_model) const {
+  script.add_import("parity.backend.openvino", "OpenVINORunner");
+  return fmt::format("    OpenVINORunner({}{}),", onnx_model, add_to_script(script));
 }
 
 std::string OpenvinoArgs::add_to_script(GeneratedScript& script) const {

@@ -1,6 +1,7 @@
 // The OpenVINO runner's flags (`--ov-*`), modelled on Polygraphy's TensorRT flags: precision,
 // threads, performance hint, model cache folder, dynamic-shape bounds and marked outputs.
-// RunnerArgs owns the `--openvino` flag that selects the runner and asks this group for options.
+// The OpenVINO backend's argument group of the registry (args/backend_args.h); `convert --openvino`
+// and `inspect model --openvino` use its flags too (add_to, parse).
 #pragma once
 
 #include <string>
@@ -8,14 +9,28 @@
 
 #include <CLI/CLI.hpp>
 
-#include "parity/runtime/openvino_runner.h"
+#include "args/backend_args.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
 
 class GeneratedScript;
 
-class OpenvinoArgs {
+class OpenvinoArgs : public BackendArgs {
  public:
+  const runtime::BackendDescriptor& descriptor() const override { return runtime::find_backend("openvino"); }
+  std::string flag_help() const override {
+    return "Run OpenVINO on the CPU (repeatable; loaded at activation, see --ov-* options)";
+  }
+  // add_to and add_profiling_to.
+  void add_runner_options(CLI::App& app) override;
+  // parse; a hybrid run takes no --ov-outputs.
+  void parse_runner_options(int runners, bool hybrid) override;
+  std::unique_ptr<runtime::Runner> make_runner(const runtime::ModelLoader& model,
+                                               const std::string& compiled_file) const override;
+  std::string add_script_runner(GeneratedScript& script, const std::string& onnx_model) const override;
+  std::string script_name() const override { return "OpenVINO"; }
+
   void add_to(CLI::App& app);
   // --ov-profile-layers, for commands that run inferences (run).
   void add_profiling_to(CLI::App& app);

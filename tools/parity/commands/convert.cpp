@@ -1,5 +1,5 @@
 // `parity convert`: model conversions: ONNX float32 -> float16 / bfloat16 (--fp-to-fp16, --fp-to-bf16), and
-// ONNX -> a compiled OpenVINO model file (--openvino, parity/runtime/openvino_compiled_file.h); --onnx-outputs and
+// ONNX -> a compiled OpenVINO model file (--openvino, parity/runtime/openvino/openvino_compiled_file.h); --onnx-outputs and
 // --onnx-exclude-outputs change the saved ONNX model's outputs (alone: the model saved with new outputs).
 #include <cmath>
 
@@ -13,15 +13,15 @@
 #include "parity/statistics/statistics.h"
 #include "parity/core/values.h"
 #include "parity/runtime/data_loader.h"
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 #include "parity/core/error.h"
 #include "parity/core/half.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/passes.h"
 #include "parity/onnx/precision_keep_list.h"
 #include "parity/onnx/reduced_precision.h"
-#include "parity/runtime/openvino_compiled_file.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_compiled_file.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
 namespace {

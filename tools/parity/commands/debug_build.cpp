@@ -21,8 +21,8 @@
 #include "parity/core/logger.h"
 #include "parity/debug/child_process.h"
 #include "parity/debug/repeat.h"
-#include "parity/runtime/openvino_compiled_file.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_compiled_file.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
 namespace {

@@ -40,8 +40,8 @@
 #include "parity/debug/precision_search.h"
 #include "parity/debug/precision_split.h"
 #include "parity/onnx/precision_keep_list.h"
-#include "parity/runtime/openvino_runner.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/openvino/openvino_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity::cli {
 namespace {
@@ -137,7 +137,7 @@ class DebugPrecisionCommand : public Command {
       if (checks_.fail_options_given() || !iter_artifact_.empty())
         raise<InvalidInputError>("--fail-code, --ignore-fail-code, --fail-regex and --iter-artifact apply to a --check "
                                  "command only");
-      split_ = dynamic_cast<const runtime::OpenvinoRunner*>(runners[0].get()) != nullptr;
+      split_ = !runners[0]->precision_follows_model();
     }
     if (split_) check_split_arguments();
     if (iter_artifact_.empty()) iter_artifact_ = "polygraphy_debug.onnx";

@@ -26,7 +26,7 @@
 #include "parity/onnx/model.h"
 #include "parity/onnx/passes.h"
 #include "parity/runtime/feed_coercion.h"
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 #include "parity/runtime/passes/fallback_shape_inference.h"
 
 namespace parity::cli {

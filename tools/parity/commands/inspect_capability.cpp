@@ -15,8 +15,8 @@
 #include "parity/core/logger.h"
 #include "parity/onnx/node_range.h"
 #include "parity/runtime/capability.h"
-#include "parity/runtime/onnxrt_support_query.h"
-#include "parity/runtime/openvino_support_query.h"
+#include "parity/runtime/onnxrt/onnxrt_support_query.h"
+#include "parity/runtime/openvino/openvino_support_query.h"
 
 namespace parity::cli {
 namespace {

@@ -1,7 +1,7 @@
 // `parity inspect model`: a model's summary, inputs and outputs, and with --show its nodes,
 // attributes (subgraphs among them) and weights, in Polygraphy's text by default. With --openvino,
 // or for a compiled OpenVINO model file (.ovc), what OpenVINO executes instead
-// (parity/runtime/openvino_engine_report.h).
+// (parity/runtime/openvino/openvino_engine_report.h).
 #include <algorithm>
 #include <filesystem>
 #include <optional>
@@ -15,9 +15,9 @@
 #include "parity/core/logger.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
-#include "parity/runtime/openvino_compiled_file.h"
-#include "parity/runtime/openvino_engine_report.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_compiled_file.h"
+#include "parity/runtime/openvino/openvino_engine_report.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
 namespace {

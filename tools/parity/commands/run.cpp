@@ -33,8 +33,7 @@
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
-#include "parity/runtime/openvino_compiled_file.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_compiled_file.h"
 
 namespace parity::cli {
 namespace {
@@ -376,16 +375,12 @@ class RunCommand : public Command {
   // ONNX nodes that layer covers (in the first divergence and the JSON report).
   static void annotate_fused_layers(const std::vector<std::unique_ptr<runtime::Runner>>& live,
                                     std::vector<compare::LayerwiseResult>& results) {
-    for (const auto& runner : live) {
-      const auto* openvino = dynamic_cast<const runtime::OpenvinoRunner*>(runner.get());
-      if (!openvino || openvino->fused_outputs().empty()) continue;
+    for (const auto& runner : live)
       for (auto& result : results) {
-        if (result.runner0 != openvino->name() && result.runner1 != openvino->name()) continue;
+        if (result.runner0 != runner->name() && result.runner1 != runner->name()) continue;
         for (auto& entry : result.entries)
-          if (const auto* output = openvino->fused_output(entry.tensor))
-            entry.engine_layer = "OpenVINO " + output->description();
+          if (auto layer = runner->engine_layer(entry.tensor)) entry.engine_layer = std::move(*layer);
       }
-    }
   }
 
   void write_report(const std::optional<compare::AccuracyResult>& accuracy,

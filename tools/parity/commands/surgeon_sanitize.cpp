@@ -22,7 +22,7 @@
 #include "parity/onnx/unbounded_dds.h"
 #include "parity/runtime/passes/fallback_shape_inference.h"
 #include "parity/runtime/passes/fold_constants.h"
-#include "parity/runtime/symbolic_shape_inference.h"
+#include "parity/runtime/onnxrt/symbolic_shape_inference.h"
 
 namespace parity::cli {
 namespace {

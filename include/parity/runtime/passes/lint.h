@@ -15,7 +15,7 @@
 
 #include "parity/onnx/model.h"
 #include "parity/core/tensor.h"
-#include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
 
 namespace parity::runtime {
 

@@ -24,7 +24,7 @@
 #include "parity/core/logger.h"
 #include "parity/onnx/model.h"
 #include "parity/onnx/tensor_proto.h"
-#include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
 
 namespace parity::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "parity/runtime/onnxrt_support_query.h"
+#include "parity/runtime/onnxrt/onnxrt_support_query.h"
 
 #include "parity/core/error.h"
 

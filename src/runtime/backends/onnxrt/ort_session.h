@@ -11,7 +11,7 @@
 
 #include "ort_library.h"
 #include "ort_values.h"
-#include "parity/runtime/onnxrt_runner.h"
+#include "parity/runtime/onnxrt/onnxrt_runner.h"
 
 namespace parity::runtime::onnxrt {
 

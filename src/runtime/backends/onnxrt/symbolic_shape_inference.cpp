@@ -1,6 +1,6 @@
 // ONNX Runtime's symbolic shape inference through its Python tool, and Polygraphy's fallback to
 // ONNX's shape inference.
-#include "parity/runtime/symbolic_shape_inference.h"
+#include "parity/runtime/onnxrt/symbolic_shape_inference.h"
 
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
-// Compiled OpenVINO model files: the header described in parity/runtime/openvino_compiled_file.h.
-#include "parity/runtime/openvino_compiled_file.h"
+// Compiled OpenVINO model files: the header described in parity/runtime/openvino/openvino_compiled_file.h.
+#include "parity/runtime/openvino/openvino_compiled_file.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,6 +1,6 @@
 // The executed layers of a compiled OpenVINO model, mapped back to ONNX nodes
-// (parity/runtime/openvino_engine_report.h).
-#include "parity/runtime/openvino_engine_report.h"
+// (parity/runtime/openvino/openvino_engine_report.h).
+#include "parity/runtime/openvino/openvino_engine_report.h"
 
 #include <algorithm>
 #include <set>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "openvino_backend.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::runtime {
 namespace {

@@ -1,6 +1,6 @@
 // The tensors of the compiled plain model's layers, for `--ov-outputs mark fused`
-// (parity/runtime/openvino_fused_outputs.h).
-#include "parity/runtime/openvino_fused_outputs.h"
+// (parity/runtime/openvino/openvino_fused_outputs.h).
+#include "parity/runtime/openvino/openvino_fused_outputs.h"
 
 #include <algorithm>
 #include <map>

@@ -1,5 +1,5 @@
 // Finding and loading OpenVINO's library and the backend module (the order is documented in
-// parity/runtime/openvino_runner.h). Both stay loaded for the process: OpenVINO's threads and
+// parity/runtime/openvino/openvino_runner.h). Both stay loaded for the process: OpenVINO's threads and
 // plugins do not survive dlclose.
 #include <dlfcn.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@
 #include "openvino_backend.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::runtime {
 namespace {

@@ -17,8 +17,8 @@
 #include "parity/core/half.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/model.h"
-#include "parity/runtime/openvino_engine_report.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_engine_report.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::runtime {
 namespace {
@@ -342,6 +342,11 @@ const FusedLayerOutput* OpenvinoRunner::fused_output(const std::string& tensor) 
   auto it = std::find_if(fused_outputs_.begin(), fused_outputs_.end(),
                          [&](const FusedLayerOutput& output) { return output.tensor == tensor; });
   return it == fused_outputs_.end() ? nullptr : &*it;
+}
+
+std::optional<std::string> OpenvinoRunner::engine_layer(const std::string& tensor) const {
+  if (const FusedLayerOutput* output = fused_output(tensor)) return "OpenVINO " + output->description();
+  return std::nullopt;
 }
 
 void OpenvinoRunner::compile_fusion_preserving() {

@@ -1,4 +1,4 @@
-#include "parity/runtime/openvino_support_query.h"
+#include "parity/runtime/openvino/openvino_support_query.h"
 
 #include <algorithm>
 #include <sstream>

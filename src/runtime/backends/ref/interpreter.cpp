@@ -1,4 +1,4 @@
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 
 #include <algorithm>
 #include <map>

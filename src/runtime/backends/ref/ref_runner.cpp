@@ -1,6 +1,6 @@
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
-#include "parity/runtime/interpreter.h"
+#include "parity/runtime/ref/interpreter.h"
 
 namespace parity::runtime {
 

@@ -8,7 +8,7 @@
 
 #include "openvino_backend.h"
 #include "openvino_compiled_model.h"
-#include "openvino_support_query.h"
+#include "openvino_query_model.h"
 
 namespace parity::runtime::openvino {
 namespace {

@@ -4,7 +4,7 @@
 // Marking every ONNX tensor (`mark all`) makes each one a model output, which keeps OpenVINO from
 // fusing it into its consumer and from keeping it in reduced precision: the marked model computes
 // differently from the one deployed. Here the plain model is compiled first and its executed
-// layers (parity/runtime/openvino_engine_report.h) give the tensors that already leave a layer:
+// layers (parity/runtime/openvino/openvino_engine_report.h) give the tensors that already leave a layer:
 // for each executed compute layer, the outputs of the ONNX nodes it covers (named by OpenVINO or
 // attributed by dataflow) that a node outside the layer reads or that are graph outputs. Only those
 // are marked, and each says which layer produced it and which ONNX nodes that layer covers.
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "parity/onnx/model.h"
-#include "parity/runtime/openvino_engine_report.h"
+#include "parity/runtime/openvino/openvino_engine_report.h"
 
 namespace parity::runtime {
 

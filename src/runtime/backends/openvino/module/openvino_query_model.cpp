@@ -1,4 +1,4 @@
-#include "openvino_support_query.h"
+#include "openvino_query_model.h"
 
 #include <string>
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "parity/runtime/capability.h"
-#include "parity/runtime/openvino_runner.h"
+#include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::runtime {
 

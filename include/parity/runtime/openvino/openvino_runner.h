@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "parity/core/tensor_metadata.h"
-#include "parity/runtime/openvino_compiled_file.h"
-#include "parity/runtime/openvino_fused_outputs.h"
+#include "parity/runtime/openvino/openvino_compiled_file.h"
+#include "parity/runtime/openvino/openvino_fused_outputs.h"
 #include "parity/runtime/loader.h"
 #include "parity/runtime/runner.h"
 
@@ -55,13 +55,13 @@ struct OpenvinoOptions {
   // --ov-outputs: tensors added as model outputs besides the graph outputs (ONNX tensor names, or
   // every tensor with "mark all"). Overrides the runner's intermediate outputs when set.
   IntermediateOutputs outputs;
-  // --ov-outputs mark fused: the fusion-preserving layerwise mode (parity/runtime/openvino_fused_outputs.h):
+  // --ov-outputs mark fused: the fusion-preserving layerwise mode (parity/runtime/openvino/openvino_fused_outputs.h):
   // activation compiles the plain model, then marks only the tensors its executed layers write out,
   // so the marked model runs the same fused kernels. `outputs` must be none.
   bool fused_outputs = false;
   // --ov-exclude-outputs: tensors never marked (with "mark all" or a list).
   std::vector<std::string> exclude_outputs;
-  // A compiled model file (parity/runtime/openvino_compiled_file.h) to import instead of compiling
+  // A compiled model file (parity/runtime/openvino/openvino_compiled_file.h) to import instead of compiling
   // the loader's model (never called then). Its precision and shapes were fixed when it was
   // written, so precision, shape bounds, cache folder and marked outputs must be unset.
   std::string compiled_file;
@@ -114,6 +114,10 @@ class OpenvinoRunner : public Runner {
   const std::vector<FusedLayerOutput>& fused_outputs() const { return fused_outputs_; }
   // The entry of fused_outputs() for a marked tensor, or nullptr.
   const FusedLayerOutput* fused_output(const std::string& tensor) const;
+  // "OpenVINO <layer description>" for a tensor of fused_outputs().
+  std::optional<std::string> engine_layer(const std::string& tensor) const override;
+  // One precision hint for the whole model.
+  bool precision_follows_model() const override { return false; }
 
  protected:
   void activate_impl() override;
