@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "parity/core/child_process.h"
+#include "parity/core/process.h"
 #include "parity/core/error.h"
 
 namespace parity::debug {
