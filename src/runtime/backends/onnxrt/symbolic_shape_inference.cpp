@@ -20,6 +20,7 @@
 #include "python_worker.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/core/python_interpreter.h"
 #include "parity/core/temporary_folder.h"
 
 namespace parity::runtime {
@@ -228,7 +229,7 @@ onnx::ShapeInferenceResult infer_shapes(onnx::Model& model, bool allow_onnxrunti
                    "Note that using ONNX-Runtime for shape inference may be faster and require less memory.\n"
                    "Consider installing ONNX-Runtime and sympy in the Python Parity uses (${}, else python3 on "
                    "PATH, else the one scripts/setup.sh recorded), or pass --no-onnxruntime-shape-inference.",
-                   onnxrt::kPythonEnvironmentVariable);
+                   kPythonEnvironmentVariable);
   }
   return onnx::infer_shapes(*model);
 }
