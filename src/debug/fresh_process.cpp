@@ -1,4 +1,4 @@
-#include "parity/debug/child_process.h"
+#include "parity/debug/fresh_process.h"
 
 #include <string>
 
