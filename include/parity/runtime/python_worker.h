@@ -58,6 +58,8 @@ struct PythonReply {
   NamedTensors tensors;  // copies, owned by the caller
 };
 
+// One call at a time: a worker shared between threads is guarded by its user (symbolic shape
+// inference keeps one per interpreter behind a mutex).
 class PythonWorker {
  public:
   // Starts the interpreter. Throws ProcessStartError when it cannot be started, FileError when its
