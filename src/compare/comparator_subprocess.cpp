@@ -4,38 +4,20 @@
 // feeds it made into a private temporary folder; the parent reads them back. An Error in the child
 // comes back as the same kind of Error; a child killed by a signal or exiting without results is
 // reported as an Error naming the runner, and the parent goes on to report it like any failure.
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 
 #include "comparator_internal.h"
 #include "parity/compare/run_results.h"
 #include "parity/core/array_io.h"
-#include "parity/core/child_process.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/core/process.h"
 #include "parity/core/temporary_folder.h"
 
 namespace parity::compare::detail {
-namespace {
 
 namespace fs = std::filesystem;
-
-// " (SIGSEGV)" for the usual ways a process is ended, else nothing.
-std::string signal_name(int signal) {
-  switch (signal) {
-    case SIGSEGV: return " (SIGSEGV)";
-    case SIGABRT: return " (SIGABRT)";
-    case SIGBUS: return " (SIGBUS)";
-    case SIGFPE: return " (SIGFPE)";
-    case SIGILL: return " (SIGILL)";
-    case SIGKILL: return " (SIGKILL)";
-    case SIGTERM: return " (SIGTERM)";
-    default: return "";
-  }
-}
-
-}  // namespace
 
 RunnerResults run_runner_in_subprocess(runtime::Runner& runner, std::vector<NamedTensors>& feeds,
                                        const RunnerSetup& setup) {

@@ -6,7 +6,7 @@
 
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
-#include "parity/debug/child_process.h"
+#include "parity/debug/fresh_process.h"
 #include "parity/debug/repeat.h"
 #include "parity/debug/replay.h"
 

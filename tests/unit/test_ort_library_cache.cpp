@@ -19,6 +19,7 @@
 #include "../../src/runtime/backends/onnxrt/ort_library_cache.h"
 #include "../../src/runtime/backends/onnxrt/ort_library_search.h"
 #include "parity/core/file_io.h"
+#include "parity/core/python_interpreter.h"
 
 namespace parity::runtime::onnxrt {
 namespace {

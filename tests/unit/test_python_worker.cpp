@@ -1,78 +1,182 @@
-// onnxrt::PythonWorker: one Python process answering several requests, and what it says when the
-// process ends early. Runs the Python that ctest names in $PARITY_PYTHON (the venv's).
+// runtime::PythonWorker: one Python process serving several commands, tensors of every numpy dtype
+// round-tripped through its shared memory, a command's error as one line, and a worker that exits,
+// is killed or does not answer in time reported by name, never a hang. Runs the Python that ctest
+// names in $PARITY_PYTHON (the venv's, with numpy).
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "../../src/runtime/backends/onnxrt/python_worker.h"
+#include "parity/core/process.h"
+#include "parity/core/tensor.h"
+#include "parity/runtime/python_worker.h"
 
-namespace parity::runtime::onnxrt {
+namespace parity::runtime {
 namespace {
 
-// Echoes each request's two fields joined, with the worker's process id, so two answers from one
-// process show the same id; a request "exit" ends the process with a message on standard error.
-constexpr const char* kEchoScript = R"PY(
-import os, sys
-requests, answers = sys.stdin.buffer, sys.stdout.buffer
-def read():
-    header = requests.readline()
-    return requests.read(int(header)).decode() if header else None
-while True:
-    first, second = read(), read()
-    if first is None or second is None:
-        break
-    if first == "exit":
-        sys.stderr.write("leaving as asked\n")
-        sys.exit(7)
-    data = f"{first}+{second}@{os.getpid()}".encode()
-    answers.write(b"%d\n" % len(data) + data)
-    answers.flush()
+// "echo": the arguments back with the worker's process id; "round_trip": each tensor back as
+// "<name>_back" (values unchanged) and a large one, with what numpy saw of each; "fail" raises;
+// "exit" and "kill" end the process; "sleep" sleeps.
+constexpr const char* kCommands = R"PY(
+@command("echo")
+def echo(arguments, tensors):
+    return {"arguments": arguments, "pid": os.getpid()}
+
+@command("round_trip")
+def round_trip(arguments, tensors):
+    import numpy as np
+    seen = {name: [array.dtype.str, list(array.shape)] for name, array in tensors.items()}
+    back = {name + "_back": array.copy() for name, array in tensors.items()}
+    back["large"] = np.arange(arguments["large"], dtype=np.int64)
+    return Reply(seen, back)
+
+@command("fail")
+def fail(arguments, tensors):
+    raise ValueError("the value " + arguments["value"] + " is not accepted")
+
+@command("exit")
+def exit_(arguments, tensors):
+    sys.stderr.write("leaving as asked\n")
+    sys.stderr.flush()
+    os._exit(7)
+
+@command("kill")
+def kill(arguments, tensors):
+    import signal
+    os.kill(os.getpid(), signal.SIGKILL)
+
+@command("sleep")
+def sleep(arguments, tensors):
+    import time
+    time.sleep(60)
 )PY";
 
-std::string python() {
+PythonWorkerOptions options() {
   const char* configured = std::getenv("PARITY_PYTHON");
-  return configured && *configured ? configured : "python3";
+  return {"a test worker", configured && *configured ? configured : "python3", kCommands, std::nullopt};
 }
 
-TEST(PythonWorker, OneProcessAnswersEveryRequestInOrder) {
-  std::string outcome;
-  auto worker = PythonWorker::start(python(), kEchoScript, outcome);
-  ASSERT_TRUE(worker) << outcome;
-  auto first = worker->call({"a", "b\nwith a newline"}, outcome);
-  ASSERT_TRUE(first) << outcome;
-  auto second = worker->call({"", "c"}, outcome);
-  ASSERT_TRUE(second) << outcome;
-  const std::string pid = first->substr(first->find('@'));
-  EXPECT_EQ(*first, "a+b\nwith a newline" + pid);
-  EXPECT_EQ(*second, "+c" + pid);  // the same process
-  EXPECT_TRUE(worker->alive());
+template <typename T>
+Tensor make(DType dtype, Shape shape, std::initializer_list<T> values) {
+  return Tensor::from_bytes(dtype, std::move(shape), std::data(values), values.size() * sizeof(T));
 }
 
-TEST(PythonWorker, AProcessThatEndsEarlyIsExplainedAndStaysEnded) {
-  std::string outcome;
-  auto worker = PythonWorker::start(python(), kEchoScript, outcome);
-  ASSERT_TRUE(worker) << outcome;
-  EXPECT_FALSE(worker->call({"exit", ""}, outcome));
-  EXPECT_NE(outcome.find("ended before it answered (exit status 7)"), std::string::npos) << outcome;
-  EXPECT_NE(outcome.find("leaving as asked"), std::string::npos) << outcome;
-  EXPECT_FALSE(worker->alive());
-  EXPECT_FALSE(worker->call({"a", "b"}, outcome));
-  EXPECT_EQ(outcome, "the Python worker has already ended");
+TEST(PythonWorker, OneProcessServesEveryCommandInOrder) {
+  PythonWorker worker(options());
+  PythonReply first = worker.call("echo", {{"text", "a\nb"}});
+  PythonReply second = worker.call("echo", {{"number", 3}});
+  EXPECT_EQ(first.result["arguments"]["text"], "a\nb");
+  EXPECT_EQ(second.result["arguments"]["number"], 3);
+  EXPECT_EQ(first.result["pid"], second.result["pid"]);  // the same process
+  EXPECT_TRUE(worker.alive());
 }
 
-TEST(PythonWorker, AMissingInterpreterIsReportedAtStart) {
-  std::string outcome;
-  auto worker = PythonWorker::start("/nonexistent/python3", kEchoScript, outcome);
-  // posix_spawn reports a missing program either at once or as the child's exit status 127.
-  if (worker) {
-    EXPECT_FALSE(worker->call({"a", "b"}, outcome));
-    EXPECT_NE(outcome.find("exit status 127"), std::string::npos) << outcome;
-  } else {
-    EXPECT_NE(outcome.find("could not start that Python"), std::string::npos) << outcome;
+TEST(PythonWorker, TensorsOfEveryNumpyDtypeRoundTripThroughSharedMemory) {
+  PythonWorker worker(options());
+  NamedTensors tensors;
+  tensors.emplace_back("f32", make<float>(DType::kFloat32, {2, 3}, {1.5f, -2, 3, 4, 5, 6}));
+  tensors.emplace_back("f64", make<double>(DType::kFloat64, {2}, {1e300, -0.25}));
+  tensors.emplace_back("f16", make<uint16_t>(DType::kFloat16, {3}, {0x3c00, 0xc000, 0x7c00}));
+  tensors.emplace_back("i8", make<int8_t>(DType::kInt8, {4}, {-128, -1, 0, 127}));
+  tensors.emplace_back("u8", make<uint8_t>(DType::kUInt8, {1, 3}, {0, 128, 255}));
+  tensors.emplace_back("i32", make<int32_t>(DType::kInt32, {2, 1}, {-7, 1 << 30}));
+  tensors.emplace_back("i64", make<int64_t>(DType::kInt64, {}, {int64_t{1} << 40}));  // a scalar
+  tensors.emplace_back("u16", make<uint16_t>(DType::kUInt16, {2}, {1, 65535}));
+  tensors.emplace_back("b", make<uint8_t>(DType::kBool, {3}, {1, 0, 1}));
+  tensors.emplace_back("c64", make<float>(DType::kComplex64, {1}, {1.0f, -1.0f}));
+  tensors.emplace_back("empty", Tensor::zeros(DType::kFloat32, {0, 4}));
+  for (int round = 0; round < 2; ++round) {  // the second maps the region the first grew
+    PythonReply reply = worker.call("round_trip", {{"large", 1 << 20}}, tensors);
+    ASSERT_EQ(reply.tensors.size(), tensors.size() + 1);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const auto& [name, tensor] = tensors[i];
+      EXPECT_EQ(reply.tensors[i].first, name + "_back");
+      EXPECT_TRUE(identical(reply.tensors[i].second, tensor)) << name;
+      EXPECT_EQ(reply.result[name][0], dtype_info(tensor.dtype()).numpy_descr) << name;
+      EXPECT_EQ(reply.result[name][1].get<Shape>(), tensor.shape()) << name;
+    }
+    const Tensor& large = reply.tensors.back().second;
+    EXPECT_EQ(large.dtype(), DType::kInt64);
+    ASSERT_EQ(large.size(), 1 << 20);
+    EXPECT_EQ(large.data<int64_t>()[12345], 12345);
   }
 }
 
+TEST(PythonWorker, ACommandsErrorIsOneLineAndTheWorkerGoesOn) {
+  PythonWorker worker(options());
+  try {
+    worker.call("fail", {{"value", "x"}});
+    FAIL() << "no error";
+  } catch (const PythonCommandError& error) {
+    EXPECT_EQ(std::string(error.what()), "a test worker: fail: ValueError: the value x is not accepted");
+    EXPECT_NE(error.traceback().find("Traceback (most recent call last)"), std::string::npos) << error.traceback();
+  }
+  EXPECT_THROW(worker.call("no_such_command"), PythonCommandError);
+  EXPECT_TRUE(worker.alive());
+  EXPECT_EQ(worker.call("echo", {{"after", true}}).result["arguments"]["after"], true);
+}
+
+TEST(PythonWorker, AWorkerThatExitsIsExplainedAndStaysEnded) {
+  PythonWorker worker(options());
+  try {
+    worker.call("exit");
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("the Python worker for a test worker ended before it answered (exit status 7)"),
+              std::string::npos) << message;
+    EXPECT_NE(message.find("leaving as asked"), std::string::npos) << message;
+  }
+  EXPECT_FALSE(worker.alive());
+  try {
+    worker.call("echo");
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("has already ended"), std::string::npos) << error.what();
+  }
+}
+
+TEST(PythonWorker, AKilledWorkerIsAClearError) {
+  PythonWorker worker(options());
+  try {
+    worker.call("kill");
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("ended before it answered (signal 9 (SIGKILL), perhaps killed for lack "
+                                             "of memory)"),
+              std::string::npos) << error.what();
+  }
+}
+
+TEST(PythonWorker, AWorkerThatDoesNotAnswerInTimeIsStopped) {
+  PythonWorkerOptions timed = options();
+  timed.call_timeout = std::chrono::milliseconds(500);
+  PythonWorker worker(timed);
+  worker.call("echo");  // started and serving
+  try {
+    worker.call("sleep");
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("did not answer 'sleep' within 500 ms and was stopped"),
+              std::string::npos) << error.what();
+  }
+  EXPECT_FALSE(worker.alive());
+}
+
+TEST(PythonWorker, AMissingInterpreterIsReportedAtStart) {
+  PythonWorkerOptions missing = options();
+  missing.interpreter = "/nonexistent/python3";
+  EXPECT_THROW(PythonWorker worker(missing), ProcessStartError);
+}
+
+TEST(PythonWorker, TypesNumpyLacksAreRefused) {
+  PythonWorker worker(options());
+  NamedTensors tensors;
+  tensors.emplace_back("bf16", Tensor::zeros(DType::kBFloat16, {2}));
+  EXPECT_THROW(worker.call("round_trip", {{"large", 1}}, tensors), UnsupportedError);
+  EXPECT_TRUE(worker.alive());
+}
+
 }  // namespace
-}  // namespace parity::runtime::onnxrt
+}  // namespace parity::runtime

@@ -1,11 +1,5 @@
 #include "python_scripts.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -16,13 +10,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "parity/core/child_process.h"
 #include "parity/core/error.h"
 #include "parity/core/temporary_folder.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
-
-extern char** environ;
+#include "parity/core/process.h"
+#include "parity/core/python_interpreter.h"
 
 namespace parity::cli {
 namespace {
@@ -94,11 +87,6 @@ with open(os.path.join(out, "verdicts.json"), "w") as f:
     json.dump(verdicts, f)
 )PY";
 
-std::string python_interpreter() {
-  const char* configured = std::getenv("PARITY_PYTHON");
-  return configured && *configured ? configured : "python3";
-}
-
 // Python's repr of the names: 'a', 'b' (as Polygraphy's summary lines print lists of names).
 std::vector<std::string> output_names(const compare::IterationComparison& comparison, bool failed_only = false) {
   std::vector<std::string> names;
@@ -136,39 +124,32 @@ namespace {
 nlohmann::json run_driver(const ScriptSpec& script, const char* driver, const fs::path& folder, const char* result,
                           const std::string& what) {
   const fs::path log_path = folder / "stderr.txt";
-  const std::string python = python_interpreter();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);  // the script's prints too
-  std::string code = std::string(kPrelude) + driver;
-  std::string folder_text = folder.string();
-  std::vector<std::string> args{python, "-c", code, script.path, script.function, folder_text};
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int spawned = ::posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0)
+  const std::string python = configured_python();
+  ProcessSpec spec;
+  spec.program = python;
+  spec.arguments = {"-c", std::string(kPrelude) + driver, script.path, script.function, folder.string()};
+  spec.standard_error = ProcessStream::to_file(log_path);
+  spec.standard_output = ProcessStream::same_as_standard_error();  // the script's prints too
+  ProcessEnd end;
+  try {
+    end = Process(spec).wait();
+  } catch (const ProcessStartError& start_error) {
     raise<InvalidInputError>("{}: cannot start the Python interpreter '{}': {} (set PARITY_PYTHON)", what, python,
-                             std::strerror(spawned));
-  const std::optional<int> waited = wait_for_child(pid);
-  if (!waited) raise<InternalError>("{}: waiting for Python failed: {}", what, std::strerror(errno));
-  const int status = *waited;
+                             std::strerror(start_error.error_number()));
+  }
 
   std::error_code error;
   std::string output;
   if (fs::exists(log_path, error)) output = read_file(log_path);
   while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!end.succeeded()) {
     // The end of the traceback says what went wrong; the whole of it is at verbose level.
     auto last = output.rfind('\n');
     std::string summary = last == std::string::npos ? output : output.substr(last + 1);
     if (!output.empty()) log::verbose("{} wrote:\n{}", what, output);
     raise<InvalidInputError>("{}: the script failed ({}): {}", what,
-                             WIFEXITED(status) ? fmt::format("exit code {}", WEXITSTATUS(status))
-                                               : fmt::format("signal {}", WTERMSIG(status)),
+                             end.signal == 0 ? fmt::format("exit code {}", end.exit_status)
+                                             : fmt::format("signal {}", end.signal),
                              summary.empty() ? std::string("no message") : summary);
   }
   if (!output.empty()) log::info("{} printed:\n{}", what, output);
@@ -186,7 +167,7 @@ std::vector<NamedTensors> run_data_loader_script(const ScriptSpec& script) {
   std::error_code error;
   if (!fs::is_regular_file(script.path, error)) raise<FileError>("{}: no such file", what);
   TemporaryFolder folder("parity-data-loader", "the data loader script");
-  log::info("Running data loader script {} (function {}) with {}", script.path, script.function, python_interpreter());
+  log::info("Running data loader script {} (function {}) with {}", script.path, script.function, configured_python());
   nlohmann::json manifest = run_driver(script, kDataLoaderDriver, folder.path(), "feeds.json", what);
   std::vector<NamedTensors> feeds;
   for (const auto& iteration : manifest) {

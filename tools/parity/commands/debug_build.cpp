@@ -19,7 +19,7 @@
 #include "command.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
-#include "parity/debug/child_process.h"
+#include "parity/debug/fresh_process.h"
 #include "parity/debug/repeat.h"
 #include "parity/runtime/openvino/openvino_compiled_file.h"
 #include "parity/runtime/openvino/openvino_runner.h"

@@ -15,6 +15,7 @@
 #include "ort_library_search.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/core/python_interpreter.h"
 #include "parity/runtime/onnxrt/onnxrt_runner.h"
 
 namespace parity::runtime::onnxrt {

@@ -1,7 +1,7 @@
 // The places the ONNX Runtime library search looks that take more than a path: a folder holding a
 // libonnxruntime.so*, the `onnxruntime` package of a Python interpreter (answered from the
 // LibraryCache when still valid, else without a process for a virtual environment, else by asking
-// the interpreter once), and the Python that scripts/setup.sh recorded. Private to the onnxrt
+// the interpreter once), in the order of parity/core/python_interpreter.h. Private to the onnxrt
 // backend; the order itself is Library::load's (documented in onnxrt_runner.h).
 #pragma once
 
@@ -30,18 +30,6 @@ struct PythonPackageLibrary {
 // answer, found or not, is stored in the cache and kept for the process.
 PythonPackageLibrary library_in_python_package(const std::string& python);
 
-// The file in which scripts/setup.sh records the interpreter of the virtual environment it made:
-// ${XDG_CACHE_HOME:-$HOME/.cache}/parity/setup-python (one line, an absolute path); nullopt when
-// neither variable is set.
-std::optional<std::filesystem::path> setup_python_record();
-
-// The interpreter recorded in setup_python_record(); nullopt with `outcome` saying why when there is
-// no record or it names no executable file.
-std::optional<std::string> recorded_setup_python(std::string& outcome);
-
-// The environment variable naming the Python whose onnxruntime package Parity uses.
-inline constexpr const char* kPythonEnvironmentVariable = "PARITY_PYTHON";
-
 // One Python looked at for an onnxruntime package: how it was chosen ("the onnxruntime Python
 // package of python3") and what it gave. `found.interpreter` is empty when none could be named
 // (no setup record: `found.outcome` says why).
@@ -55,13 +43,5 @@ struct PythonSearchStep {
 // $PARITY_PYTHON when set (and then only it), else python3 on PATH, then the interpreter that
 // scripts/setup.sh recorded. Answered from the LibraryCache when still valid (no process started).
 std::vector<PythonSearchStep> search_onnxruntime_python();
-
-// Runs `interpreter arguments...` with no shell between, stdin on /dev/null; returns its standard
-// output (with its standard error when `capture_errors`, else that goes to /dev/null), or nullopt
-// with `outcome` set when it could not be started or exited with an error (its output appended
-// when `capture_errors`).
-std::optional<std::string> run_python(const std::filesystem::path& interpreter,
-                                      const std::vector<std::string>& arguments, bool capture_errors,
-                                      std::string& outcome);
 
 }  // namespace parity::runtime::onnxrt

@@ -17,43 +17,28 @@
 #include <fmt/ranges.h>
 
 #include "ort_library_search.h"
-#include "python_worker.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/core/process.h"
+#include "parity/core/python_interpreter.h"
 #include "parity/core/temporary_folder.h"
+#include "parity/runtime/python_worker.h"
 
 namespace parity::runtime {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The script of the Python worker (python_worker.h) that serves every inference of a command: each
-// request is the model, where to write the result, and the working folder (the tool saves
-// "sym_shape_infer_temp.onnx" there when inference stays incomplete); the answer is "ok", or
-// "error" and a traceback. The result keeps its tensors in an external file, which is never read
-// back: only its types are. The tool's own prints go to the worker's standard error, never into the
-// answers.
+// The command of the Python worker (parity/runtime/python_worker.h) that serves every inference of
+// a command: "infer_shapes" with the model, where to write the result, and the working folder (the
+// tool saves "sym_shape_infer_temp.onnx" there when inference stays incomplete); a failure's
+// traceback is the one reported. The result keeps its tensors in an external file, which is never
+// read back: only its types are. The tool's own prints go to the worker's standard error.
 // The tool's file is loaded by its path inside the onnxruntime package, not imported as
 // onnxruntime.tools.symbolic_shape_infer: that import runs onnxruntime/__init__.py (the runtime
 // itself) and onnxruntime/tools/__init__.py, which imports torch when it is installed, about 1.5 s
 // of the 2 s a start took; the tool needs only onnx, numpy, sympy and packaging.
-constexpr const char* kSymbolicShapeInferenceWorker = R"PY(
-import os, sys, traceback
-requests = sys.stdin.buffer
-answers = os.fdopen(os.dup(1), "wb")
-os.dup2(2, 1)
-
-def read_message():
-    header = requests.readline()
-    if not header:
-        return None
-    return requests.read(int(header)).decode()
-
-def answer(text):
-    data = text.encode()
-    answers.write(b"%d\n" % len(data) + data)
-    answers.flush()
-
+constexpr const char* kSymbolicShapeInferenceCommands = R"PY(
 try:
     import importlib.util
     package = importlib.util.find_spec("onnxruntime")
@@ -69,54 +54,44 @@ try:
 except BaseException:
     setup_error = traceback.format_exc()
 
-while True:
-    model_path, output_path, folder = read_message(), read_message(), read_message()
-    if model_path is None or output_path is None or folder is None:
-        break
+@command("infer_shapes")
+def infer_shapes(arguments, tensors):
     if setup_error is not None:
-        answer("error\n" + setup_error)
-        continue
+        raise CommandFailed(setup_error)
     try:
-        os.chdir(folder)
-        inferred = SymbolicShapeInference.infer_shapes(onnx.load(model_path), auto_merge=True)
+        os.chdir(arguments["folder"])
+        inferred = SymbolicShapeInference.infer_shapes(onnx.load(arguments["model"]), auto_merge=True)
         if inferred is None:
             raise RuntimeError("SymbolicShapeInference.infer_shapes returned no model")
-        onnx.save_model(inferred, output_path, save_as_external_data=True, all_tensors_to_one_file=True,
+        onnx.save_model(inferred, arguments["output"], save_as_external_data=True, all_tensors_to_one_file=True,
                         location="inferred.onnx.data", size_threshold=0)
-        answer("ok")
-    except BaseException:
-        answer("error\n" + traceback.format_exc())
     finally:
         os.chdir("/")
 )PY";
 
 // One worker per interpreter for the life of the process; a worker that ended stays as its reason,
-// so a Python that cannot serve is not started again for every inference.
-struct WorkerSlot {
-  std::unique_ptr<onnxrt::PythonWorker> worker;
-  std::string failure;
-};
-
-std::optional<std::string> infer_in_worker(const std::string& python, const std::vector<std::string>& request,
-                                           std::string& outcome) {
+// so a Python that cannot serve is not started again for every inference. "" when the model was
+// inferred, else why not (a failure's traceback).
+std::string infer_in_worker(const std::string& python, const nlohmann::json& request) {
   static std::mutex mutex;
-  static std::map<std::string, WorkerSlot> slots;
+  static std::map<std::string, std::unique_ptr<PythonWorker>> workers;
+  static std::map<std::string, std::string> failures;
   std::lock_guard lock(mutex);
-  WorkerSlot& slot = slots[python];
-  if (!slot.failure.empty()) {
-    outcome = slot.failure;
-    return std::nullopt;
+  if (auto failure = failures.find(python); failure != failures.end()) return failure->second;
+  try {
+    auto& worker = workers[python];
+    if (!worker)
+      worker = std::make_unique<PythonWorker>(
+          PythonWorkerOptions{"ONNX Runtime's symbolic shape inference", python, kSymbolicShapeInferenceCommands, {}});
+    worker->call("infer_shapes", request);
+  } catch (const PythonCommandError& error) {
+    return error.traceback();
+  } catch (const ProcessStartError& error) {
+    return failures[python] = fmt::format("could not start that Python: {}", std::strerror(error.error_number()));
+  } catch (const Error& error) {
+    return failures[python] = error.what();
   }
-  if (!slot.worker) {
-    slot.worker = onnxrt::PythonWorker::start(python, kSymbolicShapeInferenceWorker, outcome);
-    if (!slot.worker) {
-      slot.failure = outcome;
-      return std::nullopt;
-    }
-  }
-  auto answer = slot.worker->call(request, outcome);
-  if (!answer) slot.failure = outcome;
-  return answer;
+  return "";
 }
 
 // The interpreter whose onnxruntime package has the library, else nullopt with every Python looked
@@ -193,9 +168,9 @@ std::string infer_shapes_with_onnxruntime(onnx::Model& model) {
     log::verbose("Running ONNX Runtime's symbolic shape inference (onnxruntime.tools.symbolic_shape_infer, "
                  "auto_merge=True) with {}",
                  *python);
-    auto answer = infer_in_worker(*python, {input.string(), output.string(), folder.path().string()}, outcome);
-    if (!answer) return outcome;
-    if (*answer != "ok") return answer->rfind("error\n", 0) == 0 ? answer->substr(6) : *answer;
+    outcome = infer_in_worker(*python, {{"model", input.string()}, {"output", output.string()},
+                                        {"folder", folder.path().string()}});
+    if (!outcome.empty()) return outcome;
     onnx::LoadOptions options;
     options.ignore_external_data = true;  // only the types are read back
     options.check_dims_and_data = false;
@@ -228,7 +203,7 @@ onnx::ShapeInferenceResult infer_shapes(onnx::Model& model, bool allow_onnxrunti
                    "Note that using ONNX-Runtime for shape inference may be faster and require less memory.\n"
                    "Consider installing ONNX-Runtime and sympy in the Python Parity uses (${}, else python3 on "
                    "PATH, else the one scripts/setup.sh recorded), or pass --no-onnxruntime-shape-inference.",
-                   onnxrt::kPythonEnvironmentVariable);
+                   kPythonEnvironmentVariable);
   }
   return onnx::infer_shapes(*model);
 }

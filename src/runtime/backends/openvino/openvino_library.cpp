@@ -2,7 +2,6 @@
 // parity/runtime/openvino/openvino_runner.h). Both stay loaded for the process: OpenVINO's threads and
 // plugins do not survive dlclose.
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -14,10 +13,11 @@
 
 #include <fmt/format.h>
 
-#include "../onnxrt/ort_library_search.h"
 #include "openvino_backend.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/core/process.h"
+#include "parity/core/python_interpreter.h"
 #include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::runtime {
@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kLibraryDirVariable = "PARITY_OPENVINO_LIBRARY_DIR";
 constexpr const char* kModuleVariable = "PARITY_OPENVINO_MODULE";
-constexpr const char* kPythonVariable = "PARITY_PYTHON";
+constexpr const char* kPythonVariable = kPythonEnvironmentVariable;
 constexpr const char* kModuleName = "libparity_openvino.so";
 
 struct Attempt {
@@ -57,43 +57,14 @@ std::optional<fs::path> openvino_library_in(const fs::path& folder) {
   return candidates.front();
 }
 
-// `python` as an absolute path, looked up on PATH when it has no slash.
-std::optional<fs::path> resolve_interpreter(const std::string& python) {
-  std::error_code error;
-  auto executable = [&](const fs::path& path) {
-    return fs::is_regular_file(path, error) && ::access(path.c_str(), X_OK) == 0;
-  };
-  if (python.find('/') != std::string::npos) {
-    fs::path path = fs::absolute(python, error).lexically_normal();
-    return executable(path) ? std::optional(path) : std::nullopt;
-  }
-  const char* path_variable = std::getenv("PATH");
-  std::string_view folders(path_variable ? path_variable : "");
-  while (!folders.empty()) {
-    auto colon = folders.find(':');
-    std::string folder(folders.substr(0, colon));
-    folders = colon == std::string_view::npos ? std::string_view() : folders.substr(colon + 1);
-    if (folder.empty()) continue;
-    fs::path candidate = fs::absolute(fs::path(folder) / python, error).lexically_normal();
-    if (executable(candidate)) return candidate;
-  }
-  return std::nullopt;
-}
-
 // openvino/libs of a virtual environment's interpreter, read from its site-packages.
 std::optional<fs::path> libs_of_virtual_environment(const fs::path& interpreter, std::string& outcome) {
-  fs::path root = interpreter.parent_path().parent_path();
-  std::error_code error;
-  if (!fs::is_regular_file(root / "pyvenv.cfg", error)) {
+  auto site_packages = virtual_environment_site_packages(interpreter);
+  if (!site_packages) {
     outcome = "not a virtual environment's Python";
     return std::nullopt;
   }
-  std::vector<fs::path> site_packages;
-  for (const auto& entry : fs::directory_iterator(root / "lib", error))
-    if (entry.path().filename().string().rfind("python3", 0) == 0)
-      site_packages.push_back(entry.path() / "site-packages");
-  std::sort(site_packages.begin(), site_packages.end());
-  for (const auto& folder : site_packages)
+  for (const auto& folder : *site_packages)
     if (openvino_library_in(folder / "openvino" / "libs")) return folder / "openvino" / "libs";
   outcome = "its virtual environment has no openvino package";
   return std::nullopt;
@@ -112,7 +83,7 @@ std::vector<std::pair<std::string, std::string>> library_candidates(std::vector<
     return candidates;
   }
   auto try_python = [&](const std::string& python, const std::string& where) {
-    auto interpreter = resolve_interpreter(python);
+    auto interpreter = find_program(python);
     if (!interpreter) {
       attempts.push_back({where, python.find('/') == std::string::npos ? fmt::format("no {} on PATH", python)
                                                                        : "no such executable file"});
@@ -127,22 +98,21 @@ std::vector<std::pair<std::string, std::string>> library_candidates(std::vector<
     attempts.push_back({fmt::format("{} at {}", where, interpreter->string()), outcome});
     return false;
   };
-  const char* python_variable = std::getenv(kPythonVariable);
-  bool python_chosen = python_variable && *python_variable;
-  std::string python = python_chosen ? python_variable : "python3";
-  bool found = try_python(python, fmt::format("the openvino Python package of {}{}", python,
-                                              python_chosen ? fmt::format(" (${})", kPythonVariable) : ""));
-  if (!found && !python_chosen) {
-    std::string outcome;
-    auto record = onnxrt::setup_python_record();
-    std::string record_name = record ? record->string() : "~/.cache/parity/setup-python";
-    if (auto setup_python = onnxrt::recorded_setup_python(outcome))
-      try_python(*setup_python,
-                 fmt::format("the openvino Python package of the Python recorded by scripts/setup.sh in {}",
-                             record_name));
-    else
-      attempts.push_back({fmt::format("the Python recorded by scripts/setup.sh in {}", record_name), outcome});
-  }
+  visit_python_candidates([&](const PythonCandidate& candidate) {
+    using Source = PythonCandidate::Source;
+    if (candidate.source == Source::kSetupRecord && candidate.python.empty()) {
+      attempts.push_back({fmt::format("the Python recorded by scripts/setup.sh in {}", candidate.record),
+                          candidate.outcome});
+      return true;
+    }
+    if (candidate.source == Source::kSetupRecord)
+      return try_python(candidate.python,
+                        fmt::format("the openvino Python package of the Python recorded by scripts/setup.sh in {}",
+                                    candidate.record));
+    return try_python(candidate.python,
+                      fmt::format("the openvino Python package of {}{}", candidate.python,
+                                  candidate.source == Source::kVariable ? fmt::format(" (${})", kPythonVariable) : ""));
+  });
   candidates.emplace_back("libopenvino.so", "the system library path");
   return candidates;
 }

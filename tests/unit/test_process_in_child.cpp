@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "parity/core/child_process.h"
+#include "parity/core/process.h"
 #include "parity/core/error.h"
 
 namespace parity {

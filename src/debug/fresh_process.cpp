@@ -1,8 +1,8 @@
-#include "parity/debug/child_process.h"
+#include "parity/debug/fresh_process.h"
 
 #include <string>
 
-#include "parity/core/child_process.h"
+#include "parity/core/process.h"
 #include "parity/core/error.h"
 
 namespace parity::debug {
