@@ -104,59 +104,35 @@ std::vector<SplitSegment> split_segments(const onnx::Model& fp32, const SplitSea
 
 SplitPrecisionRunner::SplitPrecisionRunner(onnx::Model fp32, std::vector<SplitSegment> segments,
                                            PrecisionRunnerFactory make_runner)
-    : runtime::Runner("split-runner"),
+    : runtime::PartitionedRunner("split-runner", [this] { return partition(); },
+                                 runtime::PartBuild::kPerInputShapes),
       fp32_(std::move(fp32)),
       segments_(std::move(segments)),
       make_runner_(std::move(make_runner)) {}
 
-SplitPrecisionRunner::~SplitPrecisionRunner() {
-  for (auto& runner : runners_)
-    if (runner && runner->is_active()) runner->deactivate();
+runtime::Partitioning SplitPrecisionRunner::partition() const {
+  runtime::Partitioning partitioning;
+  partitioning.inputs = onnx::graph_inputs(fp32_->graph());
+  for (const auto& output : fp32_->graph().output()) partitioning.outputs.push_back(output.name());
+  for (const auto& segment : segments_) {
+    runtime::ModelPart part;
+    part.description = fmt::format("the subgraph from node {} on", segment.first);
+    part.inputs = segment.inputs;
+    part.produced = segment.outputs;
+    part.make_runner = [this, &segment](const NamedTensors& inputs) { return build_segment(segment, inputs); };
+    partitioning.parts.push_back(std::move(part));
+  }
+  return partitioning;
 }
-
-void SplitPrecisionRunner::activate_impl() {
-  runners_.clear();
-  runners_.resize(segments_.size());
-  input_names_.assign(segments_.size(), {});
-  input_shapes_.assign(segments_.size(), {});
-}
-
-// The names the segment's runner knows its inputs by, in the subgraph's input order. OpenVINO may
-// name an input after a tensor its transformations merged into it (x * 0.5 * 2 removed leaves the
-// input named after the product), so where the runner's names differ from the subgraph's, inputs are
-// matched by position (extract keeps the order given, and so does OpenVINO's list of parameters).
-std::vector<std::string> SplitPrecisionRunner::runner_input_names(runtime::Runner& runner,
-                                                                  const SplitSegment& segment) {
-  const TensorMetadata metadata = runner.input_metadata();
-  if (std::all_of(segment.inputs.begin(), segment.inputs.end(),
-                  [&](const std::string& name) { return metadata.contains(name); }))
-    return segment.inputs;
-  if (metadata.size() != segment.inputs.size())
-    raise<Error>("split run: the subgraph from node {} on reads {} tensor(s) ({}) but {} has {} input(s)",
-                 segment.first, segment.inputs.size(), fmt::join(segment.inputs, ", "), runner.name(),
-                 metadata.size());
-  std::vector<std::string> names;
-  for (const auto& [name, info] : metadata) names.push_back(name);
-  return names;
-}
-
-void SplitPrecisionRunner::deactivate_impl() {
-  for (auto& runner : runners_)
-    if (runner && runner->is_active()) runner->deactivate();
-  runners_.clear();
-}
-
-TensorMetadata SplitPrecisionRunner::input_metadata_impl() { return onnx::graph_inputs(fp32_->graph()); }
 
 std::unique_ptr<runtime::Runner> SplitPrecisionRunner::build_segment(const SplitSegment& segment,
-                                                                     const NamedTensors& values) {
+                                                                     const NamedTensors& values) const {
   onnx::Model part{std::make_shared<::onnx::ModelProto>(*fp32_.proto), fp32_.path, fp32_.base_dir};
   std::vector<onnx::ExtractTensor> inputs, outputs;
-  for (const auto& name : segment.inputs) {
-    auto value = std::find_if(values.begin(), values.end(), [&](const auto& entry) { return entry.first == name; });
+  for (const auto& [name, tensor] : values) {
     std::vector<Dim> dims;
-    for (int64_t extent : value->second.shape()) dims.push_back(Dim::fixed(extent));
-    inputs.push_back({name, value->second.dtype(), std::move(dims)});
+    for (int64_t extent : tensor.shape()) dims.push_back(Dim::fixed(extent));
+    inputs.push_back({name, tensor.dtype(), std::move(dims)});
   }
   for (const auto& name : segment.outputs) outputs.push_back({name, std::nullopt, std::nullopt});
   onnx::extract_subgraph(*part, inputs, outputs);
@@ -166,45 +142,6 @@ std::unique_ptr<runtime::Runner> SplitPrecisionRunner::build_segment(const Split
   auto runner = make_runner_([part] { return part; }, segment.high_precision);
   runner->activate();
   return runner;
-}
-
-NamedTensors SplitPrecisionRunner::infer_impl(const NamedTensors& feed) {
-  NamedTensors values = feed;
-  auto find = [&values](const std::string& name) {
-    return std::find_if(values.begin(), values.end(), [&](const auto& entry) { return entry.first == name; });
-  };
-  for (std::size_t index = 0; index < segments_.size(); ++index) {
-    const auto& segment = segments_[index];
-    std::vector<Shape> shapes;
-    for (const auto& name : segment.inputs)
-      if (auto value = find(name); value != values.end()) shapes.push_back(value->second.shape());
-    if (!runners_[index] || shapes != input_shapes_[index]) {
-      if (runners_[index] && runners_[index]->is_active()) runners_[index]->deactivate();
-      runners_[index] = build_segment(segment, values);
-      input_names_[index] = runner_input_names(*runners_[index], segment);
-      input_shapes_[index] = std::move(shapes);
-    }
-    NamedTensors segment_feed;
-    for (std::size_t input = 0; input < segment.inputs.size(); ++input) {
-      const auto& name = segment.inputs[input];
-      auto value = find(name);
-      if (value == values.end())
-        raise<Error>("split run: tensor '{}' read by the subgraph from node {} on was not produced before it", name,
-                     segment.first);
-      segment_feed.emplace_back(input_names_[index][input], value->second);
-    }
-    for (auto& [name, tensor] : runners_[index]->infer(segment_feed)) {
-      if (find(name) == values.end()) values.emplace_back(name, std::move(tensor));
-    }
-  }
-  NamedTensors outputs;
-  for (const auto& output : fp32_->graph().output()) {
-    auto value = find(output.name());
-    if (value == values.end())
-      raise<Error>("split run: graph output '{}' was produced by no subgraph (a constant output)", output.name());
-    outputs.emplace_back(output.name(), value->second);
-  }
-  return outputs;
 }
 
 std::string describe_segments(const std::vector<SplitSegment>& segments, const SplitSearchSpace& space,

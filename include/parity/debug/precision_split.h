@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "parity/core/shape.h"
 #include "parity/debug/precision_candidate.h"
 #include "parity/onnx/model.h"
 #include "parity/runtime/loader.h"
+#include "parity/runtime/partitioned_runner.h"
 #include "parity/runtime/runner.h"
 
 namespace parity::debug {
@@ -54,34 +54,24 @@ struct SplitSegment {
 std::vector<SplitSegment> split_segments(const onnx::Model& fp32, const SplitSearchSpace& space,
                                          const std::vector<std::size_t>& kept);
 
-// Runs the model as its segments, each on its own runner, handing tensors across. Each segment's
-// subgraph is cut out and its runner activated at the first inference, with its inputs' shapes fixed
-// to those of the tensors handed across (OpenVINO compiles static shapes faster, and some of its CPU
-// kernels refuse dynamic ones); a later feed of other shapes builds it again. Returns the graph
-// outputs only (no intermediates, no tensor callback).
-class SplitPrecisionRunner : public runtime::Runner {
+// Runs the model as its segments, each on its own runner, handing tensors across (a
+// runtime::PartitionedRunner). Each segment's subgraph is cut out and its runner activated at the
+// first inference, with its inputs' shapes fixed to those of the tensors handed across (OpenVINO
+// compiles static shapes faster, and some of its CPU kernels refuse dynamic ones); a later feed of
+// other shapes builds it again.
+class SplitPrecisionRunner : public runtime::PartitionedRunner {
  public:
   SplitPrecisionRunner(onnx::Model fp32, std::vector<SplitSegment> segments, PrecisionRunnerFactory make_runner);
-  ~SplitPrecisionRunner() override;
 
   const std::vector<SplitSegment>& segments() const { return segments_; }
 
- protected:
-  void activate_impl() override;
-  void deactivate_impl() override;
-  TensorMetadata input_metadata_impl() override;
-  NamedTensors infer_impl(const NamedTensors& feed) override;
-
  private:
-  std::unique_ptr<runtime::Runner> build_segment(const SplitSegment& segment, const NamedTensors& values);
-  static std::vector<std::string> runner_input_names(runtime::Runner& runner, const SplitSegment& segment);
+  runtime::Partitioning partition() const;
+  std::unique_ptr<runtime::Runner> build_segment(const SplitSegment& segment, const NamedTensors& inputs) const;
 
   onnx::Model fp32_;
   std::vector<SplitSegment> segments_;
   PrecisionRunnerFactory make_runner_;
-  std::vector<std::unique_ptr<runtime::Runner>> runners_;  // per segment, built at the first inference
-  std::vector<std::vector<std::string>> input_names_;       // per segment: its runner's names of its inputs
-  std::vector<std::vector<Shape>> input_shapes_;            // per segment: the shapes it was built for
 };
 
 // "OpenVINO at f32: nodes 0-11 ('head_0' .. 'head_11') | bf16: 12-40 ...": segments for messages.

@@ -10,12 +10,12 @@
 #include "args/output_marks.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
-#include "parity/statistics/statistics.h"
+#include "parity/compare/comparator.h"
 #include "parity/core/values.h"
 #include "parity/runtime/data_loader.h"
-#include "parity/runtime/ref/interpreter.h"
+#include "parity/runtime/ref/ref_runner.h"
+#include "parity/statistics/statistics.h"
 #include "parity/core/error.h"
-#include "parity/core/half.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/passes.h"
 #include "parity/onnx/precision_keep_list.h"
@@ -25,6 +25,18 @@
 
 namespace parity::cli {
 namespace {
+
+// While alive, only critical messages are logged.
+class SilentLog {
+ public:
+  SilentLog() : saved_(Logger::global().severity()) { Logger::global().set_severity(Severity::kCritical); }
+  ~SilentLog() { Logger::global().set_severity(saved_); }
+  SilentLog(const SilentLog&) = delete;
+  SilentLog& operator=(const SilentLog&) = delete;
+
+ private:
+  Severity saved_;
+};
 
 class ConvertCommand : public Command {
  public:
@@ -150,36 +162,19 @@ class ConvertCommand : public Command {
       for (const auto& d : *info.shape) dims.push_back(d.value ? *d.value : -1);
       options.input_shapes.emplace_back(name, dims);
     }
-    runtime::DataLoader loader(options);
-    auto feed_tensors = loader.generate(onnx::graph_inputs(fp32->graph()), 0);
+    const auto feeds = runtime::DataLoader(options).generate(onnx::graph_inputs(fp32->graph()), 0);
+    // Each model on its own run of the Comparator, so each gets the feed cast to its inputs' types
+    // (float16/bfloat16 inputs under --no-keep-io-types); its log lines are not this report's.
     auto run = [&](const onnx::Model& model) {
-      runtime::Interpreter interpreter(onnx::Model{std::make_shared<::onnx::ModelProto>(*model.proto), model.path,
-                                                   model.base_dir},
-                                       {});
-      runtime::NamedValues feed;
-      for (const auto& [name, t] : feed_tensors) {
-        const auto* info = onnx::graph_inputs(model->graph()).find(name);
-        if (info && (info->dtype == DType::kFloat16 || info->dtype == DType::kBFloat16) &&
-            t.dtype() == DType::kFloat32) {
-          const bool half = info->dtype == DType::kFloat16;
-          Tensor reduced = Tensor::zeros(info->dtype, t.shape());
-          for (int64_t i = 0; i < t.size(); ++i) {
-            const float value = t.data<float>()[i];
-            reduced.mutable_data<uint16_t>()[i] = half ? float_to_float16_bits(value) : float_to_bfloat16_bits(value);
-          }
-          feed.emplace_back(name, ops::Value::of(reduced));
-        } else {
-          feed.emplace_back(name, ops::Value::of(t));
-        }
-      }
-      return interpreter.run(feed);
+      SilentLog silent;
+      runtime::RefRunner runner([&model] { return model; });
+      return std::move(compare::Comparator::run({&runner}, compare::data_loader_from(std::vector<NamedTensors>{feeds})).at(0).iterations.at(0).outputs);
     };
-    auto expected = run(fp32);
-    auto got = run(reduced);
+    const NamedTensors expected = run(fp32);
+    const NamedTensors got = run(reduced);
     for (std::size_t o = 0; o < expected.size() && o < got.size(); ++o) {
-      if (!expected[o].second.is_tensor() || !got[o].second.is_tensor()) continue;
-      const Tensor& a = expected[o].second.tensor();
-      const Tensor& b = got[o].second.tensor();
+      const Tensor& a = expected[o].second;
+      const Tensor& b = got[o].second;
       if (a.shape() != b.shape() || !has_numeric_values(a.dtype()) || !has_numeric_values(b.dtype())) continue;
       // The float32 run is the reference; a NaN or infinite error reads as an infinite one.
       const statistics::ErrorSummary error = statistics::summarize_error(b.view(), a.view());

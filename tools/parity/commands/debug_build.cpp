@@ -6,7 +6,6 @@
 // equal an earlier build's, the command says so and stops, as further builds would only repeat it.
 // Each build's outcome and hash go to --save-debug-replay; --load-debug-replay takes recorded builds
 // instead of building and checking them again.
-#include <chrono>
 #include <filesystem>
 #include <map>
 
@@ -20,7 +19,7 @@
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/debug/fresh_process.h"
-#include "parity/debug/repeat.h"
+#include "parity/debug/repeated_check.h"
 #include "parity/runtime/openvino/openvino_compiled_file.h"
 #include "parity/runtime/openvino/openvino_runner.h"
 
@@ -64,62 +63,45 @@ class DebugBuildCommand : public Command {
     const auto until = debug::Until::parse(until_);
     std::map<std::string, int> first_build_of_hash;
     auto replay = replay_.open("debug build");
-    int replayed = 0;
-    auto summary = debug::repeat(until, [&](int index) {
-      const std::string key = fmt::format("build:{}", index);
-      debug::RecordedIteration recorded;
-      std::string hash;
-      if (auto step = replay.find(key)) {
-        recorded = debug::RecordedIteration::from_step(*step, replay.load_path());
-        if (!step->contains("hash") || !(*step)["hash"].is_string())
-          raise<FileError>("{}: the replay's step '{}' has no 'hash' of the compiled model",
-                           replay.load_path().string(), key);
-        hash = (*step)["hash"].get<std::string>();
-        ++replayed;
-        if (recorded.failed)
-          log::error("FAILED | Build {} | compiled {} | exit code {} | from the replay", index, hash,
-                     recorded.exit_code);
-        else
-          log::finish("PASSED | Build {} | compiled {} | exit code {} | from the replay", index, hash,
-                      recorded.exit_code);
-      } else {
-        recorded = build_and_check(index, hash);
-      }
-      auto step = recorded.to_step(key);
-      step["hash"] = hash;
-      replay.record(std::move(step));
-      debug::IterationOutcome result{!recorded.failed, debug::outcome_label(recorded.failed, recorded.exit_code)};
+    debug::RepeatedCheck check;
+    check.noun = "Build";
+    check.key = "build";
+    check.artifact_prefix = "build";
+    check.command = checks_.command().to_string();
+    check.run_check = [this](int iteration) { return checks_.run_check(iteration); };
+    check.sorter = checks_.artifact_sorter();
+    check.prepare = [this](int) { return nlohmann::json{{"hash", build()}}; };
+    check.read_fields = [&replay](const nlohmann::json& step, const std::string& key) {
+      if (!step.contains("hash") || !step["hash"].is_string())
+        raise<FileError>("{}: the replay's step '{}' has no 'hash' of the compiled model",
+                         replay.load_path().string(), key);
+      return nlohmann::json{{"hash", step["hash"]}};
+    };
+    check.describe = [](const nlohmann::json& fields) {
+      return fmt::format("compiled {} | ", fields["hash"].get<std::string>());
+    };
+    check.stop = [&first_build_of_hash](int index, const nlohmann::json& fields) {
+      const auto hash = fields["hash"].get<std::string>();
       auto [seen, inserted] = first_build_of_hash.emplace(hash, index);
-      if (!inserted) {
-        log::info("Build {} is byte-identical to build {} ({}): OpenVINO's compilation is deterministic for this "
-                  "model and these options, so further builds would give the same compiled model; stopping",
-                  index, seen->second, hash);
-        result.stop = true;
-      }
-      return result;
-    });
+      if (inserted) return false;
+      log::info("Build {} is byte-identical to build {} ({}): OpenVINO's compilation is deterministic for this "
+                "model and these options, so further builds would give the same compiled model; stopping",
+                index, seen->second, hash);
+      return true;
+    };
+    const auto summary = debug::repeat_check(until, replay, check);
     if (!no_remove_intermediate_) {
       std::error_code error;
       std::filesystem::remove(iter_artifact_, error);
     }
-    if (summary.stopped_at_limit)
-      log::warning("Stopped after {} builds without reaching --until {}", summary.iterations, until_);
-    std::string counts;
-    for (const auto& [label, count] : summary.labels) counts += fmt::format("\n    {}: {}", label, count);
-    log::finish("Finished {} build(s){}, {} distinct compiled model(s) | Passed: {}/{} | Pass Rate: {:.1f}%{}",
-                summary.iterations, replayed ? fmt::format(" ({} from the replay)", replayed) : "",
-                first_build_of_hash.size(), summary.passed, summary.iterations,
-                100.0 * summary.passed / summary.iterations, counts);
+    debug::log_repeat_summary(summary, until_, "build", "builds",
+                              fmt::format(", {} distinct compiled model(s)", first_build_of_hash.size()));
     return 0;
   }
 
  private:
-  // Build `index` in a child process, written to --iter-artifact, its hash in `hash`, then checked
-  // and its artifacts sorted.
-  debug::RecordedIteration build_and_check(int index, std::string& hash) {
-    const auto& command = checks_.command();
-    log::start("RUNNING | Build {} | Command: {}", index, command.to_string());
-    const auto start = std::chrono::steady_clock::now();
+  // Compiles the model in a child process, written to --iter-artifact; returns its hash.
+  std::string build() {
     // Each build in a fresh process, as separate builds are: two builds within one process export
     // bytes that differ slightly (most likely names from OpenVINO's process-wide node counters).
     debug::run_in_child_process([this] {
@@ -133,17 +115,7 @@ class DebugBuildCommand : public Command {
       runner.activate();
       runtime::write_openvino_compiled_file(iter_artifact_, runner.compiled_file());
     });
-    hash = runtime::fnv1a64_hash(runtime::read_openvino_compiled_file(iter_artifact_).compiled);
-    auto outcome = checks_.run_check(index - 1);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (outcome.failed)
-      log::error("FAILED | Build {} | compiled {} | exit code {} | {:.3f}s", index, hash, outcome.exit_code,
-                 seconds);
-    else
-      log::finish("PASSED | Build {} | compiled {} | exit code {} | {:.3f}s", index, hash, outcome.exit_code,
-                  seconds);
-    checks_.artifact_sorter().sort(!outcome.failed, fmt::format("build{}", index));
-    return {outcome.failed, outcome.exit_code};
+    return runtime::fnv1a64_hash(runtime::read_openvino_compiled_file(iter_artifact_).compiled);
   }
 
   ModelArgs model_;

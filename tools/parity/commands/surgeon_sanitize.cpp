@@ -1,10 +1,8 @@
 // `parity surgeon sanitize`: clean up, constant-fold (evaluated by the reference interpreter),
-// override input shapes and topologically sort an ONNX model (Polygraphy's surgeon sanitize).
+// override input shapes and topologically sort an ONNX model (Polygraphy's surgeon sanitize); the
+// passes and their order are the library's (parity/runtime/passes/sanitize.h).
 #include <charconv>
-#include <chrono>
-#include <map>
 #include <optional>
-#include <set>
 
 #include <fmt/ranges.h>
 
@@ -18,11 +16,8 @@
 #include "parity/core/python_format.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
-#include "parity/onnx/passes.h"
 #include "parity/onnx/unbounded_dds.h"
-#include "parity/runtime/passes/fallback_shape_inference.h"
-#include "parity/runtime/passes/fold_constants.h"
-#include "parity/runtime/onnxrt/symbolic_shape_inference.h"
+#include "parity/runtime/passes/sanitize.h"
 
 namespace parity::cli {
 namespace {
@@ -100,98 +95,41 @@ class SurgeonSanitizeCommand : public Command {
     std::optional<onnx::UpperBounds> upper_bounds;
     if (!upper_bounds_.empty()) upper_bounds = parse_upper_bounds();
     onnx::Model model = model_.load();
-    auto& graph = *model->mutable_graph();
     // As Polygraphy's loader does: the outputs first, then the bounds (on the graph they give).
     outputs_.apply(model, model_.path());
-    if (upper_bounds) set_upper_bounds(graph, *upper_bounds);
-    TensorMetadata overrides = parse_input_shapes(override_shapes_, "--override-input-shapes");
-    if (!overrides.empty()) {
-      cut_at_non_inputs(graph, overrides);
-      onnx::override_input_shapes(graph, overrides);
-      log::info("Overriding input shapes to:\n{}", onnx::graph_inputs(graph).to_string());
-      // Every shape downstream of the inputs is stale, the graph outputs' included: shape inference
-      // (when on) derives them again from the new input shapes, as in Polygraphy. A graph output that
-      // is now a graph input too is the input's tensor, with its shape.
-      onnx::clear_value_info(graph);
-      std::map<std::string, ::onnx::TypeProto> input_types;
-      for (const auto& input : graph.input()) input_types.emplace(input.name(), input.type());
-      for (auto& output : *graph.mutable_output()) {
-        if (auto input = input_types.find(output.name()); input != input_types.end())
-          *output.mutable_type() = input->second;
-        else if (output.type().has_tensor_type())
-          output.mutable_type()->mutable_tensor_type()->clear_shape();
-      }
-      if (model_.shape_inference()) runtime::infer_shapes(model, model_.onnxruntime_shape_inference());
-    }
+    if (upper_bounds) set_upper_bounds(*model->mutable_graph(), *upper_bounds);
+    runtime::SanitizeOptions options;
+    options.model_name = model_.path();
+    options.input_shapes = parse_input_shapes(override_shapes_, "--override-input-shapes");
     if (force_fallback_) {
-      auto data_loader = data_loader_.data_loader();
-      auto metadata = runtime::fallback_shape_inference(model, [&](const TensorMetadata& inputs) {
+      options.fallback_feed = [data_loader = data_loader_.data_loader()](const TensorMetadata& inputs) {
         auto feeds = data_loader(inputs);
         if (feeds.empty()) raise<InvalidInputError>("the data loader gave no input for fallback shape inference");
         return feeds.front();
-      });
-      runtime::set_shapes_from_metadata(graph, metadata);
+      };
     }
     if (fold_constants_) {
-      runtime::FoldOptions options;
-      if (!partitioning_.empty()) options.partitioning = runtime::parse_fold_partitioning(partitioning_);
-      options.num_passes = num_passes_;
-      options.size_threshold = threshold;
-      options.fold_shapes = !no_fold_shapes_;
-      options.per_pass_shape_inference = !no_per_pass_inference_;
-      options.shape_inference = model_.shape_inference();
-      options.allow_onnxruntime_shape_inference = model_.onnxruntime_shape_inference();
-      options.log_passes = true;
-      auto start = std::chrono::steady_clock::now();
-      auto report = runtime::fold_constants(model, options);
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      log::info("    Total Nodes | Original: {:5}, After Folding: {:5} | {:5} Nodes Folded ({} pass(es), {} "
-                "tensor(s) computed, {} from static shapes, {} If node(s) inlined) in {:.3f} s",
-                report.nodes_before, report.nodes_after, report.nodes_before - report.nodes_after, report.passes,
-                report.tensors_folded, report.shapes_folded, report.ifs_inlined, seconds);
-      if (report.failed_evaluations)
-        log::warning("{} evaluation(s) failed; the nodes they held were left in the graph (see the warnings above)",
-                     report.failed_evaluations);
+      runtime::FoldOptions fold;
+      if (!partitioning_.empty()) fold.partitioning = runtime::parse_fold_partitioning(partitioning_);
+      fold.num_passes = num_passes_;
+      fold.size_threshold = threshold;
+      fold.fold_shapes = !no_fold_shapes_;
+      fold.per_pass_shape_inference = !no_per_pass_inference_;
+      fold.shape_inference = model_.shape_inference();
+      fold.allow_onnxruntime_shape_inference = model_.onnxruntime_shape_inference();
+      fold.log_passes = true;
+      options.fold = fold;
     }
-    if (cleanup_) {
-      auto report = onnx::cleanup(graph, onnx::CleanupOptions{.remove_unused_graph_inputs = true,
-                                                              .recurse_subgraphs = true});
-      log::info("Cleanup: removed {} node(s), {} initializer(s), {} unused graph input(s)", report.nodes_removed,
-                report.initializers_removed, report.inputs_removed);
-    }
-    if (toposort_) {
-      onnx::toposort(graph);
-      // ONNX's shape inference reads nodes in order: sorted, it reaches the tensors an unsorted graph hid.
-      if (model_.shape_inference()) runtime::infer_shapes(model, model_.onnxruntime_shape_inference());
-    }
+    options.cleanup = cleanup_;
+    options.toposort = toposort_;
+    options.shape_inference = model_.shape_inference();
+    options.allow_onnxruntime_shape_inference = model_.onnxruntime_shape_inference();
+    runtime::sanitize(model, options);
     save_.save(model, output_);
     return 0;
   }
 
  private:
-  // --override-input-shapes naming a tensor that nodes compute but that is no graph input: as
-  // Polygraphy does, the graph is cut there and the tensor becomes a graph input (appended after the
-  // model's own), so the nodes only it needed are removed; a warning says so. A name that is no
-  // tensor at all (or an initializer) is left for override_input_shapes to refuse (Polygraphy:
-  // "Tensor: ... does not exist in the model").
-  void cut_at_non_inputs(::onnx::GraphProto& graph, const TensorMetadata& requested) const {
-    TensorMetadata inputs = onnx::graph_inputs(graph);
-    std::set<std::string> computed;
-    for (const auto& node : graph.node()) computed.insert(node.output().begin(), node.output().end());
-    std::vector<std::string> cut;
-    for (const auto& [name, info] : requested)
-      if (!inputs.contains(name) && computed.count(name)) cut.push_back(name);
-    if (cut.empty()) return;
-    int64_t nodes_before = graph.node_size();
-    with_context(fmt::format("--override-input-shapes ({})", model_.path()),
-                 [&] { onnx::make_graph_inputs(graph, cut); });
-    std::vector<std::string> quoted;
-    for (const auto& name : cut) quoted.push_back(fmt::format("'{}'", name));
-    log::warning("--override-input-shapes: {} not among the inputs of {}: the graph is cut there and the tensor(s) "
-                 "become graph inputs, as in Polygraphy; {} node(s) that no graph output needs any more were removed",
-                 fmt::join(quoted, ", "), model_.path(), nodes_before - graph.node_size());
-  }
-
   // --set-unbounded-dds-upper-bound: "[<tensor>:]<bound>", the last colon splitting the name off.
   onnx::UpperBounds parse_upper_bounds() const {
     const char* flag = "--set-unbounded-dds-upper-bound";
