@@ -5,6 +5,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include "bindings.h"
 #include "conversion.h"
 #include "parity/compare/comparator.h"
+#include "parity/compare/judge.h"
 #include "parity/compare/postprocess.h"
 #include "parity/compare/run_results.h"
 #include "parity/core/error.h"
@@ -26,6 +28,7 @@ namespace {
 struct CompareFunction {
   compare::CompareFunc function;
   std::string kind;
+  std::optional<compare::SimpleOptions> simple{};  // CompareFunc.simple's options (streamed comparisons)
 };
 
 // A float or {name: float} ("" as the default) from Python.
@@ -137,6 +140,75 @@ nb::list iteration_to_python(const compare::IterationComparison& iteration) {
   return outputs;
 }
 
+// One layerwise comparison: its entries in comparison order, each a comparison dict with the
+// tensor's iteration, topological position, producing node and op.
+nb::dict layerwise_to_python(const compare::LayerwiseResult& result) {
+  nb::list entries;
+  for (const auto& entry : result.entries) {
+    nb::dict d = comparison_to_python(entry.comparison);
+    d["iteration"] = entry.iteration;
+    d["order"] = entry.order;
+    d["tensor"] = entry.tensor;
+    d["node"] = entry.node;
+    d["op"] = entry.op;
+    entries.append(d);
+  }
+  nb::dict converted;
+  converted["runner0"] = result.runner0;
+  converted["runner1"] = result.runner1;
+  converted["entries"] = entries;
+  converted["only_in_runner0"] = result.only_in_runner0;
+  converted["only_in_runner1"] = result.only_in_runner1;
+  converted["skipped"] = result.skipped;
+  converted["spilled_bytes"] = result.spilled_bytes;
+  return converted;
+}
+
+// The runners given to the Comparator: Parity's native runners as they are, runners written in
+// Python through an adapter; each result is renamed to the runner's display name.
+struct RunnerList {
+  // runners: [(native Runner or Python runner object, display name or None)]
+  explicit RunnerList(nb::list runners) {
+    for (nb::handle item : runners) {
+      auto entry = nb::cast<nb::tuple>(item);
+      runtime::Runner* native = nullptr;
+      if (nb::try_cast<runtime::Runner*>(entry[0], native) && native) {
+        pointers.push_back(native);
+      } else {
+        std::string name = nb::cast<std::string>(entry[0].attr("name"));
+        adapters.emplace_back(python_runner_adapter(nb::borrow(entry[0]), name));
+        adapters.back()->set_name(name);  // the log lines carry the runner's own name
+        pointers.push_back(adapters.back().get());
+      }
+      names.push_back(entry[1].is_none() ? pointers.back()->name() : nb::cast<std::string>(entry[1]));
+    }
+  }
+
+  void rename(compare::RunResults& results) const {
+    for (std::size_t i = 0; i < results.size() && i < names.size(); ++i) {
+      results[i].runner_name = names[i];
+      for (auto& iteration : results[i].iterations) iteration.runner_name = names[i];
+    }
+  }
+
+  std::vector<std::unique_ptr<runtime::Runner>> adapters;
+  std::vector<runtime::Runner*> pointers;
+  std::vector<std::string> names;
+};
+
+// data_loader: callable(metadata entries) -> [[(name, array, dtype)], ...] per iteration, called
+// with the GIL held.
+compare::DataLoaderFunc data_loader_func(nb::object data_loader) {
+  PythonObject loader(std::move(data_loader));
+  return [loader](const TensorMetadata& metadata) {
+    nb::gil_scoped_acquire gil;
+    nb::object generated = nb::borrow(loader.get())(metadata_to_python(metadata));
+    std::vector<NamedTensors> result;
+    for (nb::handle iteration : generated) result.push_back(feed_from_python(iteration));
+    return result;
+  };
+}
+
 }  // namespace
 
 void bind_compare(nb::module_& m) {
@@ -174,7 +246,7 @@ void bind_compare(nb::module_& m) {
           options.infinities_compare_equal = infinities_compare_equal;
           options.error_quantile = per_output<double>(error_quantile, 0.99);
           options.style = style_from(style);
-          return CompareFunction{compare::simple(std::move(options)), "simple"};
+          return CompareFunction{compare::simple(options), "simple", options};
         },
         "check_shapes"_a, "rtol"_a.none(), "atol"_a.none(), "fail_fast"_a, "check_error_stat"_a.none(),
         "infinities_compare_equal"_a,
@@ -219,46 +291,67 @@ void bind_compare(nb::module_& m) {
   // data_loader: callable(metadata entries) -> [[(name, array, dtype)], ...] per iteration
   m.def("comparator_run",
         [](nb::list runners, nb::object data_loader, int warm_up) {
-          std::vector<std::unique_ptr<runtime::Runner>> adapters;
-          std::vector<runtime::Runner*> pointers;
-          std::vector<std::string> names;
-          for (nb::handle item : runners) {
-            auto entry = nb::cast<nb::tuple>(item);
-            runtime::Runner* native = nullptr;
-            if (nb::try_cast<runtime::Runner*>(entry[0], native) && native) {
-              pointers.push_back(native);
-            } else {
-              std::string name = nb::cast<std::string>(entry[0].attr("name"));
-              adapters.emplace_back(python_runner_adapter(nb::borrow(entry[0]), name));
-              adapters.back()->set_name(name);  // the log lines carry the runner's own name
-              pointers.push_back(adapters.back().get());
-            }
-            names.push_back(entry[1].is_none() ? pointers.back()->name() : nb::cast<std::string>(entry[1]));
-          }
-          PythonObject loader(std::move(data_loader));
-          compare::DataLoaderFunc feeds = [loader](const TensorMetadata& metadata) {
-            nb::gil_scoped_acquire gil;
-            nb::object generated = nb::borrow(loader.get())(metadata_to_python(metadata));
-            std::vector<NamedTensors> result;
-            for (nb::handle iteration : generated) result.push_back(feed_from_python(iteration));
-            return result;
-          };
+          RunnerList list(runners);
+          compare::DataLoaderFunc feeds = data_loader_func(std::move(data_loader));
           compare::RunOptions options;
           options.warm_up = warm_up;
           compare::RunResults results;
           {
             nb::gil_scoped_release release;
-            results = compare::Comparator::run(pointers, feeds, options);
+            results = compare::Comparator::run(list.pointers, feeds, options);
             feeds = nullptr;
           }
-          for (std::size_t i = 0; i < results.size() && i < names.size(); ++i) {
-            results[i].runner_name = names[i];
-            for (auto& iteration : results[i].iterations) iteration.runner_name = names[i];
-          }
-          adapters.clear();
+          list.rename(results);
           return results_to_python(results);
         },
         "runners"_a, "data_loader"_a, "warm_up"_a = 0);
+
+  // The streamed layerwise comparison of two runners through the judge (compare::Judge).
+  // tensors: None (every tensor) or a list of names; postprocess: [(output name or "", k, axis)].
+  // Returns {"passed", "streamed", "results", "layerwise": [{"runner0", "runner1", "entries": [...],
+  // "only_in_runner0", "only_in_runner1", "skipped", "spilled_bytes"}], "report": JSON text}.
+  m.def("comparator_run_layerwise",
+        [](nb::list runners, nb::object data_loader, int warm_up, std::optional<std::vector<std::string>> tensors,
+           std::vector<std::string> exclude, const CompareFunction& function,
+           std::vector<std::tuple<std::string, int64_t, int64_t>> postprocess, bool fail_fast, bool validate,
+           uint64_t memory_budget, std::size_t worst_count) {
+          if (!function.simple)
+            raise<InvalidInputError>("Comparator.run_layerwise compares with CompareFunc.simple() only, not {}",
+                                     function.kind);
+          RunnerList list(runners);
+          if (list.pointers.size() != 2)
+            raise<InvalidInputError>("Comparator.run_layerwise compares two runners, got {}", list.pointers.size());
+          compare::JudgeOptions options;
+          options.tensors = tensors ? runtime::IntermediateOutputs::list(*tensors) : runtime::IntermediateOutputs::all();
+          options.exclude.insert(exclude.begin(), exclude.end());
+          options.compare_func = function.function;
+          options.streamable_simple = function.simple;
+          for (const auto& [name, k, axis] : postprocess) options.postprocess.emplace_back(name, compare::TopK{k, axis});
+          options.fail_fast = fail_fast;
+          if (validate) options.validate = compare::ValidateOptions{.check_inf = true, .check_nan = true};
+          options.warm_up = warm_up;
+          options.memory_budget = memory_budget;
+          options.worst_count = worst_count;
+          compare::DataLoaderFunc feeds = data_loader_func(std::move(data_loader));
+          compare::Verdict verdict;
+          {
+            nb::gil_scoped_release release;
+            verdict = compare::Judge(list.pointers, {}, std::move(options)).run(feeds);
+            feeds = nullptr;
+          }
+          list.rename(verdict.results);
+          nb::list layerwise;
+          for (const auto& result : verdict.layerwise) layerwise.append(layerwise_to_python(result));
+          nb::dict converted;
+          converted["passed"] = verdict.passed;
+          converted["streamed"] = verdict.streamed;
+          converted["results"] = results_to_python(verdict.results);
+          converted["layerwise"] = layerwise;
+          converted["report"] = verdict.report(worst_count).dump();
+          return converted;
+        },
+        "runners"_a, "data_loader"_a, "warm_up"_a, "tensors"_a.none(), "exclude"_a, "compare_func"_a,
+        "postprocess"_a, "fail_fast"_a, "validate"_a, "memory_budget"_a, "worst_count"_a);
 
   m.def("compare_accuracy",
         [](nb::handle results, const CompareFunction& function, bool fail_fast,

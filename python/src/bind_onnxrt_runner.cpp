@@ -22,7 +22,8 @@ void bind_onnxrt_runner(nb::module_& m) {
   nb::class_<runtime::OnnxrtOptions>(m, "OnnxrtOptions")
       .def("__init__",
            [](runtime::OnnxrtOptions* self, std::optional<std::vector<std::string>> providers, int intra, int inter,
-              std::optional<std::string> level, std::string profile_prefix, std::string library) {
+              std::optional<std::string> level, std::string profile_prefix, std::string library,
+              std::size_t intermediate_memory_budget) {
              new (self) runtime::OnnxrtOptions();
              if (providers) self->providers = *providers;
              self->intra_op_threads = intra;
@@ -30,9 +31,11 @@ void bind_onnxrt_runner(nb::module_& m) {
              if (level) self->optimization_level = runtime::ort_optimization_level_from_name(*level);
              self->profile_prefix = std::move(profile_prefix);
              self->library_path = std::move(library);
+             self->intermediate_memory_budget = intermediate_memory_budget;
            },
            "providers"_a = nb::none(), "intra_op_threads"_a = 0, "inter_op_threads"_a = 0,
-           "optimization_level"_a = nb::none(), "profile_prefix"_a = "", "library_path"_a = "");
+           "optimization_level"_a = nb::none(), "profile_prefix"_a = "", "library_path"_a = "",
+           "intermediate_memory_budget"_a = std::size_t{64} << 20);  // the CLI's --ort-layerwise-budget default
 
   m.def("session_from_model",
         [](nb::object model, const runtime::OnnxrtOptions& options) {

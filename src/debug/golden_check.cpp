@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "parity/compare/judge.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/debug/quiet_below_verbose.h"
@@ -27,29 +28,27 @@ GoldenCheck::GoldenCheck(compare::RunnerResults golden, std::vector<NamedTensors
 }
 
 CandidateVerdict GoldenCheck::check(runtime::Runner& candidate) const {
-  compare::RunResults results;
-  compare::AccuracyResult accuracy;
-  bool valid = true;
+  compare::JudgeOptions options;
+  options.compare_func = options_.compare_func;
+  options.postprocess = options_.postprocess;
+  options.postprocess_held = false;  // the golden outputs were postprocessed once, when the check was made
+  options.fail_fast = options_.fail_fast;
+  if (options_.validate) options.validate = compare::ValidateOptions{};
+  options.validate_held = false;
+  options.warm_up = options_.warm_up;
+  compare::Verdict verdict;
   {
     QuietBelowVerbose quiet;
     try {
-      compare::RunOptions run_options;
-      run_options.warm_up = options_.warm_up;
-      results = compare::Comparator::run({&candidate}, compare::data_loader_from(feeds_), run_options);
+      verdict = compare::Judge({&candidate}, {golden_}, std::move(options)).run(compare::data_loader_from(feeds_));
     } catch (const Error& error) {
       return {false, fmt::format("the candidate did not run: {}", error.what()), true};
     }
-    compare::Comparator::postprocess(results, options_.postprocess);
-    results.push_back(golden_);
-    compare::CompareAccuracyOptions compare_options;
-    compare_options.fail_fast = options_.fail_fast;
-    accuracy = compare::Comparator::compare_accuracy(results, options_.compare_func, compare_options);
-    if (options_.validate) valid = compare::Comparator::validate({results[0]}).passed;
   }
-  const auto& pair = accuracy.pairs.at(0);
+  const auto& pair = verdict.accuracy->pairs.at(0);
   std::string detail = describe_error(pair);
-  if (!valid) detail += ", NaN or Inf in the outputs";
-  return {pair.passed() && valid, detail};
+  if (verdict.validation && !verdict.validation->passed) detail += ", NaN or Inf in the outputs";
+  return {verdict.passed, detail};
 }
 
 std::string describe_error(const compare::PairResult& pair) {

@@ -15,7 +15,7 @@
 #include "parity/debug/candidate_latency.h"
 #include "parity/debug/precision_candidate.h"
 #include "parity/onnx/passes.h"
-#include "parity/runtime/ref_runner.h"
+#include "parity/runtime/ref/ref_runner.h"
 
 namespace parity::debug {
 namespace {

@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import lines_with_prefix, run_binary
-from run_util import chain_model
+from run_util import accumulation_model, chain_model
 
 SCRIPT_TIMEOUT = 300
 
@@ -202,15 +202,33 @@ def test_flags_the_api_cannot_express_are_refused(parity_bin, tmp_path):
     assert not run.crash_markers()
 
 
-def test_layerwise_memory_is_refused(parity_bin, tmp_path):
-    """The Python API has no streamed layerwise comparison, so its memory budget has no place in the script."""
+def test_streamed_layerwise_run(parity_bin, tmp_path):
+    """Two runners over every tensor: the script streams the comparison (Comparator.run_layerwise)
+    as the command does, with its memory budget and summary length."""
     chain_model(tmp_path / "chain.onnx")
-    run = run_binary(parity_bin, ["run", "chain.onnx", "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all",
-                                  "--layerwise-memory", "1G", "--gen-script", "out.py"], cwd=tmp_path)
-    assert run.returncode == 1, run.describe()
-    errors = lines_with_prefix(run.output, "[E] ")
-    assert len(errors) == 1 and "--layerwise-memory" in errors[0], run.describe()
-    assert not (tmp_path / "out.py").exists()
+    args = ["chain.onnx", "--ref", "--onnxrt", "--onnx-outputs", "mark", "all", "--atol", "1e-5",
+            "--layerwise-memory", "1K", "--layerwise-worst", "3", "--validate"]
+    command, code, output, text = generate_and_run(parity_bin, tmp_path, args)
+    assert command.returncode == 0, command.describe()
+    assert code == 0, output
+    assert "Comparator.run_layerwise(runners, outputs=constants.MARK_ALL, memory_budget=1024, worst_count=3, " \
+           "compare_func=compare_func, validate=True)" in text, text
+    assert "ModifyOnnxOutputs" not in text, text  # the runners stream every tensor of the model as it is
+    for log in (command.output, output):
+        assert "(layerwise, streamed tensor by tensor)" in log, log
+        assert "PASSED | All 4 tensor(s) matched" in log, log
+        assert "PASSED | Validation (every streamed tensor)" in log, log
+
+
+def test_streamed_layerwise_script_fails_where_the_command_fails(parity_bin, tmp_path):
+    model = accumulation_model(tmp_path / "acc.onnx")
+    args = [model.name, "--ref", "--ref-precision", "fp64", "--onnxrt", "--onnx-outputs", "mark", "all",
+            "--atol", "0", "--rtol", "0", "--onnx-exclude-outputs", "t"]
+    command, code, output, text = generate_and_run(parity_bin, tmp_path, args)
+    assert command.returncode == 1, command.describe()
+    assert code != 0 and "raise ParityException('FAILED')" in output, output
+    assert "exclude_outputs=['t']" in text, text
+    assert "First divergence" in command.output and "First divergence" in output, output
 
 
 def test_bad_flags_fail_before_writing(parity_bin, tmp_path):

@@ -1,6 +1,7 @@
 // The library's Comparator driven directly, without the CLI: two runners over one data loader,
 // held results and accuracy comparison, and the streamed layerwise comparison (two live runners,
-// and one live runner against held results), with validation of streamed tensors.
+// and one live runner against held results), with validation of streamed tensors; and the judge
+// (parity/compare/judge.h) that decides between them.
 //
 // One side is the reference interpreter on y = relu(x * 2 + b); the other is a runner scripted in
 // this file that computes the same graph by hand and can be told to perturb one tensor or to put
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "parity/compare/comparator.h"
+#include "parity/compare/judge.h"
 #include "parity/core/logger.h"
 #include "parity/runtime/ref/ref_runner.h"
 #include "test_onnxrt_runner_helpers.h"
@@ -268,6 +270,70 @@ TEST_F(ComparatorTest, FeedsThatDoNotFitTheFirstRunnerAreRejected) {
   runtime::RefRunner ref = make_ref();
   NamedTensors wrong = {{"x", floats({3}, {1, 2, 3})}};
   EXPECT_THROW(Comparator::run({&ref}, data_loader_from(std::vector<NamedTensors>{wrong})), InvalidInputError);
+}
+
+// The judge: the streamed/held decision `parity run` makes, and the verdict either way.
+TEST_F(ComparatorTest, JudgeStreamsTwoRunnersComparedLayerwiseWithSimple) {
+  runtime::RefRunner ref = make_ref();
+  ScriptedRunner perturbed(0.5f);
+  JudgeOptions options;
+  options.tensors = runtime::IntermediateOutputs::all();
+  options.streamable_simple = SimpleOptions{};
+  options.validate = ValidateOptions{};
+  Judge judge({&ref, &perturbed}, {}, options);
+  ASSERT_TRUE(judge.streamed());
+  Verdict verdict = judge.run(seeded_loader(1));
+  EXPECT_TRUE(verdict.streamed);
+  EXPECT_FALSE(verdict.passed);
+  ASSERT_EQ(verdict.layerwise.size(), 1u);
+  ASSERT_NE(verdict.layerwise[0].first_divergence(), nullptr);
+  EXPECT_EQ(verdict.layerwise[0].first_divergence()->tensor, "biased");
+  EXPECT_EQ(verdict.streamed_validation.size(), 2u);
+  ASSERT_TRUE(verdict.validation.has_value());
+  const auto report = verdict.report(1);
+  EXPECT_EQ(report["passed"], false);
+  EXPECT_EQ(report["layerwise"][0]["worst"].size(), 1u);
+  EXPECT_EQ(report["streamed_validation"].size(), 2u);
+  EXPECT_THROW(judge.run(seeded_loader(1)), InternalError);  // a judge runs once
+}
+
+TEST_F(ComparatorTest, JudgeHoldsRunsWhoseResultsAreAskedForOrNotComparedWithSimple) {
+  runtime::RefRunner ref = make_ref();
+  ScriptedRunner perturbed(0.5f);
+  JudgeOptions options;
+  options.tensors = runtime::IntermediateOutputs::all();
+  options.model = [model = model_] { return model; };
+  int results_seen = 0;
+  options.on_results = [&](const RunResults& results) { results_seen = static_cast<int>(results.size()); };
+  options.streamable_simple = SimpleOptions{};
+  Judge judge({&ref, &perturbed}, {}, options);
+  EXPECT_FALSE(judge.streamed());
+  Verdict verdict = judge.run(seeded_loader(1));
+  EXPECT_EQ(results_seen, 2);
+  EXPECT_FALSE(verdict.passed);
+  ASSERT_EQ(verdict.layerwise.size(), 1u);
+  ASSERT_NE(verdict.layerwise[0].first_divergence(), nullptr);
+  EXPECT_EQ(verdict.layerwise[0].first_divergence()->node, "Add_biased");  // from the model's nodes
+
+  options.on_results = nullptr;
+  options.streamable_simple.reset();  // a function other than plain `simple`
+  EXPECT_FALSE(Judge({&ref, &perturbed}, {}, options).streamed());
+}
+
+TEST_F(ComparatorTest, JudgeComparesALiveRunnerWithHeldResults) {
+  runtime::RefRunner ref = make_ref();
+  RunResults held = Comparator::run({&ref}, seeded_loader(1));
+  ScriptedRunner same;
+  JudgeOptions options;
+  options.validate = ValidateOptions{};
+  options.validate_held = false;
+  Verdict verdict = Judge({&same}, held, options).run(seeded_loader(1));
+  EXPECT_FALSE(verdict.streamed);
+  EXPECT_TRUE(verdict.passed);
+  ASSERT_EQ(verdict.results.size(), 2u);
+  EXPECT_EQ(verdict.results[1].runner_name, ref.name());
+  ASSERT_TRUE(verdict.validation.has_value());
+  for (const auto& output : verdict.validation->outputs) EXPECT_EQ(output.runner_name, same.name());
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The check `debug precision` applies to each candidate: the candidate runner's outputs against
-// golden outputs (a float32 reference run made once, or loaded), with `run`'s comparison
-// semantics (the Comparator's run loop, postprocessing, comparison function, optional --validate),
-// on the same feeds every time.
+// golden outputs (a float32 reference run made once, or loaded), judged as `run` judges
+// (compare::Judge: the run loop, postprocessing, comparison function, optional --validate), on the
+// same feeds every time.
 #pragma once
 
 #include <vector>

@@ -5,7 +5,61 @@ from parity.backend.base.runner import NativeRunner
 from parity.common import TensorMetadata
 from parity.comparator.compare import CompareFunc
 from parity.comparator.data_loader import DataLoader
+from parity.comparator.layerwise import LayerwiseResult
 from parity.comparator.struct import AccuracyResult, RunResults
+from parity.constants import MARK_ALL
+
+
+def _native_runners(runners):
+    """(runner, display name) pairs for the C++ Comparator: Parity's runners as their native runner,
+    runners written in Python as themselves."""
+    entries = []
+    for runner in runners:
+        if isinstance(runner, NativeRunner):
+            entries.append((runner._native, runner._user_name))
+        elif getattr(runner, "_parity_adapter", None) is not None and runner._parity_adapter.name == runner.name:
+            entries.append((runner._parity_adapter, None))
+        else:
+            entries.append((runner, runner.name))
+    return entries
+
+
+def _native_feeds(data_loader, save_inputs_path):
+    """The data loader as the C++ Comparator calls it: with the first runner's input metadata,
+    returning every iteration's feed (saved to save_inputs_path first, if given)."""
+    data_loader = data_loader if data_loader is not None else DataLoader()
+
+    def feeds(entries):
+        if isinstance(data_loader, DataLoader):
+            iterations = data_loader._generate_all(data_loader._entries(TensorMetadata._from_entries(entries)))
+        else:
+            if hasattr(data_loader, "input_metadata"):
+                data_loader.input_metadata = TensorMetadata._from_entries(entries)
+            iterations = list(data_loader)
+        if save_inputs_path is not None:
+            from parity.json import save_json
+
+            save_json(iterations, save_inputs_path, "inference input data")
+        return [native_items(feed, "input") for feed in iterations]
+
+    return feeds
+
+
+def _top_k_rules(postprocess_func):
+    """PostprocessFunc.top_k's rules as (output name or "", k, axis) entries."""
+    if postprocess_func is None:
+        return []
+    rule = getattr(postprocess_func, "_parity_top_k", None)
+    if rule is None:
+        raise TypeError("Comparator.run_layerwise: postprocess_func must be PostprocessFunc.top_k(...)")
+    k, axis = rule
+    rules = []
+    for name, value in (k.items() if isinstance(k, dict) else [("", k)]):
+        if not value:
+            continue
+        value, value_axis = value if isinstance(value, (tuple, list)) else (value, axis)
+        rules.append((name, int(value), int(value_axis)))
+    return rules
 
 
 def _refuse(**options):
@@ -25,30 +79,42 @@ class Comparator:
         BaseRunner subclass written in Python."""
         _refuse(use_subprocess=use_subprocess, subprocess_timeout=subprocess_timeout,
                 subprocess_polling_interval=subprocess_polling_interval)
-        data_loader = data_loader if data_loader is not None else DataLoader()
+        return RunResults._from_native(_parity.comparator_run(_native_runners(runners),
+                                                              _native_feeds(data_loader, save_inputs_path),
+                                                              int(warm_up or 0)))
 
-        def feeds(entries):
-            if isinstance(data_loader, DataLoader):
-                iterations = data_loader._generate_all(data_loader._entries(TensorMetadata._from_entries(entries)))
-            else:
-                if hasattr(data_loader, "input_metadata"):
-                    data_loader.input_metadata = TensorMetadata._from_entries(entries)
-                iterations = list(data_loader)
-            if save_inputs_path is not None:
-                from parity.json import save_json
+    @staticmethod
+    def run_layerwise(runners, data_loader=None, warm_up=None, save_inputs_path=None, outputs=MARK_ALL,
+                      exclude_outputs=None, compare_func=None, postprocess_func=None, fail_fast=False,
+                      validate=False, memory_budget=None, worst_count=10):
+        """Runs two runners and compares every tensor they produce, streamed tensor by tensor as
+        `parity run --onnx-outputs mark all` does with two runners: the first runner's tensors wait
+        (in memory up to memory_budget bytes, default 1 GiB, the rest in a temporary file) and the
+        second's are compared one by one as they are produced, so memory stays bounded whatever the
+        model's size. The runners' models need no marked outputs: they stream every tensor.
 
-                save_json(iterations, save_inputs_path, "inference input data")
-            return [native_items(feed, "input") for feed in iterations]
+        outputs: constants.MARK_ALL (every tensor) or a list of tensor names; exclude_outputs: names
+        never compared. compare_func: CompareFunc.simple(...) (the default; the only function a
+        streamed comparison takes). postprocess_func: PostprocessFunc.top_k(...), applied to each
+        tensor. validate: also check every tensor for NaN and Inf. worst_count: how many of the
+        worst tensors the summary lists. The other arguments are Comparator.run's.
 
-        entries = []
-        for runner in runners:
-            if isinstance(runner, NativeRunner):
-                entries.append((runner._native, runner._user_name))
-            elif getattr(runner, "_parity_adapter", None) is not None and runner._parity_adapter.name == runner.name:
-                entries.append((runner._parity_adapter, None))
-            else:
-                entries.append((runner, runner.name))
-        return RunResults._from_native(_parity.comparator_run(entries, feeds, int(warm_up or 0)))
+        Returns a LayerwiseResult (true when everything matched and, with validate, no tensor held
+        NaN or Inf): the entries, the first divergence, the worst tensors and the runners' graph
+        outputs (RunResults)."""
+        if len(runners) != 2:
+            raise ValueError(f"Comparator.run_layerwise compares two runners, got {len(runners)}")
+        compare_func = compare_func if compare_func is not None else CompareFunc.simple()
+        if getattr(getattr(compare_func, "_native", None), "kind", None) != "simple":
+            raise TypeError("Comparator.run_layerwise: compare_func must be CompareFunc.simple(...)")
+        if outputs != MARK_ALL and (isinstance(outputs, str) or not all(isinstance(n, str) for n in outputs)):
+            raise TypeError("Comparator.run_layerwise: outputs must be constants.MARK_ALL or a list of tensor names")
+        verdict = _parity.comparator_run_layerwise(
+            _native_runners(runners), _native_feeds(data_loader, save_inputs_path), int(warm_up or 0),
+            None if outputs == MARK_ALL else list(outputs), list(exclude_outputs or []), compare_func._native,
+            _top_k_rules(postprocess_func), bool(fail_fast), bool(validate),
+            int(memory_budget) if memory_budget is not None else 1 << 30, int(worst_count))
+        return LayerwiseResult._from_native(verdict)
 
     @staticmethod
     def postprocess(run_results, postprocess_func):

@@ -30,4 +30,5 @@ class PostprocessFunc:
                 iter_result[name] = _parity.top_k_indices(array, dtype, int(k_value), int(output_axis))
             return iter_result
 
+        top_k_impl._parity_top_k = (k, default_axis)  # what Comparator.run_layerwise applies to each tensor
         return top_k_impl

@@ -9,7 +9,7 @@
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/passes.h"
-#include "parity/runtime/symbolic_shape_inference.h"
+#include "parity/runtime/onnxrt/symbolic_shape_inference.h"
 
 namespace parity::runtime {
 namespace {

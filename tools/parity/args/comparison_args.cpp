@@ -174,63 +174,83 @@ std::vector<std::pair<std::size_t, std::size_t>> ComparisonArgs::comparisons(con
   return pairs;
 }
 
+std::string ComparisonArgs::postprocess_func_to_script(GeneratedScript& script) const {
+  std::vector<std::string> entries;
+  for (const auto& [name, rule] : postprocess_rules_)
+    entries.push_back(python_string(name) + ": " +
+                      (rule.axis == -1 ? fmt::format("{}", rule.k) : fmt::format("({}, {})", rule.k, rule.axis)));
+  script.add_import("parity.comparator", "PostprocessFunc");
+  return fmt::format("PostprocessFunc.top_k({{{}}})", fmt::join(entries, ", "));
+}
+
+std::string ComparisonArgs::compare_func_to_script(GeneratedScript& script) const {
+  auto number = [](const std::string& text) { return python_float(parse_double(text, "a tolerance")); };
+  auto integer = [](const std::string& text) { return std::to_string(parse_int(text, "--index-tolerance")); };
+  auto text = [](const std::string& value) { return python_string(value); };
+  std::string function;
+  std::vector<std::string> arguments;
+  if (!compare_func_script_.empty()) {
+    script.cannot_express("--compare-func-script");
+  } else {
+    script.add_import("parity.comparator", "CompareFunc");
+    if (compare_func_ == "simple") {
+      if (no_shape_check_) arguments.push_back("check_shapes=False");
+      if (!rtol_.empty()) arguments.push_back("rtol=" + python_per_output_dict(rtol_, number));
+      if (!atol_.empty()) arguments.push_back("atol=" + python_per_output_dict(atol_, number));
+      if (fail_fast_) arguments.push_back("fail_fast=True");
+      if (!check_error_stat_.empty())
+        arguments.push_back("check_error_stat=" + python_per_output_dict(check_error_stat_, text));
+      if (infinities_compare_equal_) arguments.push_back("infinities_compare_equal=True");
+      if (!error_quantile_.empty())
+        arguments.push_back("error_quantile=" + python_per_output_dict(error_quantile_, number));
+    } else if (compare_func_ == "indices") {
+      if (!index_tolerance_.empty())
+        arguments.push_back("index_tolerance=" + python_per_output_dict(index_tolerance_, integer));
+      if (fail_fast_) arguments.push_back("fail_fast=True");
+    } else if (compare_func_ == "distance") {
+      if (no_shape_check_) arguments.push_back("check_shapes=False");
+      if (!l2_tolerance_.empty()) arguments.push_back("l2_tolerance=" + python_per_output_dict(l2_tolerance_, number));
+      if (!cosine_threshold_.empty())
+        arguments.push_back("cosine_similarity_threshold=" + python_per_output_dict(cosine_threshold_, number));
+      if (fail_fast_) arguments.push_back("fail_fast=True");
+    } else {
+      if (no_shape_check_) arguments.push_back("check_shapes=False");
+      if (!psnr_tolerance_.empty())
+        arguments.push_back("psnr_tolerance=" + python_per_output_dict(psnr_tolerance_, number));
+      if (!snr_tolerance_.empty()) arguments.push_back("snr_tolerance=" + python_per_output_dict(snr_tolerance_, number));
+      if (fail_fast_) arguments.push_back("fail_fast=True");
+    }
+    if (style_ == statistics::StatisticsStyle::kPolygraphy) arguments.push_back("statistics_style='polygraphy'");
+    function = fmt::format("CompareFunc.{}({})", compare_func_, fmt::join(arguments, ", "));
+  }
+  return function;
+}
+
+void ComparisonArgs::add_layerwise_to_script(GeneratedScript& script, std::vector<std::string> run_arguments) const {
+  std::vector<std::string> lines{"compare_func = " + compare_func_to_script(script)};
+  run_arguments.push_back("compare_func=compare_func");
+  if (!postprocess_rules_.empty()) run_arguments.push_back("postprocess_func=" + postprocess_func_to_script(script));
+  if (fail_fast_) run_arguments.push_back("fail_fast=True");
+  if (validate_) run_arguments.push_back("validate=True");
+  lines.push_back(fmt::format("result = Comparator.run_layerwise({})", fmt::join(run_arguments, ", ")));
+  lines.push_back("success = bool(result)");
+  script.add_section("Layerwise Comparison", lines);
+  script.add_import("parity.exception", "ParityException");
+  script.add_section("Report Results", {"if not success:", "    raise ParityException('FAILED')"});
+}
+
 void ComparisonArgs::add_to_script(GeneratedScript& script, bool compared) const {
   if (!load_outputs_.empty()) {
     script.add_import("parity.comparator", "RunResults");
     script.add_section("Load results", {fmt::format("for load_output in {}:", python_string_list(load_outputs_)),
                                         "    results.extend(RunResults.load(load_output))"});
   }
-  if (!postprocess_rules_.empty()) {
-    std::vector<std::string> entries;
-    for (const auto& [name, rule] : postprocess_rules_)
-      entries.push_back(python_string(name) + ": " +
-                        (rule.axis == -1 ? fmt::format("{}", rule.k) : fmt::format("({}, {})", rule.k, rule.axis)));
-    script.add_import("parity.comparator", "PostprocessFunc");
-    script.add_section("Postprocessing", {fmt::format("results = Comparator.postprocess(results, "
-                                                      "PostprocessFunc.top_k({{{}}}))",
-                                                      fmt::join(entries, ", "))});
-  }
+  if (!postprocess_rules_.empty())
+    script.add_section("Postprocessing", {fmt::format("results = Comparator.postprocess(results, {})",
+                                                      postprocess_func_to_script(script))});
   script.add_lines({"success = True"});
-  auto number = [](const std::string& text) { return python_float(parse_double(text, "a tolerance")); };
-  auto integer = [](const std::string& text) { return std::to_string(parse_int(text, "--index-tolerance")); };
-  auto text = [](const std::string& value) { return python_string(value); };
   if (compared) {
-    std::string function;
-    std::vector<std::string> arguments;
-    if (!compare_func_script_.empty()) {
-      script.cannot_express("--compare-func-script");
-    } else {
-      script.add_import("parity.comparator", "CompareFunc");
-      if (compare_func_ == "simple") {
-        if (no_shape_check_) arguments.push_back("check_shapes=False");
-        if (!rtol_.empty()) arguments.push_back("rtol=" + python_per_output_dict(rtol_, number));
-        if (!atol_.empty()) arguments.push_back("atol=" + python_per_output_dict(atol_, number));
-        if (fail_fast_) arguments.push_back("fail_fast=True");
-        if (!check_error_stat_.empty())
-          arguments.push_back("check_error_stat=" + python_per_output_dict(check_error_stat_, text));
-        if (infinities_compare_equal_) arguments.push_back("infinities_compare_equal=True");
-        if (!error_quantile_.empty())
-          arguments.push_back("error_quantile=" + python_per_output_dict(error_quantile_, number));
-      } else if (compare_func_ == "indices") {
-        if (!index_tolerance_.empty())
-          arguments.push_back("index_tolerance=" + python_per_output_dict(index_tolerance_, integer));
-        if (fail_fast_) arguments.push_back("fail_fast=True");
-      } else if (compare_func_ == "distance") {
-        if (no_shape_check_) arguments.push_back("check_shapes=False");
-        if (!l2_tolerance_.empty()) arguments.push_back("l2_tolerance=" + python_per_output_dict(l2_tolerance_, number));
-        if (!cosine_threshold_.empty())
-          arguments.push_back("cosine_similarity_threshold=" + python_per_output_dict(cosine_threshold_, number));
-        if (fail_fast_) arguments.push_back("fail_fast=True");
-      } else {
-        if (no_shape_check_) arguments.push_back("check_shapes=False");
-        if (!psnr_tolerance_.empty())
-          arguments.push_back("psnr_tolerance=" + python_per_output_dict(psnr_tolerance_, number));
-        if (!snr_tolerance_.empty()) arguments.push_back("snr_tolerance=" + python_per_output_dict(snr_tolerance_, number));
-        if (fail_fast_) arguments.push_back("fail_fast=True");
-      }
-      if (style_ == statistics::StatisticsStyle::kPolygraphy) arguments.push_back("statistics_style='polygraphy'");
-      function = fmt::format("CompareFunc.{}({})", compare_func_, fmt::join(arguments, ", "));
-    }
+    std::string function = compare_func_to_script(script);
     std::vector<std::string> accuracy{"compare_func=compare_func"};
     if (fail_fast_) accuracy.push_back("fail_fast=True");
     if (!compare_to_.empty()) {

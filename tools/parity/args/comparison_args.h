@@ -42,8 +42,16 @@ class ComparisonArgs {
   // --gen-script: loading results, postprocessing, the comparison and validation sections after
   // "results = Comparator.run(...)". `compared`: whether the command compares (two or more results).
   void add_to_script(GeneratedScript& script, bool compared) const;
+  // --gen-script of a streamed layerwise run: "result = Comparator.run_layerwise(runners, ...)" with
+  // `run_arguments` (the runners, the data loader's and the layerwise options) and this group's
+  // comparison function, postprocessing, fail-fast and validation, then the verdict.
+  void add_layerwise_to_script(GeneratedScript& script, std::vector<std::string> run_arguments) const;
 
  private:
+  // The comparison function and --postprocess as Python expressions (their imports added).
+  std::string compare_func_to_script(GeneratedScript& script) const;
+  std::string postprocess_func_to_script(GeneratedScript& script) const;
+
   std::vector<std::string> postprocess_;
   bool validate_ = false, fail_fast_ = false;
   std::string compare_func_ = "simple", compare_func_script_, compare_to_;

@@ -19,7 +19,7 @@
 #include "args/runner_args.h"
 #include "args/tensor_meta_parse.h"
 #include "command.h"
-#include "parity/compare/comparator.h"
+#include "parity/compare/judge.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/debug/reduce.h"
@@ -272,15 +272,12 @@ class DebugReduceCommand : public Command {
       auto runners = runners_.make_runners([&candidate] { return candidate; });
       std::vector<runtime::Runner*> pointers;
       for (auto& runner : runners) pointers.push_back(runner.get());
-      auto results = compare::Comparator::run(pointers, compare::data_loader_from(feeds));
-      compare::Comparator::postprocess(results, comparison_.postprocess_rules());
-      if (results.size() > 1) {
-        compare::CompareAccuracyOptions options;
-        options.comparisons = comparison_.comparisons(results);
-        failed = !compare::Comparator::compare_accuracy(results, comparison_.compare_func(), options).passed();
-      }
-      if (comparison_.validate())
-        failed = failed || !compare::Comparator::validate(results, comparison_.validate_options()).passed;
+      compare::JudgeOptions options;
+      options.compare_func = comparison_.compare_func();
+      options.postprocess = comparison_.postprocess_rules();
+      options.comparisons = [this](const compare::RunResults& results) { return comparison_.comparisons(results); };
+      if (comparison_.validate()) options.validate = comparison_.validate_options();
+      failed = !compare::Judge(pointers, {}, std::move(options)).run(compare::data_loader_from(feeds)).passed;
     } catch (const Error& e) {
       log::warning("The candidate could not be run (counted as a failure): {}", e.what());
       failed = true;

@@ -5,14 +5,12 @@
 // Polygraphy's formats, and a JSON report.
 //
 // Layerwise (--onnx-outputs): with exactly two results and no --save-outputs, tensors are compared
-// one by one as the second run produces them (Comparator::run_layerwise), so memory stays bounded;
-// the first divergence in topological order is named with its node.
+// one by one as the second run produces them, so memory stays bounded; the first divergence in
+// topological order is named with its node.
 //
-// The command only parses flags, builds runners and the data loader, and calls the library's
-// Comparator (parity/compare/comparator.h); what it prints besides is the verdict and the report.
-#include <malloc.h>
-
-#include <optional>
+// The command only parses flags, builds runners and the data loader, and hands them to the
+// library's judge (parity/compare/judge.h), which runs, compares and gives the verdict; what it
+// writes besides is the report.
 #include <set>
 
 #include <fmt/format.h>
@@ -28,7 +26,7 @@
 #include "args/tensor_meta_parse.h"
 #include "args/value_parsing.h"
 #include "command.h"
-#include "parity/compare/comparator.h"
+#include "parity/compare/judge.h"
 #include "parity/compare/run_results.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
@@ -129,8 +127,6 @@ class RunCommand : public Command {
                                                                                 : runners_.openvino().outputs();
   }
 
-  bool layerwise() const { return compared_.mode != runtime::IntermediateOutputs::Mode::kNone; }
-
   // --onnx-exclude-outputs, --onnx-outputs and --ov-outputs names must be tensors of the model.
   void check_tensor_names(const onnx::Model& model) const {
     std::vector<std::string> produced;
@@ -160,59 +156,20 @@ class RunCommand : public Command {
     check_list(runtime::IntermediateOutputs::list(runners_.openvino().exclude_outputs()), "--ov-exclude-outputs");
   }
 
-  std::set<std::string> graph_output_names(const onnx::Model& model) const {
-    std::set<std::string> names;
-    for (const auto& output : model->graph().output()) names.insert(output.name());
-    return names;
-  }
-
-  compare::LayerwiseRunOptions layerwise_options() {
-    compare::LayerwiseRunOptions options;
-    options.tensors = compared_;
-    // With a list of tensors the graph outputs are compared too (the model was loaded to check the list).
-    if (compared_.mode == runtime::IntermediateOutputs::Mode::kList)
-      options.graph_outputs = graph_output_names(model_.load_once(kRunnerLoad));
-    options.exclude = excluded_;
-    options.simple = comparison_.simple_options();
-    options.postprocess = comparison_.postprocess_rules();
-    options.fail_fast = comparison_.fail_fast();
-    options.validate = comparison_.validate();
-    options.warm_up = data_loader_.warm_up();
-    options.memory_budget = layerwise_memory_budget_;
-    options.on_feeds = [this](const std::vector<NamedTensors>& feeds) { data_loader_.save_inputs(feeds); };
-    return options;
-  }
-
-  // Exactly two results, at least one live, `simple`, nothing saved: compared tensor by tensor.
-  compare::LayerwiseRun run_streamed(std::vector<std::unique_ptr<runtime::Runner>>& live,
-                                     const compare::RunResults& loaded, std::pair<std::size_t, std::size_t> pair,
-                                     compare::RunResults& results) {
-    auto options = layerwise_options();
-    auto data_loader = data_loader_.data_loader();
-    results.resize(live.size() + loaded.size());
-    for (std::size_t i = 0; i < loaded.size(); ++i) results[live.size() + i] = loaded[i];
-    if (live.size() == 2) {
-      auto run = compare::Comparator::run_layerwise(*live[pair.first], *live[pair.second], data_loader, options);
-      results[pair.first] = run.results[0];
-      results[pair.second] = run.results[1];
-      return run;
-    }
-    // Result slots: live runners first (command-line order), then loaded results.
-    std::size_t live_slot = pair.first < live.size() ? pair.first : pair.second;
-    std::size_t held_slot = live_slot == pair.first ? pair.second : pair.first;
-    auto run = compare::Comparator::run_layerwise(*live[live_slot], results[held_slot], live_slot == pair.first,
-                                                  data_loader, options);
-    results[live_slot] = run.results[0];
-    return run;
-  }
-
   // --gen-script: the same job as a Python script over Parity's Python API (Polygraphy's layout).
   int write_script() {
     parse_arguments();
     GeneratedScript script;
-    for (const char* flag : {"--layerwise-worst", "--layerwise-memory", "--report", "--threads", "--shape-inference",
-                             "--check", "--save-onnx", "--use-subprocess"})
+    // Two runners compared layerwise over every tensor with plain `simple`, nothing saved: the script
+    // streams the comparison (Comparator.run_layerwise) as the command does.
+    const bool streamed = intermediates_.mode == runtime::IntermediateOutputs::Mode::kAll && save_outputs_.empty() &&
+                          comparison_.is_plain_simple() && runners_.runner_count() == 2 &&
+                          comparison_.load_outputs().empty() && !use_subprocess_;
+    for (const char* flag : {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess"})
       if (app_->count(flag)) script.cannot_express(flag);
+    if (!streamed)
+      for (const char* flag : {"--layerwise-worst", "--layerwise-memory"})
+        if (app_->count(flag)) script.cannot_express(flag);
     check_model_given();
     if (!model_.path().empty() &&
         (runtime::is_openvino_compiled_file(model_.path()) || std::filesystem::path(model_.path()).extension() == ".ovc"))
@@ -220,14 +177,32 @@ class RunCommand : public Command {
     if (!comparison_.load_outputs().empty())
       script.add_summary(fmt::format("It will check against outputs stored in {}", fmt::join(comparison_.load_outputs(), ", ")));
     auto run_arguments = data_loader_.add_to_script(script);
-    RunnerArgs::ScriptModel model{model_.path(), model_.external_data_dir(), intermediates_, onnx_exclude_outputs_};
+    // Streamed, the runners get the model as it is: the comparison reads every tensor they produce.
+    RunnerArgs::ScriptModel model{model_.path(), model_.external_data_dir(),
+                                  streamed ? runtime::IntermediateOutputs{} : intermediates_,
+                                  streamed ? std::vector<std::string>{} : onnx_exclude_outputs_};
     runners_.add_to_script(script, model);
     run_arguments.insert(run_arguments.begin(), "runners");
     script.add_import("parity.comparator", "Comparator");
+    if (streamed) {
+      script.add_import("parity", "constants");
+      run_arguments.push_back("outputs=constants.MARK_ALL");
+      if (!onnx_exclude_outputs_.empty())
+        run_arguments.push_back("exclude_outputs=" + python_string_list(onnx_exclude_outputs_));
+      if (app_->count("--layerwise-memory")) run_arguments.push_back(fmt::format("memory_budget={}", layerwise_memory_budget_));
+      if (app_->count("--layerwise-worst")) run_arguments.push_back(fmt::format("worst_count={}", layerwise_worst_));
+      comparison_.add_layerwise_to_script(script, run_arguments);
+      return write_script_text(script);
+    }
     script.add_section("Runner Execution", {fmt::format("results = Comparator.run({})", fmt::join(run_arguments, ", "))});
     if (!save_outputs_.empty()) script.add_section("Save results", {fmt::format("results.save({})", python_string(save_outputs_))});
     const std::size_t results = runners_.runner_count() + comparison_.load_outputs().size();
     comparison_.add_to_script(script, results > 1 || !comparison_.load_outputs().empty());
+    return write_script_text(script);
+  }
+
+  // The script to --gen-script's path (or standard output), unless a flag cannot be expressed.
+  int write_script_text(const GeneratedScript& script) {
     if (!script.inexpressible().empty())
       raise<InvalidInputError>("--gen-script: Parity's Python API cannot express {} yet; run the command itself, or "
                                "generate the script without {} and add {} by hand",
@@ -276,11 +251,6 @@ class RunCommand : public Command {
                                compiled_file);
     if (!save_onnx_.empty()) save_onnx(compiled_file);
     auto live = runners_.make_runners([this] { return model_.load_once(kRunnerLoad); }, compiled_file);
-#ifdef __GLIBC__
-    // Layerwise runs allocate and free many large tensors; glibc's adaptive mmap threshold would
-    // move them onto the heap, whose freed pages stay resident. A fixed threshold returns them.
-    if (layerwise()) { mallopt(M_MMAP_THRESHOLD, 32 << 20); mallopt(M_TRIM_THRESHOLD, 64 << 20); }
-#endif
     if (live.empty() && loaded.empty())
       log::warning("No runners were given ({}) and no results loaded; nothing to run or compare",
                    RunnerArgs::runner_flags());
@@ -289,72 +259,46 @@ class RunCommand : public Command {
       check_tensor_names(model_.load_once(kRunnerLoad));
 
     // The order of results: live runners, then loaded ones (Polygraphy: results.extend(load)).
-    compare::RunResults names_only(live.size() + loaded.size());
-    for (std::size_t i = 0; i < live.size(); ++i) names_only[i].runner_name = live[i]->name();
-    for (std::size_t i = 0; i < loaded.size(); ++i) names_only[live.size() + i].runner_name = loaded[i].runner_name;
-    const auto pairs = comparison_.comparisons(names_only);
-
-    compare::RunResults results;
-    std::optional<compare::AccuracyResult> accuracy;
-    std::vector<compare::LayerwiseResult> layerwise_results;
-    std::vector<compare::StreamedValidation> streamed_validation;
-
-    // Streamed comparison reads both runners' tensors as they come: in this process only.
-    const bool streamed = !use_subprocess_ && layerwise() && save_outputs_.empty() && comparison_.is_plain_simple() &&
-                          live.size() + loaded.size() == 2 && !live.empty();
-    if (app_->count("--layerwise-memory") && !(streamed && live.size() == 2))
+    std::vector<runtime::Runner*> runners;
+    for (auto& runner : live) runners.push_back(runner.get());
+    compare::Judge judge(runners, std::move(loaded), judge_options(live));
+    if (app_->count("--layerwise-memory") && !(judge.streamed() && live.size() == 2))
       log::warning("--layerwise-memory has no effect here: only two live runners compared layerwise tensor by tensor "
                    "(--onnx-outputs, `simple`, nothing saved) keep the first one's tensors waiting for their twins");
-    if (streamed) {
-      auto run = run_streamed(live, loaded, pairs.at(0), results);
-      accuracy = run.accuracy();
-      layerwise_results.push_back(std::move(run.comparison));
-      streamed_validation = std::move(run.validation);
-    } else {
-      std::vector<runtime::Runner*> runners;
-      for (auto& runner : live) runners.push_back(runner.get());
-      compare::RunOptions options;
-      options.warm_up = data_loader_.warm_up();
-      options.intermediates = compared_;
-      options.exclude_outputs = excluded_;
-      options.on_feeds = [this](const std::vector<NamedTensors>& feeds) { data_loader_.save_inputs(feeds); };
-      options.use_subprocess = use_subprocess_;
-      // One result and nothing saved, compared or validated: intermediates are only described.
-      options.drop_intermediates = live.size() + loaded.size() == 1 && save_outputs_.empty() && !comparison_.validate();
-      results = compare::Comparator::run(runners, data_loader_.data_loader(), options);
-      if (!save_outputs_.empty()) {
+    auto verdict = judge.run(data_loader_.data_loader());
+    if (!comparison_.report().empty()) {
+      compare::save_report(comparison_.report(), verdict.report(static_cast<std::size_t>(layerwise_worst_)));
+      log::info("Saved report to {}", comparison_.report());
+    }
+    return verdict.passed;
+  }
+
+  // What `run` compares and how, for the judge.
+  compare::JudgeOptions judge_options(const std::vector<std::unique_ptr<runtime::Runner>>& live) {
+    compare::JudgeOptions options;
+    options.tensors = compared_;
+    options.exclude = excluded_;
+    options.model = [this] { return model_.load_once(kRunnerLoad); };
+    options.compare_func = comparison_.compare_func();
+    if (comparison_.is_plain_simple()) options.streamable_simple = comparison_.simple_options();
+    options.postprocess = comparison_.postprocess_rules();
+    options.comparisons = [this](const compare::RunResults& results) { return comparison_.comparisons(results); };
+    options.fail_fast = comparison_.fail_fast();
+    if (comparison_.validate()) options.validate = comparison_.validate_options();
+    options.warm_up = data_loader_.warm_up();
+    options.memory_budget = layerwise_memory_budget_;
+    options.worst_count = static_cast<std::size_t>(layerwise_worst_);
+    options.use_subprocess = use_subprocess_;
+    options.on_feeds = [this](const std::vector<NamedTensors>& feeds) { data_loader_.save_inputs(feeds); };
+    if (!save_outputs_.empty())
+      options.on_results = [this](const compare::RunResults& results) {
         compare::save_run_results(save_outputs_, results);
         log::info("Saving inference results to {}", save_outputs_);
-      }
-      results.insert(results.end(), std::make_move_iterator(loaded.begin()), std::make_move_iterator(loaded.end()));
-      compare::Comparator::postprocess(results, comparison_.postprocess_rules());
-      if (results.size() > 1) {
-        compare::CompareAccuracyOptions options;
-        options.fail_fast = comparison_.fail_fast();
-        options.comparisons = comparison_.comparisons(results);
-        accuracy = compare::Comparator::compare_accuracy(results, comparison_.compare_func(), options);
-        if (layerwise() && !live.empty()) {
-          auto producers = compare::tensor_producers(model_.load_once(kRunnerLoad));
-          for (const auto& pair : accuracy->pairs) layerwise_results.push_back(compare::layerwise_from_pair(pair, producers));
-        }
-      }
-    }
-    annotate_fused_layers(live, layerwise_results);
-    for (const auto& result : layerwise_results)
-      compare::log_layerwise_summary(result, static_cast<std::size_t>(layerwise_worst_));
-
-    bool passed = !accuracy || accuracy->passed();
-    std::optional<compare::ValidationResult> validation;
-    if (comparison_.validate()) {
-      validation = compare::Comparator::validate(results, comparison_.validate_options());
-      passed = passed && validation->passed;
-      for (const auto& checks : streamed_validation) {
-        checks.log();
-        passed = passed && checks.passed();
-      }
-    }
-    if (!comparison_.report().empty()) write_report(accuracy, validation, layerwise_results, streamed_validation, passed);
-    return passed;
+      };
+    options.describe_layers = [&live](std::vector<compare::LayerwiseResult>& results) {
+      annotate_fused_layers(live, results);
+    };
+    return options;
   }
 
   // --save-onnx: the model as the runners get it (shape-inferred with --shape-inference), its graph
@@ -381,25 +325,6 @@ class RunCommand : public Command {
         for (auto& entry : result.entries)
           if (auto layer = runner->engine_layer(entry.tensor)) entry.engine_layer = std::move(*layer);
       }
-  }
-
-  void write_report(const std::optional<compare::AccuracyResult>& accuracy,
-                    const std::optional<compare::ValidationResult>& validation,
-                    const std::vector<compare::LayerwiseResult>& layerwise_results,
-                    const std::vector<compare::StreamedValidation>& streamed_validation, bool passed) const {
-    auto report = compare::make_report(accuracy ? &*accuracy : nullptr, validation ? &*validation : nullptr);
-    if (!layerwise_results.empty()) {
-      report["layerwise"] = nlohmann::ordered_json::array();
-      for (const auto& result : layerwise_results)
-        report["layerwise"].push_back(compare::to_json(result, static_cast<std::size_t>(layerwise_worst_)));
-    }
-    if (!streamed_validation.empty()) {
-      report["streamed_validation"] = nlohmann::ordered_json::array();
-      for (const auto& checks : streamed_validation) report["streamed_validation"].push_back(checks.to_json());
-    }
-    report["passed"] = passed;
-    compare::save_report(comparison_.report(), report);
-    log::info("Saved report to {}", comparison_.report());
   }
 
   ModelArgs model_;

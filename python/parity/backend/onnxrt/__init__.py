@@ -10,7 +10,10 @@ class SessionFromOnnx(BaseLoader):
     """Lazy ONNX Runtime session from a model (path, bytes, onnx.ModelProto or a loader)."""
 
     def __init__(self, model_bytes, providers=None, intra_op_threads=None, inter_op_threads=None,
-                 optimization_level=None, profile_prefix=None, library_path=None):
+                 optimization_level=None, profile_prefix=None, library_path=None, layerwise_budget_mib=None):
+        """layerwise_budget_mib: in layerwise runs (every tensor streamed or returned), the MiB of
+        intermediate tensors one partial ONNX Runtime run may produce; the graph is split into
+        pieces that fit (the CLI's --ort-layerwise-budget; default 64, 0: half the available memory)."""
         self._model = model_bytes
         self.options = _parity.OnnxrtOptions(
             providers=list(providers) if providers is not None else None,
@@ -19,6 +22,7 @@ class SessionFromOnnx(BaseLoader):
             optimization_level=optimization_level,
             profile_prefix=profile_prefix or "",
             library_path=library_path or "",
+            intermediate_memory_budget=(64 if layerwise_budget_mib is None else int(layerwise_budget_mib)) << 20,
         )
 
     def call_impl(self):

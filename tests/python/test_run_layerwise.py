@@ -1,0 +1,85 @@
+"""Comparator.run_layerwise: two runners compared tensor by tensor, streamed as `parity run
+--onnx-outputs mark all` does, through the library's judge."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from parity import constants
+from parity.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
+from parity.backend.ref import RefRunner
+from parity.comparator import CompareFunc, Comparator, DataLoader, LayerwiseResult, PostprocessFunc
+
+
+def chain(path, add=1.0):
+    """x -> Add(+add) 'add' -> Mul(*2) 'mul' -> Tanh 'tanh' -> Sigmoid 'sig' -> y."""
+    nodes = [
+        helper.make_node("Add", ["x", "addend"], ["add_out"], name="add"),
+        helper.make_node("Mul", ["add_out", "two"], ["mul_out"], name="mul"),
+        helper.make_node("Tanh", ["mul_out"], ["tanh_out"], name="tanh"),
+        helper.make_node("Sigmoid", ["tanh_out"], ["y"], name="sig"),
+    ]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+        initializer=[numpy_helper.from_array(np.array(add, np.float32), "addend"),
+                     numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_every_tensor_matches(tmp_path):
+    model = chain(tmp_path / "chain.onnx")
+    result = Comparator.run_layerwise([RefRunner(model), OnnxrtRunner(SessionFromOnnx(model))],
+                                      compare_func=CompareFunc.simple(atol=1e-5))
+    assert isinstance(result, LayerwiseResult) and result and result.passed
+    assert [entry.tensor for entry in result.entries] == ["add_out", "mul_out", "tanh_out", "y"]
+    assert [entry.node for entry in result.entries] == ["add", "mul", "tanh", "sig"]
+    assert result.first_divergence is None
+    assert result.spilled_bytes == 0  # within the default budget nothing goes to the file
+    # The graph outputs of both runners come back as RunResults.
+    assert len(result.results) == 2
+    for _, iterations in result.results.items():
+        assert list(iterations[0].keys()) == ["y"]
+    pair = result.accuracy()
+    assert bool(pair) and list(pair.values())[0][0]["tanh_out"].passed
+    assert result.report["passed"] is True and result.report["layerwise"][0]["compared"] == 4
+
+
+def test_first_divergence_names_the_node(tmp_path):
+    first, second = chain(tmp_path / "a.onnx", add=1.0), chain(tmp_path / "b.onnx", add=1.5)
+    result = Comparator.run_layerwise([RefRunner(first), RefRunner(second)], memory_budget=0,
+                                      data_loader=DataLoader(seed=3))
+    assert not result
+    divergence = result.first_divergence
+    assert (divergence.tensor, divergence.node, divergence.op) == ("add_out", "add", "Add")
+    assert divergence.max_absdiff == pytest.approx(0.5)
+    assert result.spilled_bytes > 0  # a budget of 0 sends every tensor to the file
+    assert result.worst(1)[0].tensor in {"add_out", "mul_out", "tanh_out", "y"}
+
+
+def test_tensors_exclusion_fail_fast_and_validation(tmp_path):
+    first, second = chain(tmp_path / "a.onnx", add=1.0), chain(tmp_path / "b.onnx", add=1.5)
+    runners = [RefRunner(first), RefRunner(second)]
+    listed = Comparator.run_layerwise(runners, outputs=["mul_out", "y"], exclude_outputs=["y"])
+    assert [entry.tensor for entry in listed.entries] == ["mul_out"]
+    stopped = Comparator.run_layerwise(runners, fail_fast=True)
+    assert [entry.tensor for entry in stopped.entries] == ["add_out"]
+    validated = Comparator.run_layerwise(runners, validate=True)
+    assert [checks["passed"] for checks in validated.validation] == [True, True]
+
+
+def test_postprocess_and_refusals(tmp_path):
+    model = chain(tmp_path / "chain.onnx")
+    runners = [RefRunner(model), RefRunner(model)]
+    result = Comparator.run_layerwise(runners, postprocess_func=PostprocessFunc.top_k(3))
+    assert result and all(entry.element_count == 2 * 3 for entry in result.entries)
+    with pytest.raises(TypeError, match="CompareFunc.simple"):
+        Comparator.run_layerwise(runners, compare_func=CompareFunc.indices())
+    with pytest.raises(ValueError, match="two runners"):
+        Comparator.run_layerwise(runners[:1])
+    with pytest.raises(TypeError, match="PostprocessFunc.top_k"):
+        Comparator.run_layerwise(runners, postprocess_func=lambda result: result)
+    assert Comparator.run_layerwise(runners, outputs=constants.MARK_ALL, worst_count=2)
