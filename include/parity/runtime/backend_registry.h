@@ -23,6 +23,8 @@ struct BackendDescriptor {
   // Asks the backend which nodes it can run (`inspect capability`, a hybrid run's partitioning);
   // empty for a backend without such a query.
   std::function<std::unique_ptr<SupportQuery>()> make_support_query;
+  // What its support query asks, for the help of `inspect capability --<name>`.
+  std::string support_query_help;
   // It runs model files it compiled itself (OpenVINO's compiled model files) besides ONNX models.
   bool runs_compiled_files = false;
   // It can be the primary of a hybrid run (`--fallback`): it runs the subgraphs its support query

@@ -5,8 +5,12 @@
 // a summary of the unsupported ops with OpenVINO's reasons (also saved as results.txt). The work is
 // the library's (parity/runtime/capability.h); the command parses flags and writes files.
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <system_error>
+
+#include <fmt/format.h>
 
 #include "args/model_args.h"
 #include "command.h"
@@ -14,9 +18,8 @@
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/node_range.h"
+#include "parity/runtime/backend_registry.h"
 #include "parity/runtime/capability.h"
-#include "parity/runtime/onnxrt/onnxrt_support_query.h"
-#include "parity/runtime/openvino/openvino_support_query.h"
 
 namespace parity::cli {
 namespace {
@@ -33,30 +36,30 @@ class InspectCapabilityCommand : public Command {
   }
   void add_options(CLI::App& app) override {
     model_.add_to(app, /*shape_inference_by_default=*/true);
-    app.add_flag("--openvino", openvino_,
-                 "Ask OpenVINO (its ONNX frontend and the CPU device's query_model)")
-        ->group("Backend");
-    app.add_flag("--onnxrt", onnxrt_,
-                 "Ask ONNX Runtime (CPU provider): a part is supported when a session can be "
-                 "created for it; the node a missing kernel is reported for is named")
-        ->group("Backend");
+    for (const runtime::BackendDescriptor& backend : query_backends())
+      app.add_flag("--" + backend.name, asked_[backend.name], backend.support_query_help)->group("Backend");
     app.add_option("-o,--output", output_,
                    "Folder for the subgraphs and results.txt (default: parity_capability_dumps); "
                    "files of the same names there are replaced")
         ->group("Save");
   }
   int run() override {
-    if (openvino_ == onnxrt_)
-      raise<InvalidInputError>(
-          "inspect capability asks one backend which nodes it supports: give --openvino or "
-          "--onnxrt");
+    const runtime::BackendDescriptor* asked = nullptr;
+    std::vector<std::string> flags;
+    int count = 0;
+    for (const runtime::BackendDescriptor& backend : query_backends()) {
+      flags.push_back("--" + backend.name);
+      if (asked_[backend.name]) {
+        asked = &backend;
+        ++count;
+      }
+    }
+    if (count != 1)
+      raise<InvalidInputError>("inspect capability asks one backend which nodes it supports: give {}",
+                               fmt::join(flags, " or "));
     onnx::Model prepared =
         runtime::prepare_for_partitioning(model_.load(), model_.shape_inference());
-    std::unique_ptr<runtime::SupportQuery> query;
-    if (openvino_)
-      query = std::make_unique<runtime::OpenvinoSupportQuery>();
-    else
-      query = std::make_unique<runtime::OnnxrtSupportQuery>();
+    std::unique_ptr<runtime::SupportQuery> query = asked->make_support_query();
     runtime::CapabilityReport report = runtime::analyze_capability(prepared, *query);
 
     // Every subgraph is cut and checked before anything is written.
@@ -82,6 +85,14 @@ class InspectCapabilityCommand : public Command {
   }
 
  private:
+  // The backends that answer a support query, the last registered first (--openvino, --onnxrt).
+  static std::vector<std::reference_wrapper<const runtime::BackendDescriptor>> query_backends() {
+    std::vector<std::reference_wrapper<const runtime::BackendDescriptor>> found;
+    for (auto backend = runtime::backends().rbegin(); backend != runtime::backends().rend(); ++backend)
+      if (backend->make_support_query) found.emplace_back(*backend);
+    return found;
+  }
+
   // Writes the models and results.txt; on a failure removes what this run wrote, then throws.
   void write_all(const std::vector<std::pair<std::string, onnx::Model>>& files,
                  const std::string& summary) const {
@@ -106,8 +117,7 @@ class InspectCapabilityCommand : public Command {
   }
 
   ModelArgs model_;
-  bool openvino_ = false;
-  bool onnxrt_ = false;
+  std::map<std::string, bool> asked_;  // --<backend>: its support query is asked
   std::string output_ = "parity_capability_dumps";
 };
 

@@ -9,6 +9,9 @@ BackendDescriptor onnxrt_descriptor() {
   backend.name = "onnxrt";
   backend.label = "ONNX Runtime";
   backend.make_support_query = [] { return std::make_unique<OnnxrtSupportQuery>(); };
+  backend.support_query_help =
+      "Ask ONNX Runtime (CPU provider): a part is supported when a session can be created for it; the node a "
+      "missing kernel is reported for is named";
   backend.hybrid_fallback = true;
   return backend;
 }

@@ -9,6 +9,7 @@ BackendDescriptor openvino_descriptor() {
   backend.name = "openvino";
   backend.label = "OpenVINO";
   backend.make_support_query = [] { return std::make_unique<OpenvinoSupportQuery>(); };
+  backend.support_query_help = "Ask OpenVINO (its ONNX frontend and the CPU device's query_model)";
   backend.runs_compiled_files = true;
   backend.hybrid_primary = true;
   return backend;
