@@ -89,8 +89,8 @@ void bool_comparison(benchmark::State& state) {
   }
   compare::SimpleOutputParams params;
   for (auto _ : state) {
-    compare::OutputComparison result =
-        compare::compare_simple_output("runner0", "output", output.view(), "runner1", "output", reference.view(), params);
+    compare::OutputComparison result = compare::compare_simple_output("runner0", "output", output.view(), "runner1",
+                                                                      "output", reference.view(), params);
     benchmark::DoNotOptimize(result);
   }
   state.SetItemsProcessed(state.iterations() * size);

@@ -60,9 +60,10 @@ int main(int argc, char** argv) {
     double mean = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
-    fmt::print("{{\"median_ms\": {:.3f}, \"mean_ms\": {:.3f}, \"peak_rss_mb\": {:.1f}, \"streamed\": {}, \"outputs\": {}}}\n",
-               times[times.size() / 2], mean, usage.ru_maxrss / 1024.0, streamed / std::max(1, warmup + iterations),
-               outputs.size());
+    fmt::print(
+        "{{\"median_ms\": {:.3f}, \"mean_ms\": {:.3f}, \"peak_rss_mb\": {:.1f}, \"streamed\": {}, \"outputs\": {}}}\n",
+        times[times.size() / 2], mean, usage.ru_maxrss / 1024.0, streamed / std::max(1, warmup + iterations),
+        outputs.size());
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

@@ -322,11 +322,13 @@ void bind_compare(nb::module_& m) {
           if (list.pointers.size() != 2)
             raise<InvalidInputError>("Comparator.run_layerwise compares two runners, got {}", list.pointers.size());
           compare::JudgeOptions options;
-          options.tensors = tensors ? runtime::IntermediateOutputs::list(*tensors) : runtime::IntermediateOutputs::all();
+          options.tensors =
+              tensors ? runtime::IntermediateOutputs::list(*tensors) : runtime::IntermediateOutputs::all();
           options.exclude.insert(exclude.begin(), exclude.end());
           options.compare_func = function.function;
           options.streamable_simple = function.simple;
-          for (const auto& [name, k, axis] : postprocess) options.postprocess.emplace_back(name, compare::TopK{k, axis});
+          for (const auto& [name, k, axis] : postprocess)
+            options.postprocess.emplace_back(name, compare::TopK{k, axis});
           options.fail_fast = fail_fast;
           if (validate) options.validate = compare::ValidateOptions{.check_inf = true, .check_nan = true};
           options.warm_up = warm_up;

@@ -54,15 +54,19 @@ void bind_errors(nb::module_& m) {
 
 void bind_logger(nb::module_& m) {
   // Python's Logger decides whether a message is shown (by its caller's file); this only writes it.
-  m.def("log",
-        [](int severity, const std::string& message) { Logger::global().write(static_cast<Severity>(severity), message); },
-        "severity"_a, "message"_a, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "log",
+      [](int severity, const std::string& message) {
+        Logger::global().write(static_cast<Severity>(severity), message);
+      },
+      "severity"_a, "message"_a, nb::call_guard<nb::gil_scoped_release>());
   m.def("log_severity", [] { return static_cast<int>(Logger::global().severity()); });
   m.def("set_log_severity", [](int severity) { Logger::global().set_severity(static_cast<Severity>(severity)); });
   // Per-path rules (Polygraphy's module_severity dict): (path, severity) pairs, paths normalised.
   m.def("log_path_severities", [] {
     std::vector<std::pair<std::string, int>> rules;
-    for (const auto& rule : Logger::global().path_severities()) rules.emplace_back(rule.path, static_cast<int>(rule.severity));
+    for (const auto& rule : Logger::global().path_severities())
+      rules.emplace_back(rule.path, static_cast<int>(rule.severity));
     return rules;
   });
   m.def("set_log_path_severities", [](const std::vector<std::pair<std::string, int>>& rules) {

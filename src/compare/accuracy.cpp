@@ -152,7 +152,8 @@ ValidationResult validate(const RunResults& results, const ValidateOptions& opti
               if (options.style == StatisticsStyle::kParity)
                 line += fmt::format(" | {} of {} element(s)", s.nan_count, s.size);
               log::error("{}", line);
-              log_once(Severity::kInfo, "Note: Use -vv or set logging verbosity to EXTRA_VERBOSE to display locations of NaNs");
+              log_once(Severity::kInfo,
+                       "Note: Use -vv or set logging verbosity to EXTRA_VERBOSE to display locations of NaNs");
               if (Logger::global().enabled(Severity::kExtraVerbose))
                 log::extra_verbose("Note: NaNs at:\n{}", numpy_array_str(nonfinite_mask(tensor.view(), true).view()));
               entry.valid = false;
@@ -164,11 +165,13 @@ ValidationResult validate(const RunResults& results, const ValidateOptions& opti
                 line += fmt::format(" | {} NaN, {} +Inf, {} -Inf of {} element(s)", s.nan_count, s.posinf_count,
                                     s.neginf_count, s.size);
               log::error("{}", line);
-              log_once(Severity::kInfo, "Note: Use -vv or set logging verbosity to EXTRA_VERBOSE to display non-finite values");
+              log_once(Severity::kInfo,
+                       "Note: Use -vv or set logging verbosity to EXTRA_VERBOSE to display non-finite values");
               if (Logger::global().enabled(Severity::kExtraVerbose)) {
                 Tensor mask = nonfinite_mask(tensor.view(), false);
                 log::extra_verbose("Note: non-finite values at:\n{}", numpy_array_str(mask.view()));
-                log::extra_verbose("Note: non-finite values:\n{}", numpy_array_str(masked_values(tensor.view(), mask).view()));
+                log::extra_verbose("Note: non-finite values:\n{}",
+                                   numpy_array_str(masked_values(tensor.view(), mask).view()));
               }
               entry.valid = false;
             }

@@ -139,14 +139,17 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner0, runtime::Runner
 
   TensorSpill spill(options.spill_directory, options.memory_budget);
   run.results.push_back(detail::run_runner(
-      runner0, feeds, session.setup(run, runner0, &data_loader, [&](int64_t iteration, const runtime::ProducedTensor& t) {
+      runner0, feeds,
+      session.setup(run, runner0, &data_loader, [&](int64_t iteration, const runtime::ProducedTensor& t) {
         if (!session.wanted(t.name)) return;
         if (t.tensor.dtype() == DType::kString) {
           result.skipped.push_back(t.name);  // no numeric error
           return;
         }
-        if (t.immutable) spill.append_shared(iteration, t.name, t.tensor, t.node_name, t.op_type);
-        else spill.append(iteration, t.name, t.tensor, t.node_name, t.op_type);
+        if (t.immutable)
+          spill.append_shared(iteration, t.name, t.tensor, t.node_name, t.op_type);
+        else
+          spill.append(iteration, t.name, t.tensor, t.node_name, t.op_type);
       })));
   session.log_header(result);
   run.results.push_back(detail::run_runner(

@@ -37,16 +37,19 @@ OutputComparison start_result(std::string kind, const std::string& name0, const 
 bool match_shapes(bool check_shapes, const std::string& name0, const Tensor& out0, const Tensor& out1,
                   OutputComparison& result, Tensor& out0_matched, Tensor& out1_matched) {
   if (check_shapes && out0.shape() != out1.shape()) {
-    log::error("FAILED | Output: `{}` | Will not compare outputs of different shapes.\nNote: Output shapes are {} and {}.",
-               name0, shape_text(out0.shape()), shape_text(out1.shape()));
-    log_once(Severity::kError, "Note: Use --no-shape-check or set check_shapes=False to attempt to compare values anyway.");
+    log::error(
+        "FAILED | Output: `{}` | Will not compare outputs of different shapes.\nNote: Output shapes are {} and {}.",
+        name0, shape_text(out0.shape()), shape_text(out1.shape()));
+    log_once(Severity::kError,
+             "Note: Use --no-shape-check or set check_shapes=False to attempt to compare values anyway.");
     result.failure = fmt::format("shapes differ: {} and {}", shape_text(out0.shape()), shape_text(out1.shape()));
     return false;
   }
   out1_matched = try_match_shape(out1, out0.shape());
   if (out1_matched.size() != out0.size()) {
-    log::error("FAILED | Output: '{}' | Cannot compare outputs with different numbers of elements: {} has {}, {} has {}",
-               name0, shape_text(out0.shape()), out0.size(), shape_text(out1.shape()), out1.size());
+    log::error(
+        "FAILED | Output: '{}' | Cannot compare outputs with different numbers of elements: {} has {}, {} has {}",
+        name0, shape_text(out0.shape()), out0.size(), shape_text(out1.shape()), out1.size());
     result.failure = fmt::format("different numbers of elements: {} and {}", out0.size(), out1.size());
     return false;
   }
@@ -73,15 +76,16 @@ void log_pair_stats(const TensorSummary& s0, const TensorSummary& s1, const Tens
 void log_value_dumps(const std::string& runner0, const std::string& name0, const Tensor& out0,
                      const std::string& runner1, const std::string& name1, const Tensor& out1) {
   if (!Logger::global().enabled(Severity::kSuperVerbose)) return;
-  log::super_verbose("{} | Output: {} (dtype={}, shape={}):\n{}", runner_column(runner0), name0, dtype_text(out0.dtype()),
-                     shape_text(out0.shape()), indent_block(numpy_array_str(out0.view())));
-  log::super_verbose("{} | Output: {} (dtype={}, shape={}):\n{}", runner_column(runner1), name1, dtype_text(out1.dtype()),
-                     shape_text(out1.shape()), indent_block(numpy_array_str(out1.view())));
+  log::super_verbose("{} | Output: {} (dtype={}, shape={}):\n{}", runner_column(runner0), name0,
+                     dtype_text(out0.dtype()), shape_text(out0.shape()), indent_block(numpy_array_str(out0.view())));
+  log::super_verbose("{} | Output: {} (dtype={}, shape={}):\n{}", runner_column(runner1), name1,
+                     dtype_text(out1.dtype()), shape_text(out1.shape()), indent_block(numpy_array_str(out1.view())));
 }
 
 std::string numpy_scalar_text(const TensorView& t, int64_t index) {
   std::size_t bytes = storage_bytes(t.dtype(), 1);
-  TensorView scalar(t.dtype(), Shape{}, static_cast<const unsigned char*>(t.raw()) + static_cast<std::size_t>(index) * bytes);
+  TensorView scalar(t.dtype(), Shape{},
+                    static_cast<const unsigned char*>(t.raw()) + static_cast<std::size_t>(index) * bytes);
   return numpy_array_str(scalar);
 }
 
@@ -146,8 +150,9 @@ CompareFunc indices(IndicesOptions options) {
       }
       metrics.output0 = summarize(v0);
       metrics.output1 = summarize(v1);
-      log_pair_stats(metrics.output0, metrics.output1, out0, out1, !passed, fmt::format("{}: {}", r0.runner_name, name0),
-                     fmt::format("{}: {}", r1.runner_name, name1), options.style);
+      log_pair_stats(metrics.output0, metrics.output1, out0, out1, !passed,
+                     fmt::format("{}: {}", r0.runner_name, name0), fmt::format("{}: {}", r1.runner_name, name1),
+                     options.style);
       if (passed) log::finish("PASSED | Difference is within index tolerance ({})", tolerance);
       else result.failure = metrics.values_not_found ? "value not found" : "difference exceeds index tolerance";
       result.passed = passed;
@@ -254,8 +259,10 @@ CompareFunc quality(QualityOptions options) {
     auto match = [&](const std::string& name0, const Tensor& out0_in, const std::string& name1, const Tensor& out1_in) {
       OutputComparison result = start_result("quality", name0, out0_in.view(), name1, out1_in.view());
       QualityMetrics m;
-      m.psnr_tolerance = options.psnr_tolerance ? std::optional<double>(options.psnr_tolerance->get(name0, 30.0)) : std::nullopt;
-      m.snr_tolerance = options.snr_tolerance ? std::optional<double>(options.snr_tolerance->get(name0, 20.0)) : std::nullopt;
+      m.psnr_tolerance =
+          options.psnr_tolerance ? std::optional<double>(options.psnr_tolerance->get(name0, 30.0)) : std::nullopt;
+      m.snr_tolerance =
+          options.snr_tolerance ? std::optional<double>(options.snr_tolerance->get(name0, 20.0)) : std::nullopt;
       std::vector<std::string> tolerance_text;
       if (m.psnr_tolerance) tolerance_text.push_back(fmt::format("PSNR min={} dB", format_g(*m.psnr_tolerance, 5)));
       if (m.snr_tolerance) tolerance_text.push_back(fmt::format("SNR min={} dB", format_g(*m.snr_tolerance, 5)));

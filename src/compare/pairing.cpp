@@ -245,9 +245,9 @@ IterationComparison run_comparison(const MatchFunc& match, bool fail_fast, const
     log::finish("PASSED | All outputs matched | Outputs: {}", python_list_repr(names));
   }
   if (comparison.outputs.empty() && (!result0.outputs.empty() || !result1.outputs.empty())) {
-    std::string message = fmt::format("All outputs were skipped, no common outputs found! Note:\n{} outputs: {}\n{} outputs: {}",
-                                      result0.runner_name, python_list_repr(result0.names()), result1.runner_name,
-                                      python_list_repr(result1.names()));
+    std::string message = fmt::format(
+        "All outputs were skipped, no common outputs found! Note:\n{} outputs: {}\n{} outputs: {}", result0.runner_name,
+        python_list_repr(result0.names()), result1.runner_name, python_list_repr(result1.names()));
     log::at(Severity::kCritical, "{}", message);
     throw InvalidInputError(message);
   }

@@ -235,7 +235,8 @@ IterationResult decode_iteration(dom::element value, const LongStrings& strings,
     raise<InvalidInputError>("{}: \"outputs\" must be a JSON object, found a JSON {}", what, type_name(outputs));
   for (auto field : object_of(outputs)) {
     std::string key(field.key);
-    result.outputs.emplace_back(key, decode_lazy_array(field.value, strings, fmt::format("{}: output '{}'", what, key)));
+    result.outputs.emplace_back(key,
+                                decode_lazy_array(field.value, strings, fmt::format("{}: output '{}'", what, key)));
   }
   return result;
 }
@@ -280,8 +281,9 @@ void save_run_results(const std::filesystem::path& path, const RunResults& resul
       for (std::size_t o = 0; o < iteration.outputs.size(); ++o) {
         out.write(o ? ",\n" : "\n");
         out.write(pad(6) + output_names[r][i][o] + ": {\n" + pad(7) + "\"values\": {\n" + pad(8) + "\"array\": \"");
-        with_context(fmt::format("{}: runner '{}': output '{}'", what, runner.runner_name, iteration.outputs[o].first),
-                     [&] { encode_npy_base64(iteration.outputs[o].second, [&](std::string_view c) { out.write(c); }); });
+        with_context(
+            fmt::format("{}: runner '{}': output '{}'", what, runner.runner_name, iteration.outputs[o].first),
+            [&] { encode_npy_base64(iteration.outputs[o].second, [&](std::string_view c) { out.write(c); }); });
         out.write("\",\n" + pad(8) + "\"polygraphy_class\": \"ndarray\"\n" + pad(7) + "},\n" + pad(7) +
                   "\"polygraphy_class\": \"LazyArray\"\n" + pad(6) + "}");
       }

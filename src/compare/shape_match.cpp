@@ -89,7 +89,8 @@ Tensor transpose(const Tensor& array, const std::vector<int64_t>& permutation) {
   for (int64_t flat = 0; flat < n; ++flat) {
     int64_t offset = 0;
     for (std::size_t i = 0; i < rank; ++i) offset += index[i] * in_strides[static_cast<std::size_t>(permutation[i])];
-    std::memcpy(dst + static_cast<std::size_t>(flat) * element, src + static_cast<std::size_t>(offset) * element, element);
+    std::memcpy(dst + static_cast<std::size_t>(flat) * element, src + static_cast<std::size_t>(offset) * element,
+                element);
     for (std::size_t i = rank; i-- > 0;) {
       if (++index[i] < out_shape[i]) break;
       index[i] = 0;

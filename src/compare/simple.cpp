@@ -47,8 +47,9 @@ std::string percent_text(int64_t part, int64_t whole) {
 
 }  // namespace
 
-OutputComparison compare_simple_output(const std::string& runner0, const std::string& name0, const TensorView& out0_view,
-                                       const std::string& runner1, const std::string& name1, const TensorView& out1_view,
+OutputComparison compare_simple_output(const std::string& runner0, const std::string& name0,
+                                       const TensorView& out0_view, const std::string& runner1,
+                                       const std::string& name1, const TensorView& out1_view,
                                        const SimpleOutputParams& params) {
   OutputComparison result;
   result.kind = "simple";
@@ -65,10 +66,13 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
   log::extra_verbose("Note: Comparing {} vs. {}", runner0, runner1);
 
   if (params.check_shapes && out0_view.shape() != out1_view.shape()) {
-    log::error("FAILED | Output: `{}` | Will not compare outputs of different shapes.\nNote: Output shapes are {} and {}.",
-               name0, shape_text(out0_view.shape()), shape_text(out1_view.shape()));
-    log_once(Severity::kError, "Note: Use --no-shape-check or set check_shapes=False to attempt to compare values anyway.");
-    result.failure = fmt::format("shapes differ: {} and {}", shape_text(out0_view.shape()), shape_text(out1_view.shape()));
+    log::error(
+        "FAILED | Output: `{}` | Will not compare outputs of different shapes.\nNote: Output shapes are {} and {}.",
+        name0, shape_text(out0_view.shape()), shape_text(out1_view.shape()));
+    log_once(Severity::kError,
+             "Note: Use --no-shape-check or set check_shapes=False to attempt to compare values anyway.");
+    result.failure =
+        fmt::format("shapes differ: {} and {}", shape_text(out0_view.shape()), shape_text(out1_view.shape()));
     return result;
   }
 
@@ -81,8 +85,9 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
     out1_holder = try_match_shape(out1_copy, out0_view.shape());
     out1v = out1_holder.view();
     if (out1v.size() != out0_view.size()) {
-      log::error("FAILED | Output: '{}' | Cannot compare outputs with different numbers of elements: {} has {}, {} has {}",
-                 name0, shape_text(out0_view.shape()), out0_view.size(), shape_text(out1_view.shape()), out1_view.size());
+      log::error(
+          "FAILED | Output: '{}' | Cannot compare outputs with different numbers of elements: {} has {}, {} has {}",
+          name0, shape_text(out0_view.shape()), out0_view.size(), shape_text(out1_view.shape()), out1_view.size());
       result.failure = fmt::format("different numbers of elements: {} and {}", out0_view.size(), out1_view.size());
       return result;
     }
@@ -119,10 +124,11 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
   }
 
   if (outcome.reference_floating && outcome.zero_reference_count > 0)
-    log_once(Severity::kWarning,
-             fmt::format("{} | Output: {}: Some values are 0. Will add a small epsilon quantity to these when computing "
-                         "relative difference. Note that this may cause some relative differences to be extremely high. ",
-                         runner_column(runner1), name1));
+    log_once(
+        Severity::kWarning,
+        fmt::format("{} | Output: {}: Some values are 0. Will add a small epsilon quantity to these when computing "
+                    "relative difference. Note that this may cause some relative differences to be extremely high. ",
+                    runner_column(runner1), name1));
 
   // ---- Verdict (Polygraphy's numbers) ----
   const Statistics& abs_p = outcome.absdiff.polygraphy;

@@ -58,7 +58,8 @@ Tensor decode_payload(std::string&& bytes, const std::string& what) {
 template <typename Json>
 Tensor decode_torch_object(const Json& object, const std::string& what) {
   auto tensor = object.find("tensor");
-  if (tensor == object.end()) raise<InvalidInputError>("{}: Polygraphy-encoded torch tensor has no \"tensor\" key", what);
+  if (tensor == object.end())
+    raise<InvalidInputError>("{}: Polygraphy-encoded torch tensor has no \"tensor\" key", what);
   if (!tensor->is_string())
     raise<InvalidInputError>("{}: \"tensor\" must be a base64 string, found a JSON {}", what, tensor->type_name());
   return decode_torch_save(base64_decode(tensor->template get_ref<const std::string&>(), what), what);

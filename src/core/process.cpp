@@ -346,7 +346,8 @@ ProcessEnd Process::wait(ProcessDeadline deadline) {
         end_ = end_from_status(status);
         return *end_;
       }
-      if (waited < 0 && errno != EINTR) raise<InternalError>("waiting for process {} failed: {}", pid_, std::strerror(errno));
+      if (waited < 0 && errno != EINTR)
+        raise<InternalError>("waiting for process {} failed: {}", pid_, std::strerror(errno));
       if (ProcessClock::now() >= *deadline) break;
       std::this_thread::sleep_for(pause);
     }

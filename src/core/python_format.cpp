@@ -328,9 +328,11 @@ class FloatFormatter {
         p = printf_scientific_parts(v, precision_);
         frac = p.frac_part;
       }
-      if (static_cast<int>(frac.size()) < precision_) frac.append(static_cast<std::size_t>(precision_) - frac.size(), '0');
+      if (static_cast<int>(frac.size()) < precision_)
+        frac.append(static_cast<std::size_t>(precision_) - frac.size(), '0');
       std::string exp_digits = std::to_string(std::abs(p.exponent));
-      if (static_cast<int>(exp_digits.size()) < exp_size_) exp_digits.insert(0, static_cast<std::size_t>(exp_size_) - exp_digits.size(), '0');
+      if (static_cast<int>(exp_digits.size()) < exp_size_)
+        exp_digits.insert(0, static_cast<std::size_t>(exp_size_) - exp_digits.size(), '0');
       return pad_left(p.int_part, pad_left_) + "." + frac + "e" + (p.exponent < 0 ? "-" : "+") + exp_digits;
     }
     auto [int_part, frac_part] = positional_parts(v, kind_, kPrecision);
@@ -453,8 +455,8 @@ std::string numpy_array_str(const TensorView& t) { return numpy_array_str(t, Num
 
 std::string numpy_array_str(const TensorView& t, const NumpyPrintOptions& options) {
   const int64_t edge = options.edgeitems < 0 ? (int64_t{1} << 40) : options.edgeitems;
-  const std::size_t line_width =
-      options.linewidth < 0 ? (std::numeric_limits<std::size_t>::max() / 4) : static_cast<std::size_t>(options.linewidth);
+  const std::size_t line_width = options.linewidth < 0 ? (std::numeric_limits<std::size_t>::max() / 4)
+                                                       : static_cast<std::size_t>(options.linewidth);
   const Shape& shape = t.shape();
   const int64_t n = t.size();
   const DType dtype = t.dtype();
@@ -484,7 +486,8 @@ std::string numpy_array_str(const TensorView& t, const NumpyPrintOptions& option
   const bool summarise = n > 1000;
   std::vector<int64_t> strides(shape.size(), 1);
   for (int64_t axis = static_cast<int64_t>(shape.size()) - 2; axis >= 0; --axis)
-    strides[static_cast<std::size_t>(axis)] = strides[static_cast<std::size_t>(axis) + 1] * shape[static_cast<std::size_t>(axis) + 1];
+    strides[static_cast<std::size_t>(axis)] =
+        strides[static_cast<std::size_t>(axis) + 1] * shape[static_cast<std::size_t>(axis) + 1];
 
   std::function<std::string(int64_t)> element;
   std::vector<std::string> cache;

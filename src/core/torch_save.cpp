@@ -102,8 +102,8 @@ class Unpickler {
           PickleValue arguments = pop(at), callable = pop(at);
           if (arguments.kind != Kind::kTuple) fail(at, "REDUCE without an argument tuple");
           PickleValue value = PickleValue::of(callable.kind == Kind::kGlobal ? Kind::kCall : Kind::kOther);
-          value.items =
-              std::make_shared<std::vector<PickleValue>>(std::vector<PickleValue>{std::move(callable), std::move(arguments)});
+          value.items = std::make_shared<std::vector<PickleValue>>(
+              std::vector<PickleValue>{std::move(callable), std::move(arguments)});
           push(std::move(value));
           break;
         }
@@ -138,7 +138,8 @@ class Unpickler {
   static int64_t little_endian(std::string_view piece, bool is_signed) {
     uint64_t value = 0;
     for (std::size_t i = 0; i < piece.size(); ++i) value |= uint64_t{static_cast<unsigned char>(piece[i])} << (8 * i);
-    if (is_signed && piece.size() < 8 && (value >> (8 * piece.size() - 1)) & 1) value |= ~uint64_t{0} << (8 * piece.size());
+    if (is_signed && piece.size() < 8 && (value >> (8 * piece.size() - 1)) & 1)
+      value |= ~uint64_t{0} << (8 * piece.size());
     return static_cast<int64_t>(value);
   }
   static PickleValue boolean(bool value) {
@@ -186,7 +187,8 @@ class Unpickler {
     return items;
   }
   std::vector<PickleValue> pop_to_mark(std::size_t at) {
-    auto mark = std::find_if(stack_.rbegin(), stack_.rend(), [](const PickleValue& v) { return v.kind == Kind::kMark; });
+    auto mark =
+        std::find_if(stack_.rbegin(), stack_.rend(), [](const PickleValue& v) { return v.kind == Kind::kMark; });
     if (mark == stack_.rend()) fail(at, "no MARK before a TUPLE, APPENDS or SETITEMS");
     auto first = mark.base();  // just after the mark
     std::vector<PickleValue> items(std::make_move_iterator(first), std::make_move_iterator(stack_.end()));
@@ -304,11 +306,13 @@ Tensor gather(const TensorRecipe& recipe, std::string_view storage, bool big_end
   int64_t count = checked_element_count(recipe.sizes, std::max<int64_t>(storage_elements, int64_t{1} << 27));
   int64_t last = recipe.offset;
   for (std::size_t d = 0; d < recipe.sizes.size(); ++d)
-    if (recipe.strides[d] < 0) raise<InvalidInputError>("{}: negative stride {} in dimension {}", what, recipe.strides[d], d);
+    if (recipe.strides[d] < 0)
+      raise<InvalidInputError>("{}: negative stride {} in dimension {}", what, recipe.strides[d], d);
   if (count > 0) {
     for (std::size_t d = 0; d < recipe.sizes.size(); ++d) {
       int64_t reach = 0;
-      if (__builtin_mul_overflow(recipe.sizes[d] - 1, recipe.strides[d], &reach) || __builtin_add_overflow(last, reach, &last))
+      if (__builtin_mul_overflow(recipe.sizes[d] - 1, recipe.strides[d], &reach) ||
+          __builtin_add_overflow(last, reach, &last))
         raise<InvalidInputError>("{}: the tensor's strides reach past any storage", what);
     }
     if (last >= storage_elements)
@@ -331,7 +335,8 @@ Tensor gather(const TensorRecipe& recipe, std::string_view storage, bool big_end
   }
   if (big_endian) {
     bool complex = recipe.dtype == DType::kComplex64 || recipe.dtype == DType::kComplex128;
-    detail::byte_swap(out, static_cast<std::size_t>(count * itemsize), static_cast<std::size_t>(complex ? itemsize / 2 : itemsize));
+    detail::byte_swap(out, static_cast<std::size_t>(count * itemsize),
+                      static_cast<std::size_t>(complex ? itemsize / 2 : itemsize));
   }
   return tensor;
 }

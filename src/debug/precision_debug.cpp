@@ -54,9 +54,10 @@ class PrecisionDebug {
                      "name them in the model to include them",
                      space.unnamed_op_types.size(), fmt::join(space.unnamed_op_types, ", "), precision);
       if (space.nodes.empty())
-        raise<InvalidInputError>("{}: no node left to search: every node producing float32 is already kept (by "
-                                 "--keep-fp32{}) or unnamed",
-                                 options_.model_name, options_.conversion.default_keep ? " or the default keep list" : "");
+        raise<InvalidInputError>(
+            "{}: no node left to search: every node producing float32 is already kept (by "
+            "--keep-fp32{}) or unnamed",
+            options_.model_name, options_.conversion.default_keep ? " or the default keep list" : "");
       nodes_ = std::move(space.nodes);
       log::info("Searching {} node(s) of {} for those to keep in float32 in a {} model ({} mode, {})", nodes_.size(),
                 options_.model_name, precision, mode, direction);
@@ -165,7 +166,8 @@ class PrecisionDebug {
 
   // The candidate keeping `kept` (positions in `nodes_`) in higher precision, on the runner under test.
   std::unique_ptr<runtime::Runner> candidate_runner(const std::vector<std::size_t>& kept) const {
-    if (split_) return std::make_unique<SplitPrecisionRunner>(model_, segments_keeping(kept), options_.make_split_runner);
+    if (split_)
+      return std::make_unique<SplitPrecisionRunner>(model_, segments_keeping(kept), options_.make_split_runner);
     return options_.make_runner(convert_keeping(model_, options_.conversion, names_of(kept)));
   }
 

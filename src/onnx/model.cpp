@@ -248,8 +248,10 @@ void save_model(const Model& model, const fs::path& path, const SaveOptions& opt
     // Bytes of every tensor that will carry data, external ones read through their memory map.
     uint64_t external_bytes = 0;
     for_each_data_tensor(proto, [&](TensorProto& tensor) {
-      if (uses_external_data(tensor)) external_bytes += resolve_external_location(tensor, model.base_dir).length.value_or(
-                                          storage_bytes(dtype_from_onnx(tensor.data_type()), declared_element_count(tensor)));
+      if (uses_external_data(tensor))
+        external_bytes +=
+            resolve_external_location(tensor, model.base_dir)
+                .length.value_or(storage_bytes(dtype_from_onnx(tensor.data_type()), declared_element_count(tensor)));
     });
     bool external = options.external_data == ExternalData::kAlways ||
                     (options.external_data == ExternalData::kAuto &&
@@ -270,7 +272,8 @@ void save_model(const Model& model, const fs::path& path, const SaveOptions& opt
       return;
     }
     std::string location = options.location.empty() ? path.filename().string() + ".data" : options.location;
-    if (fs::path(location).is_absolute() || location.find("..") != std::string::npos || location.find('/') != std::string::npos)
+    if (fs::path(location).is_absolute() || location.find("..") != std::string::npos ||
+        location.find('/') != std::string::npos)
       raise<InvalidInputError>("external data location '{}' must be a plain file name (it is written beside the model)",
                                location);
     const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
@@ -387,7 +390,8 @@ TensorInfo tensor_info_from_type(const ::onnx::TypeProto& type) {
   else if (type.has_sparse_tensor_type()) {
     // Sparse tensors share the elem_type/shape layout.
     const auto& sparse = type.sparse_tensor_type();
-    info.dtype = sparse.elem_type() > 0 && sparse.elem_type() <= 28 ? dtype_from_onnx(sparse.elem_type()) : DType::kUndefined;
+    info.dtype =
+        sparse.elem_type() > 0 && sparse.elem_type() <= 28 ? dtype_from_onnx(sparse.elem_type()) : DType::kUndefined;
     return info;
   }
   if (!tensor) return info;

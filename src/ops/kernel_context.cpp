@@ -29,7 +29,8 @@ const Value& KernelContext::input_value(std::size_t i) const {
 
 const Tensor& KernelContext::input(std::size_t i) const {
   const Value& v = input_value(i);
-  if (!v.is_tensor()) fail("input {} ('{}') is a {}, expected a tensor", i, node_.input(static_cast<int>(i)), v.kind_name());
+  if (!v.is_tensor())
+    fail("input {} ('{}') is a {}, expected a tensor", i, node_.input(static_cast<int>(i)), v.kind_name());
   return v.tensor();
 }
 
@@ -111,12 +112,15 @@ std::string KernelContext::attr_string(const std::string& name, std::optional<st
 }
 std::vector<int64_t> KernelContext::attr_ints(const std::string& name,
                                               std::optional<std::vector<int64_t>> fallback) const {
-  return attr_or<std::vector<int64_t>>(*this, attribute(name), fallback ? nullptr : schema_default(name), fallback,
-                                       name, [](const auto& a) { return std::vector<int64_t>(a.ints().begin(), a.ints().end()); });
+  return attr_or<std::vector<int64_t>>(
+      *this, attribute(name), fallback ? nullptr : schema_default(name), fallback, name,
+      [](const auto& a) { return std::vector<int64_t>(a.ints().begin(), a.ints().end()); });
 }
-std::vector<float> KernelContext::attr_floats(const std::string& name, std::optional<std::vector<float>> fallback) const {
-  return attr_or<std::vector<float>>(*this, attribute(name), fallback ? nullptr : schema_default(name), fallback,
-                                     name, [](const auto& a) { return std::vector<float>(a.floats().begin(), a.floats().end()); });
+std::vector<float> KernelContext::attr_floats(const std::string& name,
+                                              std::optional<std::vector<float>> fallback) const {
+  return attr_or<std::vector<float>>(
+      *this, attribute(name), fallback ? nullptr : schema_default(name), fallback, name,
+      [](const auto& a) { return std::vector<float>(a.floats().begin(), a.floats().end()); });
 }
 std::vector<std::string> KernelContext::attr_strings(const std::string& name) const {
   const auto* a = attribute(name);

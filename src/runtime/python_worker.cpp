@@ -185,7 +185,8 @@ class SharedRegion {
     if (size == 0) return;
     void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
     if (mapping == MAP_FAILED)
-      raise<ResourceLimitError>("cannot map a Python worker's shared memory ({} bytes): {}", size, std::strerror(errno));
+      raise<ResourceLimitError>("cannot map a Python worker's shared memory ({} bytes): {}", size,
+                                std::strerror(errno));
     mapping_ = mapping;
     size_ = size;
   }
@@ -285,7 +286,8 @@ PythonReply PythonWorker::call(const std::string& command, const json& arguments
                               state.name, name, info.name);
     offsets.push_back(aligned(end));
     end = offsets.back() + tensor.byte_size();
-    entries.push_back({{"name", name}, {"dtype", info.numpy_descr}, {"shape", tensor.shape()}, {"offset", offsets.back()}});
+    entries.push_back(
+        {{"name", name}, {"dtype", info.numpy_descr}, {"shape", tensor.shape()}, {"offset", offsets.back()}});
   }
   state.region.reserve(end);
   for (std::size_t i = 0; i < tensors.size(); ++i)
@@ -324,7 +326,8 @@ PythonReply PythonWorker::call(const std::string& command, const json& arguments
     const std::size_t bytes = storage_bytes(*dtype, checked_element_count(shape));
     if (offset + bytes > state.region.size())
       raise<InternalError>("{}: tensor '{}' lies outside the shared memory", state.name, name);
-    answer.tensors.emplace_back(name, Tensor::from_bytes(*dtype, std::move(shape), state.region.data() + offset, bytes));
+    answer.tensors.emplace_back(name,
+                                Tensor::from_bytes(*dtype, std::move(shape), state.region.data() + offset, bytes));
   }
   return answer;
 }

@@ -158,7 +158,8 @@ void validate_feed(const TensorMetadata& metadata, const NamedTensors& feed, con
   }
   for (const auto& [name, info] : metadata) {
     bool given = std::any_of(feed.begin(), feed.end(), [&](const auto& entry) { return entry.first == name; });
-    if (!given) raise<InvalidInputError>("{}: input '{}' {} is missing from the feed", runner_name, name, info.to_string());
+    if (!given)
+      raise<InvalidInputError>("{}: input '{}' {} is missing from the feed", runner_name, name, info.to_string());
   }
 }
 

@@ -188,14 +188,16 @@ void SumPart32::flush(bool last) {
     while (i < pending) {
       int64_t global = next_ + static_cast<int64_t>(i);
       int64_t chunk_end = (global / kBuffer + 1) * kBuffer;
-      std::size_t take = static_cast<std::size_t>(std::min<int64_t>(chunk_end - global, static_cast<int64_t>(pending - i)));
+      std::size_t take =
+          static_cast<std::size_t>(std::min<int64_t>(chunk_end - global, static_cast<int64_t>(pending - i)));
       if (chunk_.empty()) chunk_start_ = global;
       chunk_.insert(chunk_.end(), pending_.begin() + static_cast<std::ptrdiff_t>(i),
                     pending_.begin() + static_cast<std::ptrdiff_t>(i + take));
       i += take;
       if (global + static_cast<int64_t>(take) == chunk_end) {  // reached a chunk boundary
         int64_t index = chunk_start_ / kBuffer;
-        if (chunk_start_ % kBuffer == 0) chunk_sums_.emplace_back(index, pairwise_sum32(chunk_.data(), static_cast<int64_t>(chunk_.size())));
+        if (chunk_start_ % kBuffer == 0)
+          chunk_sums_.emplace_back(index, pairwise_sum32(chunk_.data(), static_cast<int64_t>(chunk_.size())));
         else pieces_.emplace_back(index, chunk_);
         chunk_.clear();
       }
@@ -279,7 +281,9 @@ float combine_member(std::vector<StreamSums>& parts, int64_t n, int depth, Membe
 }
 
 // np.mean's division: float32 sum / intp count, computed in float64 and stored as float32.
-double mean_of(float sum, int64_t n) { return static_cast<double>(static_cast<float>(static_cast<double>(sum) / static_cast<double>(n))); }
+double mean_of(float sum, int64_t n) {
+  return static_cast<double>(static_cast<float>(static_cast<double>(sum) / static_cast<double>(n)));
+}
 
 }  // namespace
 

@@ -215,7 +215,8 @@ PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, c
     return ranks;
   };
 
-  const auto levels0 = stream_levels(a.dtype() == DType::kBool, {}), levels1 = stream_levels(b.dtype() == DType::kBool, {});
+  const auto levels0 = stream_levels(a.dtype() == DType::kBool, {}),
+             levels1 = stream_levels(b.dtype() == DType::kBool, {});
   const auto levels_abs = stream_levels(Arith::kXor, errors), levels_rel = stream_levels(false, errors);
 
   OrderSelector<T0> select0;
@@ -234,9 +235,11 @@ PairStatistics pair_statistics_typed(const TensorView& a, const TensorView& b, c
   if (has_zero) begin_selection(select_rel_all, rel_all, ranks_for(rel_all, n, levels_rel, false, true));
 
   // ---- Display histograms (numpy.histogram over the ranges Polygraphy uses) ----
-  const DisplayHistograms display = plan_display_histograms(request, n, a.dtype(), b.dtype(), work_of<C>(), work_of<R>(),
-                                                            acc.a, acc.b, acc.abs, rel_all, acc.rel_nonzero, acc.mismatches);
-  const BinSpec &spec0 = display.spec0, &spec1 = display.spec1, &spec_abs = display.spec_abs, &spec_rel = display.spec_rel;
+  const DisplayHistograms display =
+      plan_display_histograms(request, n, a.dtype(), b.dtype(), work_of<C>(), work_of<R>(), acc.a, acc.b, acc.abs,
+                              rel_all, acc.rel_nonzero, acc.mismatches);
+  const BinSpec &spec0 = display.spec0, &spec1 = display.spec1, &spec_abs = display.spec_abs,
+                &spec_rel = display.spec_rel;
   const bool count_bins = display.count;
   const bool parity_bins = display.parity_bins;
 
@@ -505,7 +508,8 @@ PairStatistics assemble_pair_statistics(const PairStatisticsRequest& request, in
     s.nan_count = acc_view.nonfinite.nan;
     s.posinf_count = acc_view.nonfinite.posinf;
     s.neginf_count = acc_view.nonfinite.neginf;
-    s.polygraphy = polygraphy_statistics(acc_view.moments, acc_view.nonfinite, n, traits, value, extra, shape, &numbers);
+    s.polygraphy =
+        polygraphy_statistics(acc_view.moments, acc_view.nonfinite, n, traits, value, extra, shape, &numbers);
     s.finite = finite_statistics(acc_view.moments, n, traits, value, extra, shape, &numbers);
   };
   fill(out.out0, types.dtype0, *streams.a, t0, streams.value0, {}, streams.numbers[0]);

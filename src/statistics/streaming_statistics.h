@@ -446,7 +446,8 @@ struct BinSpec {
   inline double round(double v) const {
     switch (arithmetic) {
       case Arithmetic::kSingle: return static_cast<double>(static_cast<float>(v));
-      case Arithmetic::kHalf: return static_cast<double>(float16_bits_to_float(float_to_float16_bits(static_cast<float>(v))));
+      case Arithmetic::kHalf:
+        return static_cast<double>(float16_bits_to_float(float_to_float16_bits(static_cast<float>(v))));
       case Arithmetic::kDouble: break;
     }
     return v;

@@ -88,7 +88,8 @@ Value value_from_sequence(const ::onnx::SequenceProto& seq);
 
 Value value_from_optional(const ::onnx::OptionalProto& opt) {
   if (opt.has_tensor_value())
-    return Value::optional(std::make_shared<Value>(Value::of(parity::onnx::tensor_from_proto(opt.tensor_value(), "."))));
+    return Value::optional(
+        std::make_shared<Value>(Value::of(parity::onnx::tensor_from_proto(opt.tensor_value(), "."))));
   if (opt.has_sequence_value())
     return Value::optional(std::make_shared<Value>(value_from_sequence(opt.sequence_value())));
   return Value::optional(nullptr);
@@ -225,7 +226,8 @@ Outcome run_case(const Case& c) {
   auto start = std::chrono::steady_clock::now();
   try {
     parity::onnx::Model model = parity::onnx::load_model(c.model);
-    for (const auto& node : model->graph().node()) outcome.ops.insert((node.domain().empty() ? "" : node.domain() + ".") + node.op_type());
+    for (const auto& node : model->graph().node())
+      outcome.ops.insert((node.domain().empty() ? "" : node.domain() + ".") + node.op_type());
     const auto& graph = model->graph();
     std::set<std::string> initializers;
     for (const auto& t : graph.initializer()) initializers.insert(t.name());
@@ -249,7 +251,8 @@ Outcome run_case(const Case& c) {
       runtime::NamedValues feed;
       for (const auto* input : inputs) {
         Shape shape;
-        for (const auto& d : input->type().tensor_type().shape().dim()) shape.push_back(d.has_dim_value() ? d.dim_value() : 1);
+        for (const auto& d : input->type().tensor_type().shape().dim())
+          shape.push_back(d.has_dim_value() ? d.dim_value() : 1);
         Tensor t = Tensor::zeros(DType::kFloat32, shape);
         int64_t n = t.size();
         for (int64_t i = 0; i < n; ++i) t.mutable_data<float>()[i] = static_cast<float>(static_cast<double>(i) / n);
@@ -344,7 +347,8 @@ void write_report(const fs::path& path, const std::vector<Case>& cases, const st
       "outputs (rtol 1e-3, atol 1e-7 for floats; exact for integers, bools and strings; NaN equals NaN).\n\n"
       "## By suite\n\n| suite | passed | total | rate |\n|---|---:|---:|---:|\n";
   for (const auto& [suite, t] : suites)
-    out += fmt::format("| {} | {} | {} | {:.1f}% |\n", suite, t.passed, t.total, 100.0 * t.passed / std::max(1, t.total));
+    out +=
+        fmt::format("| {} | {} | {} | {:.1f}% |\n", suite, t.passed, t.total, 100.0 * t.passed / std::max(1, t.total));
   out += "\n## Node cases by operator\n\nCases named `*_expanded*` (the op's ONNX function body) are counted in the "
          "suite total only.\n\n| op | passed | total |\n|---|---:|---:|\n";
   for (const auto& [op, t] : ops) out += fmt::format("| {} | {} | {} |\n", op, t.passed, t.total);

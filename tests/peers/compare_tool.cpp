@@ -62,7 +62,8 @@ double parse_double(const std::string& s) {
 int main(int argc, char** argv) {
   CLI::App app{"Runs Parity's comparison functions on arrays saved as .npz files"};
   std::vector<std::string> out0_files, out1_files, atol, rtol, stat, quantile, index_tolerance;
-  std::string compare = "simple", style = "parity", runner0 = "runner0", runner1 = "runner1", report, verbosity = "info";
+  std::string compare = "simple", style = "parity", runner0 = "runner0", runner1 = "runner1", report,
+              verbosity = "info";
   bool inf_equal = false, no_shape_check = false, do_validate = false, fail_fast = false;
   double l2 = 1e-5, cosine = 0.997;
   std::optional<double> psnr, snr;
@@ -126,7 +127,8 @@ int main(int argc, char** argv) {
         SimpleOptions o;
         o.atol = per_output<double>(atol, 1e-5, parse_double);
         o.rtol = per_output<double>(rtol, 1e-5, parse_double);
-        o.check_error_stat = per_output<ErrorStat>(stat, ErrorStat::kElemwise, [](const std::string& s) { return parse_error_stat(s); });
+        o.check_error_stat =
+            per_output<ErrorStat>(stat, ErrorStat::kElemwise, [](const std::string& s) { return parse_error_stat(s); });
         o.error_quantile = per_output<double>(quantile, 0.99, parse_double);
         o.infinities_compare_equal = inf_equal;
         o.check_shapes = !no_shape_check;
@@ -135,7 +137,8 @@ int main(int argc, char** argv) {
         func = simple(o);
       } else if (compare == "indices") {
         IndicesOptions o;
-        o.index_tolerance = per_output<int64_t>(index_tolerance, 0, [](const std::string& s) { return static_cast<int64_t>(parse_double(s)); });
+        o.index_tolerance = per_output<int64_t>(
+            index_tolerance, 0, [](const std::string& s) { return static_cast<int64_t>(parse_double(s)); });
         o.fail_fast = fail_fast;
         o.style = stats_style;
         func = indices(o);

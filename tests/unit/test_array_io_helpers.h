@@ -121,7 +121,8 @@ std::string le_bytes(const std::vector<T>& values) {
 template <typename T>
 std::string be_bytes(const std::vector<T>& values, std::size_t unit = sizeof(T)) {
   std::string bytes = le_bytes(values);
-  for (std::size_t i = 0; i + unit <= bytes.size(); i += unit) std::reverse(bytes.begin() + i, bytes.begin() + i + unit);
+  for (std::size_t i = 0; i + unit <= bytes.size(); i += unit)
+    std::reverse(bytes.begin() + i, bytes.begin() + i + unit);
   return bytes;
 }
 

@@ -150,7 +150,8 @@ TEST(NpyTest, TransposesFortranOrder) {
     for (int j = 0; j < 3; ++j)
       for (int i = 0; i < 2; ++i) fortran.push_back(static_cast<int16_t>(100 * i + 10 * j + k));
   for (bool big : {false, true}) {
-    std::string dict = std::string("{'descr': '") + (big ? ">" : "<") + "i2', 'fortran_order': True, 'shape': (2, 3, 4), }";
+    std::string dict =
+        std::string("{'descr': '") + (big ? ">" : "<") + "i2', 'fortran_order': True, 'shape': (2, 3, 4), }";
     Tensor t = decode_npy(npy_file(dict, big ? be_bytes(fortran) : le_bytes(fortran)), "fortran");
     ASSERT_EQ(t.shape(), shape);
     auto v = t.span<int16_t>();
@@ -259,10 +260,10 @@ TEST(NpyTest, RejectsMalformedFilesNamingTheSource) {
        npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }", std::string(100, 'x')),
        "1000000000000"},
       {"overflowing shape",
-       npy_file("{'descr': '|u1', 'fortran_order': False, 'shape': (4611686018427387904, 4611686018427387904), }", "xx"),
+       npy_file("{'descr': '|u1', 'fortran_order': False, 'shape': (4611686018427387904, 4611686018427387904), }",
+                "xx"),
        "truncated"},
-      {"huge strings",
-       npy_file("{'descr': '<U1000000', 'fortran_order': False, 'shape': (1000000,), }", "abcd"),
+      {"huge strings", npy_file("{'descr': '<U1000000', 'fortran_order': False, 'shape': (1000000,), }", "abcd"),
        "truncated"},
       {"invalid code point",
        npy_file("{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", le_bytes(std::vector<uint32_t>{0x110000})),

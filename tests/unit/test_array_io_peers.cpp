@@ -184,14 +184,17 @@ NamedTensors formula_arrays() {
   NamedTensors arrays;
   arrays.emplace_back("f32", make_tensor<float>(DType::kFloat32, {3, 4}, [](int64_t i) { return i * 0.5f - 1.0f; }));
   arrays.emplace_back("f64", make_tensor<double>(DType::kFloat64, {5}, [](int64_t i) { return i / 3.0; }));
-  arrays.emplace_back("f16", make_tensor<Float16>(DType::kFloat16, {4, 4}, [](int64_t i) { return Float16((i - 8) / 4.0f); }));
+  arrays.emplace_back("f16",
+                      make_tensor<Float16>(DType::kFloat16, {4, 4}, [](int64_t i) { return Float16((i - 8) / 4.0f); }));
   arrays.emplace_back("i8", make_tensor<int8_t>(DType::kInt8, {10}, [](int64_t i) { return i - 5; }));
   arrays.emplace_back("u8", make_tensor<uint8_t>(DType::kUInt8, {2, 5}, [](int64_t i) { return 25 * i; }));
   arrays.emplace_back("i16", make_tensor<int16_t>(DType::kInt16, {3}, [](int64_t i) { return -1000 * i; }));
   arrays.emplace_back("u16", make_tensor<uint16_t>(DType::kUInt16, {3}, [](int64_t i) { return 30000 * i; }));
   arrays.emplace_back("i32", make_tensor<int32_t>(DType::kInt32, {1, 2, 1, 3, 1}, [](int64_t i) { return i * i - 3; }));
   arrays.emplace_back("u32", make_tensor<uint32_t>(DType::kUInt32, {2}, [](int64_t i) { return i ? UINT32_MAX : 0u; }));
-  arrays.emplace_back("i64", make_tensor<int64_t>(DType::kInt64, {3}, [](int64_t i) { return i == 0 ? INT64_MIN : i == 1 ? -1 : INT64_MAX; }));
+  arrays.emplace_back("i64", make_tensor<int64_t>(DType::kInt64, {3}, [](int64_t i) {
+                        return i == 0 ? INT64_MIN : i == 1 ? -1 : INT64_MAX;
+                      }));
   arrays.emplace_back("u64", make_tensor<uint64_t>(DType::kUInt64, {4}, [](int64_t i) {
     const uint64_t v[] = {0, 1, uint64_t{1} << 63, UINT64_MAX};
     return v[i];

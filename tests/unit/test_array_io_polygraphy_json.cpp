@@ -98,7 +98,8 @@ TEST(PolygraphyJsonTest, InputsFilesRoundTripInOrder) {
   save_inputs_json(dir / "inputs.json", iterations);
   std::vector<NamedTensors> back = load_inputs_json(dir / "inputs.json");
   ASSERT_EQ(back.size(), iterations.size());
-  for (std::size_t i = 0; i < back.size(); ++i) expect_same_arrays(back[i], iterations[i], "iteration " + std::to_string(i));
+  for (std::size_t i = 0; i < back.size(); ++i)
+    expect_same_arrays(back[i], iterations[i], "iteration " + std::to_string(i));
 
   // The text is what nlohmann's ordered dump with 4-space indent gives (Python's layout).
   nlohmann::ordered_json expected = nlohmann::ordered_json::array();
@@ -150,7 +151,8 @@ TEST(PolygraphyJsonTest, InputsFileErrorsNameTheFileAndInput) {
                                    {{"brain", Tensor::zeros(DType::kBFloat16, {2})}}};
   expect_error<UnsupportedError>([&] { save_inputs_json(dir / "out.json", bad); }, {"bfloat16", "'brain'"},
                                  "bfloat16 input");
-  std::vector<NamedTensors> dup = {{{"d", sample_tensor(DType::kFloat32, {1})}, {"d", sample_tensor(DType::kFloat32, {1})}}};
+  std::vector<NamedTensors> dup = {
+      {{"d", sample_tensor(DType::kFloat32, {1})}, {"d", sample_tensor(DType::kFloat32, {1})}}};
   expect_error<InvalidInputError>([&] { save_inputs_json(dir / "out.json", dup); }, {"'d'", "twice"}, "duplicate");
   std::vector<NamedTensors> utf = {{{"bad\xff", sample_tensor(DType::kFloat32, {1})}}};
   expect_error<InvalidInputError>([&] { save_inputs_json(dir / "out.json", utf); }, {"UTF-8"}, "bad name");

@@ -261,7 +261,8 @@ TEST_F(ComparatorTest, StreamedLayerwiseAgainstHeldResults) {
   ScriptedRunner again(0.5f);
   LayerwiseRunOptions options;
   options.fail_fast = true;
-  LayerwiseRun stopped = Comparator::run_layerwise(again, held.at(0), /*live_is_first=*/false, seeded_loader(1), options);
+  LayerwiseRun stopped =
+      Comparator::run_layerwise(again, held.at(0), /*live_is_first=*/false, seeded_loader(1), options);
   EXPECT_EQ(stopped.comparison.entries.size(), 2u);  // scaled (passed), biased (failed)
   EXPECT_EQ(stopped.comparison.runner0, ref.name());
 }

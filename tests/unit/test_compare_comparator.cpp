@@ -52,10 +52,12 @@ TEST(ComparePairing, CaseInsensitiveMatchWarns) {
   RunResults results = two_runners({{{"y", f32({1})}}}, {{{"Y", f32({1})}}});
   AccuracyResult r = compare_accuracy(results);
   EXPECT_TRUE(r.passed());
-  EXPECT_NE(log.text().find("[W]     Output names did not match exactly. Assuming r1 output: Y corresponds to output: y"),
-            std::string::npos);
-  EXPECT_NE(log.text().find("[I]     Comparing Output: 'y' (dtype=float32, shape=(1,)) with 'Y' (dtype=float32, shape=(1,))"),
-            std::string::npos);
+  EXPECT_NE(
+      log.text().find("[W]     Output names did not match exactly. Assuming r1 output: Y corresponds to output: y"),
+      std::string::npos);
+  EXPECT_NE(
+      log.text().find("[I]     Comparing Output: 'y' (dtype=float32, shape=(1,)) with 'Y' (dtype=float32, shape=(1,))"),
+      std::string::npos);
 }
 
 TEST(ComparePairing, AllOutputsSkippedIsAnError) {
@@ -76,7 +78,8 @@ TEST(ComparePairing, UnsupportedOutputsFailWithoutStoppingTheRun) {
   ASSERT_EQ(r.pairs[0].iterations[0].outputs.size(), 2u);
   EXPECT_FALSE(r.pairs[0].iterations[0].outputs[0].passed);
   EXPECT_TRUE(r.pairs[0].iterations[0].outputs[1].passed);
-  EXPECT_NE(log.text().find("FAILED | Output: 's' | Cannot compare these outputs: cannot compute statistics of string values"),
+  EXPECT_NE(log.text().find(
+                "FAILED | Output: 's' | Cannot compare these outputs: cannot compute statistics of string values"),
             std::string::npos);
 }
 
@@ -139,9 +142,12 @@ TEST(CompareValidate, NanAndInfMessages) {
   EXPECT_FALSE(v.outputs[1].valid);
   std::string text = log.text();
   EXPECT_NE(text.find("[I] Output Validation | Runners: ['r0']"), std::string::npos);
-  EXPECT_NE(text.find("[I]     r0                                  | Validating output: bad (check_inf=True, check_nan=True)"),
+  EXPECT_NE(
+      text.find(
+          "[I]     r0                                  | Validating output: bad (check_inf=True, check_nan=True)"),
+      std::string::npos);
+  EXPECT_NE(text.find("[E]         NaN Detected | One or more NaNs were encountered in this output\n"),
             std::string::npos);
-  EXPECT_NE(text.find("[E]         NaN Detected | One or more NaNs were encountered in this output\n"), std::string::npos);
   EXPECT_NE(text.find("[E]         Inf Detected | One or more non-finite values were encountered in this output\n"),
             std::string::npos);
   EXPECT_NE(text.find("[I]         PASSED | Output: ok is valid"), std::string::npos);
@@ -246,7 +252,8 @@ TEST(CompareQuality, PsnrAndSnr) {
   QualityOptions loose;
   loose.psnr_tolerance = PerOutput<double>(18.0);
   loose.snr_tolerance = std::nullopt;  // not checked
-  auto ok = quality(loose)(iteration("r0", {{"img", f32({1, 2, 3, 4})}}), iteration("r1", {{"img", f32({1, 2, 3, 5})}}));
+  auto ok =
+      quality(loose)(iteration("r0", {{"img", f32({1, 2, 3, 4})}}), iteration("r1", {{"img", f32({1, 2, 3, 5})}}));
   EXPECT_TRUE(ok.passed());
   EXPECT_FALSE(ok.outputs[0].quality->snr.has_value());
   // Identical outputs: infinite PSNR and SNR.

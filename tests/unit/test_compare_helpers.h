@@ -53,7 +53,9 @@ Tensor make_tensor(DType dtype, Shape shape, std::initializer_list<T> values) {
   return Tensor::from_bytes(dtype, std::move(shape), v.data(), v.size() * sizeof(T));
 }
 
-inline Tensor f32(Shape shape, std::initializer_list<float> values) { return make_tensor<float>(DType::kFloat32, std::move(shape), values); }
+inline Tensor f32(Shape shape, std::initializer_list<float> values) {
+  return make_tensor<float>(DType::kFloat32, std::move(shape), values);
+}
 inline Tensor f32(std::initializer_list<float> values) {
   return f32(Shape{static_cast<int64_t>(values.size())}, values);
 }

@@ -114,8 +114,9 @@ TEST(RunResultsJson, BadFilesNameTheProblem) {
   expect_error("{\"lst\": [", "not valid JSON");
   expect_error("[]", "RunResults");
   expect_error(R"({"lst": {}, "polygraphy_class": "RunResults"})", "\"lst\"");
-  expect_error(R"({"lst": [["r", [{"outputs": {}, "polygraphy_class": "IterationResult"}]]], "polygraphy_class": "RunResults"})",
-               "runner_name");
+  expect_error(
+      R"({"lst": [["r", [{"outputs": {}, "polygraphy_class": "IterationResult"}]]], "polygraphy_class": "RunResults"})",
+      "runner_name");
   expect_error(R"({"lst": [["r", [{"outputs": {"y": {"values": 3, "polygraphy_class": "LazyArray"}}, "runtime": null,
                  "runner_name": "r", "polygraphy_class": "IterationResult"}]]], "polygraphy_class": "RunResults"})",
                "output 'y'");

@@ -178,7 +178,8 @@ TEST(CompareSimple, ShapeMismatchFailsUnlessShapeCheckIsOff) {
   // Different volumes: a clear failure instead of numpy's exception.
   auto volume = run(f32({4}, {1, 2, 3, 4}), a, loose);
   EXPECT_FALSE(volume.passed);
-  EXPECT_NE(log.text().find("Could not reshape array from shape: (2, 3) to (4,). Skipping reshape."), std::string::npos);
+  EXPECT_NE(log.text().find("Could not reshape array from shape: (2, 3) to (4,). Skipping reshape."),
+            std::string::npos);
 }
 
 TEST(CompareSimple, LogBlockLines) {
@@ -188,9 +189,10 @@ TEST(CompareSimple, LogBlockLines) {
   std::string text = log.text();
   EXPECT_EQ(text.rfind("[I] Tolerance: [abs=1e-05, rel=1e-05] | Checking elemwise error\n", 0), 0u);
   // abs errors [0, 0.5]; rel [0, 0.5/2.5 = 0.2].
-  EXPECT_NE(text.find("[I]     Minimum Required Tolerance: elemwise error | [abs=0.5] OR [rel=0.2] (requirements may be "
-                      "lower if both abs/rel tolerances are set)"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("[I]     Minimum Required Tolerance: elemwise error | [abs=0.5] OR [rel=0.2] (requirements may be "
+                "lower if both abs/rel tolerances are set)"),
+      std::string::npos);
   EXPECT_NE(text.find("[E] FAILED | Output: 'y' | Difference exceeds tolerance (rel=1e-05, abs=1e-05) | 1 of 2 "
                       "element(s) (50%) exceed both"),
             std::string::npos);
@@ -271,7 +273,8 @@ TEST(CompareSimple, LargeTensorsMatchBruteForce) {
   float max_abs = 0;
   for (int64_t i = 0; i < n; ++i) {
     float d = std::fabs(a[static_cast<std::size_t>(i)] - b[static_cast<std::size_t>(i)]);
-    float ref = b[static_cast<std::size_t>(i)] == 0 ? static_cast<float>(2.220446049250313e-16) : std::fabs(b[static_cast<std::size_t>(i)]);
+    float ref = b[static_cast<std::size_t>(i)] == 0 ? static_cast<float>(2.220446049250313e-16)
+                                                    : std::fabs(b[static_cast<std::size_t>(i)]);
     float r = d / ref;
     if (d > 1e-4f && r > 1e-3f) ++mismatches;
     max_abs = std::max(max_abs, d);

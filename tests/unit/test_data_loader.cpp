@@ -187,9 +187,11 @@ TEST(DataLoaderTest, ShapeOverridesWildcardsAndShapeTensors) {
   EXPECT_EQ(values_of<int32_t>(feed[3].second), (std::vector<int32_t>{8, 9, 10}));
   EXPECT_EQ(values_of<int64_t>(feed[4].second), (std::vector<int64_t>{1}));
   const std::string log = capture.text();
-  EXPECT_NE(log.find("Input tensor: imgae | Metadata was provided, but the input does not exist"), std::string::npos) << log;
+  EXPECT_NE(log.find("Input tensor: imgae | Metadata was provided, but the input does not exist"), std::string::npos)
+      << log;
   EXPECT_NE(log.find("Input tensor wildcard: zz* | Metadata was provided"), std::string::npos) << log;
-  EXPECT_NE(log.find("Assuming shape is a shape tensor. Setting input values to: [8, 9, 10]"), std::string::npos) << log;
+  EXPECT_NE(log.find("Assuming shape is a shape tensor. Setting input values to: [8, 9, 10]"), std::string::npos)
+      << log;
   EXPECT_EQ(log.find("Will generate data of shape"), std::string::npos) << log;
   // Shape tensors draw nothing: the stream continues as if they were absent.
   TensorMetadata without;

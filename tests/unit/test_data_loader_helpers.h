@@ -87,7 +87,8 @@ inline std::string element_string(const TensorView& t, int64_t i) {
   switch (t.dtype()) {
     case DType::kFloat32: return fmt::format("{}", t.data<float>()[i]);
     case DType::kFloat64: return fmt::format("{}", t.data<double>()[i]);
-    case DType::kFloat16: return fmt::format("{} (0x{:04x})", float16_bits_to_float(t.data<uint16_t>()[i]), t.data<uint16_t>()[i]);
+    case DType::kFloat16:
+      return fmt::format("{} (0x{:04x})", float16_bits_to_float(t.data<uint16_t>()[i]), t.data<uint16_t>()[i]);
     case DType::kInt8: return fmt::format("{}", t.data<int8_t>()[i]);
     case DType::kInt16: return fmt::format("{}", t.data<int16_t>()[i]);
     case DType::kInt32: return fmt::format("{}", t.data<int32_t>()[i]);

@@ -305,7 +305,8 @@ TEST(DoubleToHalf, MatchesCompilerConversion) {
     double next = float16_bits_to_float(static_cast<uint16_t>(bits + 1));
     if (std::isfinite(next) && (bits & 0x7fff) != 0x7bff) {
       double mid = (v + next) / 2;
-      probes.insert(probes.end(), {mid, std::nextafter(mid, 0.0), std::nextafter(mid, 1e300), std::nextafter(mid, -1e300)});
+      probes.insert(probes.end(),
+                    {mid, std::nextafter(mid, 0.0), std::nextafter(mid, 1e300), std::nextafter(mid, -1e300)});
     }
   }
   std::uniform_int_distribution<uint64_t> any;

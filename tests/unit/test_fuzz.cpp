@@ -35,7 +35,8 @@ struct Seed {
 
 std::vector<Seed> load_seeds() {
   std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(fs::path(PARITY_SHARED_DIR) / "onnx-tests/node")) dirs.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(fs::path(PARITY_SHARED_DIR) / "onnx-tests/node"))
+    dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   std::vector<Seed> seeds;
   for (const auto& dir : dirs) {

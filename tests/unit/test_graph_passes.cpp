@@ -205,7 +205,8 @@ TEST(FoldConstants, PartitioningDecidesWhatAFailingNodeKeepsFromFolding) {
   EXPECT_NE(error_of([] { runtime::parse_fold_partitioning("greedy"); }).find("'greedy'"), std::string::npos);
 }
 
-void expect_fold_keeps_outputs(const std::string& path, std::vector<std::pair<std::string, std::vector<int64_t>>> shapes,
+void expect_fold_keeps_outputs(const std::string& path,
+                               std::vector<std::pair<std::string, std::vector<int64_t>>> shapes,
                                std::vector<std::pair<std::string, Tensor>> fixed = {}) {
   onnx::Model model = onnx::load_model(path);
   onnx::infer_shapes(*model);

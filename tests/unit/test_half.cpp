@@ -32,7 +32,8 @@ TEST(Float16, DecodesEveryBitPatternExactly) {
   for (uint32_t bits = 0; bits < 65536; ++bits) {
     float got = float16_bits_to_float(static_cast<uint16_t>(bits));
     double want = float16_reference(static_cast<uint16_t>(bits));
-    ASSERT_TRUE(same_float(got, static_cast<float>(want)) || (want == 0 && got == 0 && std::signbit(got) == std::signbit(want)))
+    ASSERT_TRUE(same_float(got, static_cast<float>(want)) ||
+                (want == 0 && got == 0 && std::signbit(got) == std::signbit(want)))
         << "bits 0x" << std::hex << bits;
     if (std::isnan(want)) ASSERT_TRUE(std::isnan(got));
   }

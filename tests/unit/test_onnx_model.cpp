@@ -320,7 +320,13 @@ TEST(OnnxModel, DeclaredShapesMustMatchTheData) {
   EXPECT_NE(message.find("'w'"), std::string::npos) << message;
 
   Model negative = add_model(4, dir.path());
-  negative->mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(-5);
+  negative->mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_value(-5);
   write_file_atomic(dir / "n.onnx", serialize_model(*negative.proto));
   message = expect_error([&] { load_model(dir / "n.onnx"); });
   EXPECT_NE(message.find("negative dimension -5"), std::string::npos) << message;

@@ -257,7 +257,8 @@ TEST(CompareNumpySum, SeveralStreamsAtOnceEqualEachAlone) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1000.0f);
   for (int64_t n : {1, 7, 8, 9, 127, 128, 129, 136, 1000, 2048, 4099, 100'003}) {
-    std::vector<std::vector<float>> streams(detail::kMaxPairwiseStreams, std::vector<float>(static_cast<std::size_t>(n)));
+    std::vector<std::vector<float>> streams(detail::kMaxPairwiseStreams,
+                                            std::vector<float>(static_cast<std::size_t>(n)));
     for (auto& stream : streams)
       for (auto& x : stream) x = normal(rng);
     for (int count = 1; count <= detail::kMaxPairwiseStreams; ++count) {
@@ -300,7 +301,8 @@ TEST_P(CompareRankSelection, MatchesNthElementOnTiesZerosAndSpreads) {
     if (n == 0) return;
     // Within known bounds (a window's), one rank at a time as the windows ask.
     for (int64_t rank : ranks) {
-      std::vector<float> one = detail::select_float_ranks_within(values.data(), n, {rank}, sorted.front(), sorted.back());
+      std::vector<float> one =
+          detail::select_float_ranks_within(values.data(), n, {rank}, sorted.front(), sorted.back());
       EXPECT_EQ(one[0], sorted[static_cast<std::size_t>(rank)] + 0.0f) << what << " within, rank " << rank;
     }
   };

@@ -81,8 +81,8 @@ std::string_view error_stat_name(ErrorStat stat);
 // ---- Output pairing ----
 // Returns the names in `other` to compare the output called `output_name` (at position `index` in
 // the first result) with; empty to skip it.
-using FindOutputFunc =
-    std::function<std::vector<std::string>(const std::string& output_name, std::size_t index, const IterationResult& other)>;
+using FindOutputFunc = std::function<std::vector<std::string>(const std::string& output_name, std::size_t index,
+                                                              const IterationResult& other)>;
 
 // Polygraphy's util.find_str_in_iterable: exact match, then the first case-insensitive substring
 // match either way, then the element at `index`.

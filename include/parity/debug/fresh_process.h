@@ -7,10 +7,10 @@
 
 namespace parity::debug {
 
-// Forks, runs `work` in the child and waits (parity::run_in_child_process). A parity::Error or std::exception thrown in the child
-// is thrown again here as an Error of the same message (InvalidInputError for a parity::Error
-// subclass, InternalError otherwise); a child killed by a signal gives InternalError. Call it
-// before the caller starts threads of its own: only the calling thread exists in the child.
+// Forks, runs `work` in the child and waits (parity::run_in_child_process). A parity::Error or std::exception thrown in
+// the child is thrown again here as an Error of the same message (InvalidInputError for a parity::Error subclass,
+// InternalError otherwise); a child killed by a signal gives InternalError. Call it before the caller starts threads of
+// its own: only the calling thread exists in the child.
 void run_in_child_process(const std::function<void()>& work);
 
 }  // namespace parity::debug

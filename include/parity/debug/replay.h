@@ -19,8 +19,8 @@ namespace parity::debug {
 class DebugReplay {
  public:
   // Reads `load` (nothing when empty): FileError when it is not JSON, not an object, a replay
-  // written by Polygraphy (another format), or lacks "steps" or one of the `required` fields. `header` is written before the steps to `save` (not
-  // written when empty), which is rewritten after each record().
+  // written by Polygraphy (another format), or lacks "steps" or one of the `required` fields. `header` is written
+  // before the steps to `save` (not written when empty), which is rewritten after each record().
   DebugReplay(std::filesystem::path load, std::filesystem::path save, nlohmann::json header,
               const std::vector<std::string>& required);
 

@@ -99,7 +99,8 @@ AttributeProto parse_attribute(const std::string& name, const std::string& raw) 
     for (const auto& s : items) a.add_strings(s.s);
   } else if (any_float) {
     a.set_type(AttributeProto::FLOATS);
-    for (const auto& s : items) a.add_floats(static_cast<float>(s.kind == Kind::kFloat ? s.f : static_cast<double>(s.i)));
+    for (const auto& s : items)
+      a.add_floats(static_cast<float>(s.kind == Kind::kFloat ? s.f : static_cast<double>(s.i)));
   } else {
     a.set_type(AttributeProto::INTS);
     for (const auto& s : items) a.add_ints(s.i);

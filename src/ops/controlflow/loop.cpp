@@ -33,7 +33,8 @@ void loop_kernel(KernelContext& ctx) {
   std::vector<Value> carried;
   for (std::size_t i = 0; i < carried_count; ++i) carried.push_back(ctx.input_value(i + 2));
   const std::size_t body_outputs = static_cast<std::size_t>(body->output_size());
-  if (body_outputs < 1 + carried_count) ctx.fail("body has {} outputs, needs at least {}", body_outputs, 1 + carried_count);
+  if (body_outputs < 1 + carried_count)
+    ctx.fail("body has {} outputs, needs at least {}", body_outputs, 1 + carried_count);
   const std::size_t scan_count = body_outputs - 1 - carried_count;
   std::vector<std::vector<Tensor>> scans(scan_count);
 

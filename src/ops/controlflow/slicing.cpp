@@ -59,7 +59,8 @@ Tensor stack_along(const std::vector<Tensor>& parts, int64_t axis, DType dtype, 
 }
 
 bool read_condition(const Tensor& tensor, const KernelContext& ctx, const char* what) {
-  if (tensor.size() != 1) ctx.fail("{} must hold exactly one element, found shape {}", what, shape_to_string(tensor.shape()));
+  if (tensor.size() != 1)
+    ctx.fail("{} must hold exactly one element, found shape {}", what, shape_to_string(tensor.shape()));
   if (tensor.dtype() == DType::kBool) return tensor.data<uint8_t>()[0] != 0;
   ctx.fail("{} must be bool, found {}", what, dtype_name(tensor.dtype()));
 }

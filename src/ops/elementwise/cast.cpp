@@ -48,7 +48,8 @@ inline void put_bits(uint8_t* data, int64_t index, int bits, uint32_t value) {
   uint64_t bit = static_cast<uint64_t>(index) * static_cast<uint64_t>(bits);
   uint64_t byte = bit / 8, offset = bit % 8;
   data[byte] = static_cast<uint8_t>(data[byte] | ((value << offset) & 0xFF));
-  if (offset + static_cast<uint64_t>(bits) > 8) data[byte + 1] = static_cast<uint8_t>(data[byte + 1] | (value >> (8 - offset)));
+  if (offset + static_cast<uint64_t>(bits) > 8)
+    data[byte + 1] = static_cast<uint8_t>(data[byte + 1] | (value >> (8 - offset)));
 }
 
 bool is_packed_int(DType dtype) {
@@ -300,7 +301,8 @@ void cast_to_exotic(const KernelContext& ctx, const Tensor& in, Tensor& out, DTy
   } else if (is_minifloat(to)) {
     const MiniFloatFormat& format = minifloat_format(to);
     if (bits == 8) {
-      for (int64_t i = 0; i < n; ++i) po[i] = static_cast<uint8_t>(minifloat_encode(value_of(i), format, options.saturate));
+      for (int64_t i = 0; i < n; ++i)
+        po[i] = static_cast<uint8_t>(minifloat_encode(value_of(i), format, options.saturate));
     } else {
       for (int64_t i = 0; i < n; ++i) put_bits(po, i, bits, minifloat_encode(value_of(i), format, options.saturate));
     }

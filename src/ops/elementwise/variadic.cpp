@@ -26,7 +26,8 @@ void fold_inputs(KernelContext& ctx, Init&& init, Step&& step, Finish&& finish) 
   if (inputs.empty()) ctx.fail("expected at least one input");
   for (const Tensor* t : inputs)
     if (t->dtype() != inputs[0]->dtype())
-      ctx.fail("inputs have different element types: {} and {}", dtype_name(inputs[0]->dtype()), dtype_name(t->dtype()));
+      ctx.fail("inputs have different element types: {} and {}", dtype_name(inputs[0]->dtype()),
+               dtype_name(t->dtype()));
   Shape out_shape = broadcast_shapes(shapes, &ctx);
   Tensor& out = ctx.allocate_output(0, dtype_of<T>(), out_shape);
   const int64_t n = out.size();

@@ -89,7 +89,8 @@ Image decode_pnm(const KernelContext& ctx, const uint8_t* d, std::size_t n) {
   const int64_t count = width * height * channels;
   std::vector<uint8_t> samples(static_cast<std::size_t>(count));
   if (ascii) {
-    for (int64_t i = 0; i < count; ++i) samples[static_cast<std::size_t>(i)] = static_cast<uint8_t>(std::min<int64_t>(next_int(), maxval));
+    for (int64_t i = 0; i < count; ++i)
+      samples[static_cast<std::size_t>(i)] = static_cast<uint8_t>(std::min<int64_t>(next_int(), maxval));
   } else {
     ++pos;  // the single whitespace after maxval
     if (pos + static_cast<std::size_t>(count) > n) ctx.fail("PNM pixel data is truncated");
@@ -111,7 +112,8 @@ Image decode_pnm(const KernelContext& ctx, const uint8_t* d, std::size_t n) {
 void image_decoder(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   if (data.dtype() != DType::kUInt8 || data.rank() != 1)
-    ctx.fail("encoded_stream must be a 1-D uint8 tensor, found {} {}", dtype_name(data.dtype()), shape_to_string(data.shape()));
+    ctx.fail("encoded_stream must be a 1-D uint8 tensor, found {} {}", dtype_name(data.dtype()),
+             shape_to_string(data.shape()));
   const std::string format = ctx.attr_string("pixel_format");
   if (format != "RGB" && format != "BGR" && format != "Grayscale")
     ctx.fail("pixel_format must be RGB, BGR or Grayscale, found '{}'", format);
@@ -119,9 +121,11 @@ void image_decoder(KernelContext& ctx) {
   const auto n = static_cast<std::size_t>(data.size());
   Image img;
   if (n >= 2 && d[0] == 'B' && d[1] == 'M') img = decode_bmp(ctx, d, n);
-  else if (n >= 3 && d[0] == 'P' && (d[1] == '2' || d[1] == '3' || d[1] == '5' || d[1] == '6')) img = decode_pnm(ctx, d, n);
+  else if (n >= 3 && d[0] == 'P' && (d[1] == '2' || d[1] == '3' || d[1] == '5' || d[1] == '6'))
+    img = decode_pnm(ctx, d, n);
   else if (n >= 3 && d[0] == 0xFF && d[1] == 0xD8) ctx.unsupported("JPEG decoding is not supported (no codec library)");
-  else if (n >= 8 && d[0] == 0x89 && d[1] == 'P' && d[2] == 'N' && d[3] == 'G') ctx.unsupported("PNG decoding is not supported (no codec library)");
+  else if (n >= 8 && d[0] == 0x89 && d[1] == 'P' && d[2] == 'N' && d[3] == 'G')
+    ctx.unsupported("PNG decoding is not supported (no codec library)");
   else ctx.unsupported("the image format is not supported (only BMP and PNM are decoded)");
   const int64_t pixels = img.width * img.height;
   if (format == "Grayscale") {

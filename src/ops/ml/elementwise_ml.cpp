@@ -51,7 +51,8 @@ void imputer(KernelContext& ctx) {
   if (floats) {
     for (float v : ctx.attr_floats("imputed_value_floats", std::vector<float>{})) values.push_back(v);
   } else {
-    for (int64_t v : ctx.attr_ints("imputed_value_int64s", std::vector<int64_t>{})) values.push_back(static_cast<double>(v));
+    for (int64_t v : ctx.attr_ints("imputed_value_int64s", std::vector<int64_t>{}))
+      values.push_back(static_cast<double>(v));
   }
   if (values.empty()) ctx.fail("the imputed_value_* attribute matching the input type is required");
   if (values.size() != 1 && static_cast<int64_t>(values.size()) != c)

@@ -64,7 +64,8 @@ void feature_vectorizer(KernelContext& ctx) {
     const int64_t c = t.rank() == 2 ? t.shape()[1] : 1;
     dispatch<TypeList<float, double, int64_t, int32_t>>(t.dtype(), ctx, [&]<typename T>() {
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < std::min(c, dims[k]); ++j) po[r * total + col + j] = static_cast<float>(t.data<T>()[r * c + j]);
+        for (int64_t j = 0; j < std::min(c, dims[k]); ++j)
+          po[r * total + col + j] = static_cast<float>(t.data<T>()[r * c + j]);
     });
     col += dims[k];
   }

@@ -28,8 +28,8 @@ int64_t int_at(const Tensor& t, int64_t i, const KernelContext& ctx) {
   return dispatch<IntTypes>(t.dtype(), ctx, [&]<typename T>() { return static_cast<int64_t>(t.data<T>()[i]); });
 }
 double float_at(const Tensor& t, int64_t i, const KernelContext& ctx) {
-  return dispatch<FloatTypes>(t.dtype(), ctx,
-                              [&]<typename T>() { return static_cast<double>(static_cast<compute_t<T>>(t.data<T>()[i])); });
+  return dispatch<FloatTypes>(
+      t.dtype(), ctx, [&]<typename T>() { return static_cast<double>(static_cast<compute_t<T>>(t.data<T>()[i])); });
 }
 
 struct KeyIndex {
@@ -134,8 +134,11 @@ void label_encoder(KernelContext& ctx) {
       fallback = misc::new_tensor(ctx, values.dtype(), {1});
       if (values.dtype() == DType::kString) fallback.mutable_data<std::string>()[0] = "_Unused";
       else if (is_integer(values.dtype()))
-        dispatch<IntTypes>(values.dtype(), ctx, [&]<typename T>() { fallback.mutable_data<T>()[0] = static_cast<T>(-1); });
-      else dispatch<FloatTypes>(values.dtype(), ctx, [&]<typename T>() { fallback.mutable_data<T>()[0] = convert<T>(-0.0f); });
+        dispatch<IntTypes>(values.dtype(), ctx,
+                           [&]<typename T>() { fallback.mutable_data<T>()[0] = static_cast<T>(-1); });
+      else
+        dispatch<FloatTypes>(values.dtype(), ctx,
+                             [&]<typename T>() { fallback.mutable_data<T>()[0] = convert<T>(-0.0f); });
     }
   } else if (ctx.has_attribute("values_strings")) {
     values = strings_tensor(ctx, ctx.attr_strings("values_strings"));

@@ -17,7 +17,8 @@ namespace {
 std::vector<double> tensor_doubles(const KernelContext& ctx, const Tensor& t) {
   std::vector<double> v(static_cast<std::size_t>(t.size()));
   dispatch<NumericTypes>(t.dtype(), ctx, [&]<typename T>() {
-    for (int64_t i = 0; i < t.size(); ++i) v[static_cast<std::size_t>(i)] = static_cast<double>(static_cast<compute_t<T>>(t.data<T>()[i]));
+    for (int64_t i = 0; i < t.size(); ++i)
+      v[static_cast<std::size_t>(i)] = static_cast<double>(static_cast<compute_t<T>>(t.data<T>()[i]));
   });
   return v;
 }
@@ -63,8 +64,9 @@ void tree_ensemble(KernelContext& ctx) {
   e.true_leaf = ctx.attr_ints("nodes_trueleafs");
   e.false_leaf = ctx.attr_ints("nodes_falseleafs");
   const std::size_t nodes = e.features.size();
-  e.missing_true = ctx.has_attribute("nodes_missing_value_tracks_true") ? ctx.attr_ints("nodes_missing_value_tracks_true")
-                                                                         : std::vector<int64_t>(nodes, 0);
+  e.missing_true = ctx.has_attribute("nodes_missing_value_tracks_true")
+                       ? ctx.attr_ints("nodes_missing_value_tracks_true")
+                       : std::vector<int64_t>(nodes, 0);
   e.leaf_weights = tensor_doubles(ctx, ctx.attr_tensor("leaf_weights"));
   e.leaf_targets = ctx.attr_ints("leaf_targetids");
   e.roots = ctx.attr_ints("tree_roots");
@@ -81,7 +83,8 @@ void tree_ensemble(KernelContext& ctx) {
     if (e.features[i] < 0 || e.features[i] >= F) ctx.fail("node {} uses feature {}, X has {}", i, e.features[i], F);
     auto check = [&](int64_t id, int64_t leaf) {
       const std::size_t limit = leaf ? e.leaf_weights.size() : nodes;
-      if (id < 0 || static_cast<std::size_t>(id) >= limit) ctx.fail("node {} branches to invalid {} {}", i, leaf ? "leaf" : "node", id);
+      if (id < 0 || static_cast<std::size_t>(id) >= limit)
+        ctx.fail("node {} branches to invalid {} {}", i, leaf ? "leaf" : "node", id);
     };
     check(e.true_ids[i], e.true_leaf[i]);
     check(e.false_ids[i], e.false_leaf[i]);
@@ -157,7 +160,8 @@ void tree_ensemble(KernelContext& ctx) {
           if (y <= -1.0) z = -std::numeric_limits<double>::infinity();
           else if (y >= 1.0) z = std::numeric_limits<double>::infinity();
           else
-            for (int it = 0; it < 60; ++it) z -= (std::erf(z) - y) / (2.0 / std::sqrt(std::numbers::pi) * std::exp(-z * z));
+            for (int it = 0; it < 60; ++it)
+              z -= (std::erf(z) - y) / (2.0 / std::sqrt(std::numbers::pi) * std::exp(-z * z));
           v = std::sqrt(2.0) * z;
         }
       }

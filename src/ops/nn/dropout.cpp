@@ -58,8 +58,9 @@ void dropout(KernelContext& ctx) {
   const double scale = 1.0 / (1.0 - ratio);
   dispatch_float(x.dtype(), ctx, [&]<typename T, typename C>() {
     for (int64_t i = 0; i < x.size(); ++i)
-      y.mutable_data<T>()[i] = keep[i] ? nn::from_compute<T>(static_cast<C>(nn::to_compute<T, C>(x.data<T>()[i]) * scale))
-                                       : nn::from_compute<T>(C(0));
+      y.mutable_data<T>()[i] = keep[i]
+                                   ? nn::from_compute<T>(static_cast<C>(nn::to_compute<T, C>(x.data<T>()[i]) * scale))
+                                   : nn::from_compute<T>(C(0));
   });
   if (want_mask) {
     Tensor& m = ctx.allocate_output(1, mask_type, x.shape());

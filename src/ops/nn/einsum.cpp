@@ -112,7 +112,8 @@ void einsum(KernelContext& ctx) {
       if (t.has_ellipsis && i == t.ellipsis_at)
         for (std::size_t j = 0; j < ell_rank; ++j) out_labels.push_back(kEllipsisBase + static_cast<int>(j));
       if (i < t.labels.size()) {
-        if (!sizes.count(t.labels[i])) ctx.fail("output label '{}' does not appear in the inputs", static_cast<char>(t.labels[i]));
+        if (!sizes.count(t.labels[i]))
+          ctx.fail("output label '{}' does not appear in the inputs", static_cast<char>(t.labels[i]));
         out_labels.push_back(t.labels[i]);
       }
     }
@@ -150,7 +151,8 @@ void einsum(KernelContext& ctx) {
   for (std::size_t i = no; i < nl; ++i) inner_n *= dims[i];
   if (out_n == 0) return;
   dispatch<NumericTypes>(dtype, ctx, [&]<typename T>() {
-    using A = std::conditional_t<is_float_v<T>, double, std::conditional_t<std::is_same_v<T, uint64_t>, uint64_t, int64_t>>;
+    using A =
+        std::conditional_t<is_float_v<T>, double, std::conditional_t<std::is_same_v<T, uint64_t>, uint64_t, int64_t>>;
     std::vector<const T*> ptr(n);
     for (std::size_t k = 0; k < n; ++k) ptr[k] = xs[k]->data<T>();
     T* py = y.mutable_data<T>();
@@ -172,8 +174,10 @@ void einsum(KernelContext& ctx) {
           sidx[i] = 0;
         }
       }
-      if constexpr (is_float_v<T>) py[o] = nn::from_compute<T>(static_cast<compute_t<T>>(acc));
-      else py[o] = static_cast<T>(acc);
+      if constexpr (is_float_v<T>)
+        py[o] = nn::from_compute<T>(static_cast<compute_t<T>>(acc));
+      else
+        py[o] = static_cast<T>(acc);
       for (std::size_t i = no; i-- > 0;) {
         ++idx[i];
         for (std::size_t k = 0; k < n; ++k) off[k] += strides[k][i];

@@ -45,7 +45,8 @@ void nll_core(KernelContext& ctx, const std::vector<double>& lp, const Shape& in
   } else {
     double s = 0.0;
     for (double v : loss) s += v;
-    if (reduction == "mean") s = wsum != 0.0 ? s / wsum : (loss.empty() ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+    if (reduction == "mean")
+      s = wsum != 0.0 ? s / wsum : (loss.empty() ? std::numeric_limits<double>::quiet_NaN() : 0.0);
     loss.assign(1, s);
     out = &ctx.allocate_output(0, out_type, Shape{});
   }

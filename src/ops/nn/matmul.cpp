@@ -181,7 +181,8 @@ void gemm(KernelContext& ctx) {
       for (int64_t j = 0; j < n; ++j) {
         int64_t cv = pc ? static_cast<int64_t>(pc[i * c_strides[0] + j * c_strides[1]]) : 0;
         if (unit) py[i * n + j] = static_cast<T>(acc[i * n + j] + cv);
-        else py[i * n + j] = static_cast<T>(alpha * static_cast<double>(acc[i * n + j]) + beta * static_cast<double>(cv));
+        else
+          py[i * n + j] = static_cast<T>(alpha * static_cast<double>(acc[i * n + j]) + beta * static_cast<double>(cv));
       }
   });
 }

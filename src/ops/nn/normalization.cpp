@@ -88,7 +88,8 @@ void batch_normalization(KernelContext& ctx) {
       if (!ctx.output_requested(idx)) return;
       Tensor& t = ctx.allocate_output(idx, like.dtype(), Shape{c});
       dispatch<FloatTypes>(like.dtype(), ctx, [&]<typename T>() {
-        for (int64_t ch = 0; ch < c; ++ch) t.mutable_data<T>()[ch] = nn::from_compute<T>(static_cast<compute_t<T>>(v[ch]));
+        for (int64_t ch = 0; ch < c; ++ch)
+          t.mutable_data<T>()[ch] = nn::from_compute<T>(static_cast<compute_t<T>>(v[ch]));
       });
     };
     emit(1, run_mean, ctx.input(3));
@@ -211,7 +212,8 @@ void layer_or_rms_norm(KernelContext& ctx, bool rms) {
       const double inv = 1.0 / std::sqrt(var + eps);
       const C ci = static_cast<C>(inv), cm = static_cast<C>(mean);
       if (bias) {
-        for (int64_t j = 0; j < cols; ++j) yr[j] = nn::from_compute<T>((nn::to_compute<T, C>(xr[j]) - cm) * ci * sc[j] + bc[j]);
+        for (int64_t j = 0; j < cols; ++j)
+          yr[j] = nn::from_compute<T>((nn::to_compute<T, C>(xr[j]) - cm) * ci * sc[j] + bc[j]);
       } else {
         for (int64_t j = 0; j < cols; ++j) yr[j] = nn::from_compute<T>((nn::to_compute<T, C>(xr[j]) - cm) * ci * sc[j]);
       }
@@ -290,7 +292,8 @@ void mean_variance_normalization(KernelContext& ctx) {
     }
     for (auto& v : var) v = std::sqrt(v / static_cast<double>(std::max<int64_t>(count, 1))) + 1e-9;
     for (int64_t i = 0; i < total; ++i)
-      py[i] = nn::from_compute<T>(static_cast<C>((static_cast<double>(nn::to_compute<T, C>(px[i])) - mean[gidx[i]]) / var[gidx[i]]));
+      py[i] = nn::from_compute<T>(
+          static_cast<C>((static_cast<double>(nn::to_compute<T, C>(px[i])) - mean[gidx[i]]) / var[gidx[i]]));
   });
 }
 

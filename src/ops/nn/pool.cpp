@@ -224,7 +224,8 @@ void global_pool(KernelContext& ctx, GlobalKind kind) {
   const int64_t planes = x.shape()[0] * x.shape()[1];
   const int64_t is = nn::product(x.shape(), 2);
   double pw = 2.0;
-  if (kind == GlobalKind::kLp) pw = ctx.opset() >= 2 ? static_cast<double>(ctx.attr_int("p", 2)) : ctx.attr_float("p", 2.0f);
+  if (kind == GlobalKind::kLp)
+    pw = ctx.opset() >= 2 ? static_cast<double>(ctx.attr_int("p", 2)) : ctx.attr_float("p", 2.0f);
   Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
   dispatch_float(x.dtype(), ctx, [&]<typename T, typename C>() {
     const T* px = x.data<T>();

@@ -182,7 +182,8 @@ void quantize_linear(KernelContext& ctx) {
   DType prec = DType::kFloat32;
   int64_t prec_attr = ctx.opset() >= 23 ? ctx.attr_int("precision", 0) : 0;
   if (prec_attr != 0) prec = dtype_from_onnx(static_cast<int32_t>(prec_attr));
-  else if (x.dtype() == DType::kInt32 || x.dtype() == DType::kFloat64 || scale.dtype() == DType::kFloat64) prec = DType::kFloat64;
+  else if (x.dtype() == DType::kInt32 || x.dtype() == DType::kFloat64 || scale.dtype() == DType::kFloat64)
+    prec = DType::kFloat64;
   else if (x.dtype() == scale.dtype()) prec = x.dtype();
   if (ctx.fp64()) prec = DType::kFloat64;
   auto xv = x.dtype() == DType::kInt32 ? std::vector<double>() : nn::read_floats(ctx, x);
@@ -276,7 +277,9 @@ void dynamic_quantize_linear(KernelContext& ctx) {
     py[i] = static_cast<uint8_t>(std::clamp(q, 0.0f, 255.0f));
   }
   Tensor& ys = ctx.allocate_output(1, x.dtype(), Shape{});
-  dispatch<FloatTypes>(x.dtype(), ctx, [&]<typename T>() { ys.mutable_data<T>()[0] = nn::from_compute<T>(static_cast<compute_t<T>>(scale)); });
+  dispatch<FloatTypes>(x.dtype(), ctx, [&]<typename T>() {
+    ys.mutable_data<T>()[0] = nn::from_compute<T>(static_cast<compute_t<T>>(scale));
+  });
   Tensor& yz = ctx.allocate_output(2, DType::kUInt8, Shape{});
   yz.mutable_data<uint8_t>()[0] = static_cast<uint8_t>(zp);
 }

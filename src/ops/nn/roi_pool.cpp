@@ -17,7 +17,8 @@ void roi_align(KernelContext& ctx) {
   const Tensor& rois = ctx.input(1);
   const Tensor& batch_idx = ctx.input(2);
   if (x.rank() != 4) ctx.fail("X must be 4-D (N, C, H, W), found {}", shape_to_string(x.shape()));
-  if (rois.rank() != 2 || rois.shape()[1] != 4) ctx.fail("rois must be (num_rois, 4), found {}", shape_to_string(rois.shape()));
+  if (rois.rank() != 2 || rois.shape()[1] != 4)
+    ctx.fail("rois must be (num_rois, 4), found {}", shape_to_string(rois.shape()));
   if (rois.dtype() != x.dtype()) ctx.fail("rois must have X's element type");
   const int64_t num_rois = rois.shape()[0];
   if (batch_idx.size() != num_rois) ctx.fail("batch_indices must have {} values, found {}", num_rois, batch_idx.size());
@@ -54,16 +55,20 @@ void roi_align(KernelContext& ctx) {
         rh = std::max(rh, 1.0);
       }
       const double bin_h = rh / static_cast<double>(oh), bin_w = rw / static_cast<double>(ow);
-      const int64_t grid_h = sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(rh / static_cast<double>(oh)));
-      const int64_t grid_w = sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(rw / static_cast<double>(ow)));
+      const int64_t grid_h =
+          sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(rh / static_cast<double>(oh)));
+      const int64_t grid_w =
+          sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(rw / static_cast<double>(ow)));
       const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
       taps.clear();
       for (int64_t ph = 0; ph < oh; ++ph)
         for (int64_t pw = 0; pw < ow; ++pw)
           for (int64_t iy = 0; iy < grid_h; ++iy) {
-            const double yy = y0 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+            const double yy = y0 + static_cast<double>(ph) * bin_h +
+                              (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
             for (int64_t ix = 0; ix < grid_w; ++ix) {
-              const double xx = x0 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+              const double xx = x0 + static_cast<double>(pw) * bin_w +
+                                (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
               Tap t{};
               if (yy < -1.0 || yy > static_cast<double>(H) || xx < -1.0 || xx > static_cast<double>(W)) {
                 taps.push_back(t);
@@ -155,10 +160,12 @@ void max_roi_pool(KernelContext& ctx) {
         T* out = py + (n * C + c) * PH * PW;
         for (int64_t ph = 0; ph < PH; ++ph) {
           int64_t hs = std::clamp<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(ph) * bh)) + sh, 0, H);
-          int64_t he = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(static_cast<double>(ph + 1) * bh)) + sh, 0, H);
+          int64_t he =
+              std::clamp<int64_t>(static_cast<int64_t>(std::ceil(static_cast<double>(ph + 1) * bh)) + sh, 0, H);
           for (int64_t pw = 0; pw < PW; ++pw) {
             int64_t ws = std::clamp<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(pw) * bw)) + sw, 0, W);
-            int64_t we = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(static_cast<double>(pw + 1) * bw)) + sw, 0, W);
+            int64_t we =
+                std::clamp<int64_t>(static_cast<int64_t>(std::ceil(static_cast<double>(pw + 1) * bw)) + sw, 0, W);
             Cm best = 0;
             bool any = false;
             for (int64_t h = hs; h < he; ++h)

@@ -58,7 +58,8 @@ void softmax_family(KernelContext& ctx, Kind kind) {
         if (nan || std::isinf(mx)) {
           // Degenerate rows (NaN, all -inf, or +inf present): follow exp/sum arithmetic directly.
           if (nan || mx < 0) {
-            for (int64_t k = 0; k < len; ++k) py[base + k * inner] = nn::from_compute<T>(std::numeric_limits<C>::quiet_NaN());
+            for (int64_t k = 0; k < len; ++k)
+              py[base + k * inner] = nn::from_compute<T>(std::numeric_limits<C>::quiet_NaN());
             continue;
           }
         }

@@ -79,10 +79,18 @@ inline std::vector<Activation> parse_activations(const KernelContext& ctx, int n
     else if (n == "affine") { a.kind = K::kAffine; a.alpha = 1.0; a.beta = 0.0; uses_alpha = uses_beta = true; }
     else if (n == "leakyrelu") { a.kind = K::kLeakyRelu; a.alpha = 0.01; uses_alpha = true; }
     else if (n == "thresholdedrelu") { a.kind = K::kThresholdedRelu; a.alpha = 1.0; uses_alpha = true; }
-    else if (n == "scaledtanh") { a.kind = K::kScaledTanh; a.alpha = 1.0; a.beta = 1.0; uses_alpha = uses_beta = true; }
-    else if (n == "hardsigmoid") { a.kind = K::kHardSigmoid; a.alpha = 0.2; a.beta = 0.5; uses_alpha = uses_beta = true; }
-    else if (n == "elu") { a.kind = K::kElu; a.alpha = 1.0; uses_alpha = true; }
-    else if (n == "softsign") a.kind = K::kSoftsign;
+    else if (n == "scaledtanh") { a.kind = K::kScaledTanh; a.alpha = 1.0; a.beta = 1.0; uses_alpha = uses_beta = true;
+    } else if (n == "hardsigmoid") {
+      a.kind = K::kHardSigmoid;
+      a.alpha = 0.2;
+      a.beta = 0.5;
+      uses_alpha = uses_beta = true;
+    } else if (n == "elu") {
+      a.kind = K::kElu;
+      a.alpha = 1.0;
+      uses_alpha = true;
+    } else if (n == "softsign")
+      a.kind = K::kSoftsign;
     else if (n == "softplus") a.kind = K::kSoftplus;
     else ctx.unsupported("activation function '{}' is not supported", raw);
     if (uses_alpha && ai < alphas.size()) a.alpha = alphas[ai++];

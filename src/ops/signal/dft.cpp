@@ -48,7 +48,8 @@ void run_dft(KernelContext& ctx, const Tensor& x, int64_t axis, int64_t n, bool 
         line[0] = cplx(line[0].real(), 0.0);
         if (n % 2 == 0 && n / 2 < static_cast<int64_t>(line.size()))
           line[static_cast<std::size_t>(n / 2)] = cplx(line[static_cast<std::size_t>(n / 2)].real(), 0.0);
-        for (int64_t k = half; k < n; ++k) line[static_cast<std::size_t>(k)] = std::conj(line[static_cast<std::size_t>(n - k)]);
+        for (int64_t k = half; k < n; ++k)
+          line[static_cast<std::size_t>(k)] = std::conj(line[static_cast<std::size_t>(n - k)]);
       } else {
         for (int64_t t = 0; t < n; ++t) line[static_cast<std::size_t>(t)] = t < in_len ? at(t) : cplx(0.0, 0.0);
       }

@@ -45,7 +45,8 @@ class Dft {
       std::vector<cplx> b(static_cast<std::size_t>(m), cplx(0.0, 0.0));
       b[0] = std::conj(chirp_[0]);
       for (int64_t j = 1; j < n; ++j)
-        b[static_cast<std::size_t>(j)] = b[static_cast<std::size_t>(m - j)] = std::conj(chirp_[static_cast<std::size_t>(j)]);
+        b[static_cast<std::size_t>(j)] = b[static_cast<std::size_t>(m - j)] =
+            std::conj(chirp_[static_cast<std::size_t>(j)]);
       bfft_.resize(static_cast<std::size_t>(m));
       fwd_->run(b.data(), bfft_.data());
       buf_a_.resize(static_cast<std::size_t>(m));

@@ -64,7 +64,8 @@ void mel_weight_matrix(KernelContext& ctx) {
   const double upper = scalar_double(ctx, 4, "upper_edge_hertz");
   if (mels <= 0 || dft_length <= 0 || rate <= 0)
     ctx.fail("num_mel_bins, dft_length and sample_rate must be positive, found {}, {}, {}", mels, dft_length, rate);
-  if (lower < 0 || upper < lower) ctx.fail("need 0 <= lower_edge_hertz <= upper_edge_hertz, found {} and {}", lower, upper);
+  if (lower < 0 || upper < lower)
+    ctx.fail("need 0 <= lower_edge_hertz <= upper_edge_hertz, found {} and {}", lower, upper);
   const int64_t bins = dft_length / 2 + 1;
   auto to_mel = [](double hz) { return 2595.0 * std::log1p(hz / 700.0) / std::log(10.0); };
   const double low_mel = to_mel(lower), high_mel = to_mel(upper);

@@ -30,9 +30,11 @@ NgramPool<K> build_pool(const KernelContext& ctx, const std::vector<K>& pool, co
     const int64_t start = counts[level];
     const int64_t end = level + 1 < counts.size() ? counts[level + 1] : total;
     if (start < 0 || end > total || start > end) ctx.fail("ngram_counts {} is out of range of the pool", start);
-    if ((end - start) % n != 0) ctx.fail("pool section of {}-grams has {} items, not a multiple of {}", n, end - start, n);
+    if ((end - start) % n != 0)
+      ctx.fail("pool section of {}-grams has {} items, not a multiple of {}", n, end - start, n);
     for (int64_t k = start; k < end; k += n, ++gram) {
-      if (gram >= indexes.size()) ctx.fail("ngram_indexes has {} entries, fewer than the pool's n-grams", indexes.size());
+      if (gram >= indexes.size())
+        ctx.fail("ngram_indexes has {} entries, fewer than the pool's n-grams", indexes.size());
       const int64_t col = indexes[gram];
       if (col < 0 || col >= width) ctx.fail("ngram_indexes value {} is out of range", col);
       p.index.emplace(std::vector<K>(pool.begin() + k, pool.begin() + k + n), static_cast<int64_t>(gram));
@@ -68,7 +70,8 @@ void tfidf_vectorizer(KernelContext& ctx) {
   const int64_t min_n = ctx.attr_int("min_gram_length");
   const int64_t max_n = ctx.attr_int("max_gram_length");
   const int64_t max_skip = ctx.attr_int("max_skip_count");
-  if (min_n < 1 || max_n < min_n) ctx.fail("need 1 <= min_gram_length <= max_gram_length, found {} and {}", min_n, max_n);
+  if (min_n < 1 || max_n < min_n)
+    ctx.fail("need 1 <= min_gram_length <= max_gram_length, found {} and {}", min_n, max_n);
   if (max_skip < 0) ctx.fail("max_skip_count must be >= 0, found {}", max_skip);
   const std::string mode = ctx.attr_string("mode");
   if (mode != "TF" && mode != "IDF" && mode != "TFIDF") ctx.fail("mode must be TF, IDF or TFIDF, found '{}'", mode);

@@ -83,7 +83,8 @@ void split(KernelContext& ctx) {
       if (s < 0) ctx.fail("split sizes must be non-negative, found {}", s);
       sum += s;
     }
-    if (sum != dim) ctx.fail("split sizes sum to {}, expected {} (dimension {} of {})", sum, dim, axis, shape_to_string(x.shape()));
+    if (sum != dim)
+      ctx.fail("split sizes sum to {}, expected {} (dimension {} of {})", sum, dim, axis, shape_to_string(x.shape()));
   } else if (ctx.opset() >= 18 && ctx.has_attribute("num_outputs")) {
     int64_t n = ctx.attr_int("num_outputs");
     if (n <= 0) ctx.fail("num_outputs must be positive, found {}", n);

@@ -40,7 +40,8 @@ Tensor dense_from_sparse(const KernelContext& ctx, const ::onnx::SparseTensorPro
     T* d = dense.mutable_data<T>();
     const T* v = values.data<T>();
     for (int64_t i = 0; i < nnz; ++i) {
-      if (linear[i] < 0 || linear[i] >= total) ctx.fail("sparse_value index {} out of range for {} elements", linear[i], total);
+      if (linear[i] < 0 || linear[i] >= total)
+        ctx.fail("sparse_value index {} out of range for {} elements", linear[i], total);
       d[linear[i]] = v[i];
     }
   });

@@ -100,7 +100,8 @@ void gather_nd(KernelContext& ctx) {
   out_shape.insert(out_shape.end(), data.shape().begin() + b + last, data.shape().end());
   IndexReader idx(indices, ctx);
   const int64_t batches = product(data.shape(), 0, static_cast<std::size_t>(b));
-  const int64_t tuples_per_batch = product(indices.shape(), static_cast<std::size_t>(b), static_cast<std::size_t>(q - 1));
+  const int64_t tuples_per_batch =
+      product(indices.shape(), static_cast<std::size_t>(b), static_cast<std::size_t>(q - 1));
   const int64_t slice = product(data.shape(), static_cast<std::size_t>(b + last), data.shape().size());
   const int64_t batch_stride = product(data.shape(), static_cast<std::size_t>(b), data.shape().size());
   std::vector<int64_t> dstr = strides_of(data.shape());

@@ -243,7 +243,8 @@ void col2im(KernelContext& ctx) {
     kernel *= b;
   }
   const int64_t N = x.shape()[0];
-  if (x.shape()[1] % kernel != 0) ctx.fail("dimension 1 ({}) is not divisible by prod(block_shape) = {}", x.shape()[1], kernel);
+  if (x.shape()[1] % kernel != 0)
+    ctx.fail("dimension 1 ({}) is not divisible by prod(block_shape) = {}", x.shape()[1], kernel);
   const int64_t C = x.shape()[1] / kernel;
   std::vector<int64_t> cols(static_cast<std::size_t>(r));
   int64_t L = 1;

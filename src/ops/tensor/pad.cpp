@@ -31,7 +31,10 @@ void pad_impl(KernelContext& ctx, const Tensor& x, std::vector<int64_t> begin, s
     if (hi[k] < lo[k]) ctx.fail("negative pads crop more than dimension {} of size {}", k, dim);
     out_shape[k] = begin[k] + (hi[k] - lo[k]) + end[k];
     if (mode != PadMode::kConstant && hi[k] == lo[k] && out_shape[k] > 0)
-      ctx.fail("cannot pad an empty dimension {} in {} mode", k, mode == PadMode::kReflect ? "reflect" : mode == PadMode::kEdge ? "edge" : "wrap");
+      ctx.fail("cannot pad an empty dimension {} in {} mode", k,
+               mode == PadMode::kReflect ? "reflect"
+               : mode == PadMode::kEdge  ? "edge"
+                                         : "wrap");
   }
   if (allocate_if_empty(ctx, 0, x.dtype(), out_shape)) return;
   std::vector<int64_t> in_strides = strides_of(x.shape());
@@ -97,14 +100,16 @@ void pad(KernelContext& ctx) {
     float v = ctx.attr_float("value", 0.0f);
     if (v != 0.0f) {
       value_storage = Tensor::zeros(x.dtype(), {});
-      dispatch<NumericAndBoolTypes>(x.dtype(), ctx, [&]<typename T>() { value_storage.mutable_data<T>()[0] = convert<T>(v); });
+      dispatch<NumericAndBoolTypes>(x.dtype(), ctx,
+                                    [&]<typename T>() { value_storage.mutable_data<T>()[0] = convert<T>(v); });
       value = &value_storage;
     }
   } else {
     pads = read_int_list(ctx.input(1), ctx);
     if (ctx.has_input(2)) {
       const Tensor& c = ctx.input(2);
-      if (c.dtype() != x.dtype()) ctx.fail("constant_value type {} differs from data type {}", dtype_name(c.dtype()), dtype_name(x.dtype()));
+      if (c.dtype() != x.dtype())
+        ctx.fail("constant_value type {} differs from data type {}", dtype_name(c.dtype()), dtype_name(x.dtype()));
       if (c.size() > 0) value = &c;  // an empty tensor means the default 0
     }
     if (ctx.opset() >= 18 && ctx.has_input(3)) axes = read_int_list(ctx.input(3), ctx);
@@ -130,7 +135,8 @@ void center_crop_pad(KernelContext& ctx) {
   std::vector<int64_t> axes = ctx.attr_ints("axes", std::vector<int64_t>{});
   if (axes.empty())
     for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
-  if (shape.size() != axes.size()) ctx.fail("shape has {} entries, expected {} (one per axis)", shape.size(), axes.size());
+  if (shape.size() != axes.size())
+    ctx.fail("shape has {} entries, expected {} (one per axis)", shape.size(), axes.size());
   std::vector<int64_t> begin(static_cast<std::size_t>(rank), 0), end(static_cast<std::size_t>(rank), 0);
   for (std::size_t i = 0; i < axes.size(); ++i) {
     int64_t a = normalize_axis(axes[i], rank, ctx);

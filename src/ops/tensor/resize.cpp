@@ -162,7 +162,8 @@ void run_resize(KernelContext& ctx, const Tensor& x, const ResizeParams& p, cons
   Shape out_shape(static_cast<std::size_t>(rank));
   for (int64_t k = 0; k < rank; ++k) out_shape[k] = taps[k].out;
   if (allocate_if_empty(ctx, 0, x.dtype(), out_shape)) return;
-  if (x.size() == 0) ctx.fail("cannot resize an empty input {} to {}", shape_to_string(x.shape()), shape_to_string(out_shape));
+  if (x.size() == 0)
+    ctx.fail("cannot resize an empty input {} to {}", shape_to_string(x.shape()), shape_to_string(out_shape));
   bool any_extrap = false;
   for (const auto& t : taps) any_extrap |= t.any_extrapolated;
 
@@ -206,7 +207,8 @@ void run_resize(KernelContext& ctx, const Tensor& x, const ResizeParams& p, cons
       const int64_t inner = product(shape, static_cast<std::size_t>(k) + 1, shape.size());
       Shape next_shape = shape;
       next_shape[k] = t.out;
-      std::vector<double> next(static_cast<std::size_t>(checked_element_count(next_shape, ctx.limits().max_elements)), 0.0);
+      std::vector<double> next(static_cast<std::size_t>(checked_element_count(next_shape, ctx.limits().max_elements)),
+                               0.0);
       for (int64_t o = 0; o < outer; ++o) {
         const double* in_base = cur.data() + o * t.in * inner;
         double* out_base = next.data() + o * t.out * inner;

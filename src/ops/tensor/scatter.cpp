@@ -126,7 +126,8 @@ void scatter_nd(KernelContext& ctx) {
   Shape expected(indices.shape().begin(), indices.shape().end() - 1);
   expected.insert(expected.end(), data.shape().begin() + k, data.shape().end());
   if (updates.shape() != expected)
-    ctx.fail("updates shape {} differs from the expected {}", shape_to_string(updates.shape()), shape_to_string(expected));
+    ctx.fail("updates shape {} differs from the expected {}", shape_to_string(updates.shape()),
+             shape_to_string(expected));
   Reduction red = reduction_of(ctx);
   IndexReader idx(indices, ctx);
   Tensor& out = copy_of_data(ctx, data);

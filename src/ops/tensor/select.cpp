@@ -35,7 +35,8 @@ void compress(KernelContext& ctx) {
   std::vector<int64_t> keep;
   for (int64_t i = 0; i < static_cast<int64_t>(cond.size()); ++i) {
     if (!cond[i]) continue;
-    if (i >= dim) ctx.fail("condition has {} entries, longer than the dimension {} with a true past the end", cond.size(), dim);
+    if (i >= dim)
+      ctx.fail("condition has {} entries, longer than the dimension {} with a true past the end", cond.size(), dim);
     keep.push_back(i);
   }
   Shape out_shape = shape;

@@ -106,7 +106,8 @@ void squeeze(KernelContext& ctx) {
   } else {
     for (int64_t a : axes) {
       int64_t n = normalize_axis(a, rank, ctx);
-      if (x.shape()[n] != 1) ctx.fail("cannot squeeze axis {} of size {} (shape {})", a, x.shape()[n], shape_to_string(x.shape()));
+      if (x.shape()[n] != 1)
+        ctx.fail("cannot squeeze axis {} of size {} (shape {})", a, x.shape()[n], shape_to_string(x.shape()));
       drop[n] = true;
     }
   }

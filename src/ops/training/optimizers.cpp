@@ -13,8 +13,8 @@ namespace {
 double scalar_value(const KernelContext& ctx, std::size_t i, const char* name) {
   const Tensor& t = ctx.input(i);
   if (t.size() != 1) ctx.fail("{} must be a scalar, found shape {}", name, shape_to_string(t.shape()));
-  return dispatch<NumericTypes>(t.dtype(), ctx,
-                                [&]<typename T>() { return static_cast<double>(static_cast<compute_t<T>>(t.data<T>()[0])); });
+  return dispatch<NumericTypes>(
+      t.dtype(), ctx, [&]<typename T>() { return static_cast<double>(static_cast<compute_t<T>>(t.data<T>()[0])); });
 }
 
 // Splits inputs 2.. into `groups` groups of n tensors with one shape and dtype per index.

@@ -553,7 +553,8 @@ int64_t half_open_windows(const float* v, int64_t n, int count, const float* low
                           WindowCounts* counts, float* inside) {
   // The vector kernel takes the windows in one pass, so it keeps each value once; more windows than
   // that go to the portable code, which keeps each value once however many there are.
-  if (!wide() || count > kMaxHalfOpenWindows) return portable::half_open_windows(v, n, count, lows, highs, counts, inside);
+  if (!wide() || count > kMaxHalfOpenWindows)
+    return portable::half_open_windows(v, n, count, lows, highs, counts, inside);
   int64_t taken = 0;
   avx512::windows_in_groups<false>(v, n, count, lows, highs, counts, &inside, &taken);
   return taken;

@@ -348,7 +348,8 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
   if (!has_zero) acc[kRelNonzero] = acc[kRel];
 
   float total[kSumStreams];
-  for (int k = 0; k < kSumStreams; ++k) total[k] = combine_worker_sums(sums[static_cast<std::size_t>(k)], n, plan.depth);
+  for (int k = 0; k < kSumStreams; ++k)
+    total[k] = combine_worker_sums(sums[static_cast<std::size_t>(k)], n, plan.depth);
   const float means[4] = {variance_mean_of(total[kSumX], n), variance_mean_of(total[kSumY], n),
                           variance_mean_of(total[kSumAbs], n), variance_mean_of(total[kSumRel], n)};
 
@@ -393,7 +394,8 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
                               acc[kY], acc[kAbs], acc[kRel], acc[kRelNonzero], verdict.mismatches);
   const bool bins_nonzero_only = display.parity_bins && has_zero;
   // The histograms of constant streams: every value falls in the bin of the first.
-  const StreamAccumulator* binned[4] = {&acc[kX], &acc[kY], &acc[kAbs], bins_nonzero_only ? &acc[kRelNonzero] : &acc[kRel]};
+  const StreamAccumulator* binned[4] = {&acc[kX], &acc[kY], &acc[kAbs],
+                                        bins_nonzero_only ? &acc[kRelNonzero] : &acc[kRel]};
   const BinSpec* specs[4] = {&display.spec0, &display.spec1, &display.spec_abs, &display.spec_rel};
   bool count_bins_of[4];
   for (std::size_t k = 0; k < 4; ++k) {
@@ -401,7 +403,8 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     count_bins_of[k] = display.count && specs[k]->valid && !(m.n > 0 && m.min == m.max);
   }
   // Outputs with the same bits binned alike (Polygraphy's shared range) have the same counts.
-  const bool y_bins_from_x = identical && count_bins_of[0] && count_bins_of[1] && same_binning(display.spec0, display.spec1);
+  const bool y_bins_from_x =
+      identical && count_bins_of[0] && count_bins_of[1] && same_binning(display.spec0, display.spec1);
 
   // ---- Pass 2 ----
   SecondPlan second_plan{epsilon, {means[0], means[1], means[2], means[3]}, selections, &display,
@@ -412,7 +415,8 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     const auto [begin, end] = plan.ranges[w];
     for (int k = 0; k < streams_used; ++k) {
       if (!measured(k)) continue;
-      const double part = static_cast<double>(end - begin) * static_cast<double>(selections[k].count) / static_cast<double>(n);
+      const double part =
+          static_cast<double>(end - begin) * static_cast<double>(selections[k].count) / static_cast<double>(n);
       second[w].windows[k].prepare(selections[k], part);
     }
   }
@@ -457,7 +461,8 @@ std::optional<PairStatistics> float_pair_statistics(const TensorView& a, const T
     // Every window's size as the sample foretold it (a half-open window's own values are only
     // known once it is resolved).
     for (std::size_t w = 0; w < sel.windows.size(); ++w)
-      tasks.push_back(Task{k, static_cast<int>(w), static_cast<int64_t>(sel.windows[w].share * static_cast<double>(sel.count))});
+      tasks.push_back(
+          Task{k, static_cast<int>(w), static_cast<int64_t>(sel.windows[w].share * static_cast<double>(sel.count))});
   }
   std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.size > b.size; });
   std::vector<RankValues> found(tasks.size());

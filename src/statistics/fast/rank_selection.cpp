@@ -96,7 +96,8 @@ void select_level(const T* source, int64_t count, int shift, const int64_t* rank
       slot[groups[g].bucket] = static_cast<int16_t>(g);
       groups[g].keys.reserve(static_cast<std::size_t>(histogram[groups[g].bucket]));
     }
-    for (uint32_t key : kept) groups[static_cast<std::size_t>(slot[(key >> shift) & (kBuckets - 1)])].keys.push_back(key);
+    for (uint32_t key : kept)
+      groups[static_cast<std::size_t>(slot[(key >> shift) & (kBuckets - 1)])].keys.push_back(key);
   }
   for (auto& group : groups)
     select_keys(group.keys, group.ranks.data(), static_cast<int>(group.ranks.size()), out + group.first);

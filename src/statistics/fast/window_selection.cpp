@@ -64,7 +64,8 @@ void plan_windows(Selection& selection, std::vector<float>& sample, float stream
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
   std::vector<float> at = select_float_ranks(sample.data(), size, positions);
   auto sample_value = [&](int64_t position) {
-    return at[static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), position) - positions.begin())];
+    return at[static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), position) -
+                                       positions.begin())];
   };
   auto repeated = [&](int64_t position) {
     const float value = sample_value(position);

@@ -121,7 +121,8 @@ struct WindowState {
     if (selection.windows.empty()) return;
     const int tied = selection.tied, open_count = static_cast<int>(selection.windows.size()) - tied;
     if (tied) {
-      for (int w = 0; w < tied; ++w) tails[static_cast<std::size_t>(w)] = inside[static_cast<std::size_t>(w)].tail(n + 16);
+      for (int w = 0; w < tied; ++w)
+        tails[static_cast<std::size_t>(w)] = inside[static_cast<std::size_t>(w)].tail(n + 16);
       kernels::windows(v, n, tied, selection.lows.data(), selection.highs.data(), counts.data(), tails.data(),
                        taken.data());
       for (int w = 0; w < tied; ++w) inside[static_cast<std::size_t>(w)].commit(taken[static_cast<std::size_t>(w)]);

@@ -62,10 +62,13 @@ void ComparisonArgs::parse() {
                                         : statistics::StatisticsStyle::kParity;
   for (const auto& arg : postprocess_) postprocess_rules_.push_back(compare::parse_postprocess(arg));
 
-  simple_options_.atol = per_output<double>(atol_, 1e-5, [](const std::string& s) { return parse_double(s, "--atol"); });
-  simple_options_.rtol = per_output<double>(rtol_, 1e-5, [](const std::string& s) { return parse_double(s, "--rtol"); });
-  simple_options_.check_error_stat = per_output<compare::ErrorStat>(
-      check_error_stat_, compare::ErrorStat::kElemwise, [](const std::string& s) { return compare::parse_error_stat(s); });
+  simple_options_.atol =
+      per_output<double>(atol_, 1e-5, [](const std::string& s) { return parse_double(s, "--atol"); });
+  simple_options_.rtol =
+      per_output<double>(rtol_, 1e-5, [](const std::string& s) { return parse_double(s, "--rtol"); });
+  simple_options_.check_error_stat =
+      per_output<compare::ErrorStat>(check_error_stat_, compare::ErrorStat::kElemwise,
+                                     [](const std::string& s) { return compare::parse_error_stat(s); });
   simple_options_.error_quantile = per_output<double>(error_quantile_, 0.99, [](const std::string& s) {
     double q = parse_double(s, "--error-quantile");
     if (!(q >= 0 && q <= 1)) raise<InvalidInputError>("--error-quantile must be in [0, 1], got {}", s);
@@ -80,11 +83,13 @@ void ComparisonArgs::parse() {
     if (!(v >= 0)) raise<InvalidInputError>("--l2-tolerance must be >= 0, got {}", s);
     return v;
   });
-  distance_options_.cosine_similarity_threshold = per_output<double>(cosine_threshold_, 0.997, [](const std::string& s) {
-    double v = parse_double(s, "--cosine-similarity-threshold");
-    if (!(v >= -1 && v <= 1)) raise<InvalidInputError>("--cosine-similarity-threshold must be in [-1, 1], got {}", s);
-    return v;
-  });
+  distance_options_.cosine_similarity_threshold =
+      per_output<double>(cosine_threshold_, 0.997, [](const std::string& s) {
+        double v = parse_double(s, "--cosine-similarity-threshold");
+        if (!(v >= -1 && v <= 1))
+          raise<InvalidInputError>("--cosine-similarity-threshold must be in [-1, 1], got {}", s);
+        return v;
+      });
   quality_options_.psnr_tolerance = per_output<double>(psnr_tolerance_, 30.0, [](const std::string& s) {
     return parse_double(s, "--psnr-tolerance");
   });
@@ -108,7 +113,8 @@ void ComparisonArgs::parse() {
                              std::pair{"--cosine-similarity-threshold", &cosine_threshold_}})
     if (!given->empty() && compare_func_ != "distance")
       log::warning("{} applies to --compare distance only; it is ignored with --compare {}", flag, compare_func_);
-  for (auto [flag, given] : {std::pair{"--psnr-tolerance", &psnr_tolerance_}, std::pair{"--snr-tolerance", &snr_tolerance_}})
+  for (auto [flag, given] :
+       {std::pair{"--psnr-tolerance", &psnr_tolerance_}, std::pair{"--snr-tolerance", &snr_tolerance_}})
     if (!given->empty() && compare_func_ != "quality")
       log::warning("{} applies to --compare quality only; it is ignored with --compare {}", flag, compare_func_);
   indices_options_.index_tolerance = per_output<int64_t>(index_tolerance_, 0, [](const std::string& s) {
@@ -217,7 +223,8 @@ std::string ComparisonArgs::compare_func_to_script(GeneratedScript& script) cons
       if (no_shape_check_) arguments.push_back("check_shapes=False");
       if (!psnr_tolerance_.empty())
         arguments.push_back("psnr_tolerance=" + python_per_output_dict(psnr_tolerance_, number));
-      if (!snr_tolerance_.empty()) arguments.push_back("snr_tolerance=" + python_per_output_dict(snr_tolerance_, number));
+      if (!snr_tolerance_.empty())
+        arguments.push_back("snr_tolerance=" + python_per_output_dict(snr_tolerance_, number));
       if (fail_fast_) arguments.push_back("fail_fast=True");
     }
     if (style_ == statistics::StatisticsStyle::kPolygraphy) arguments.push_back("statistics_style='polygraphy'");
@@ -265,9 +272,9 @@ void ComparisonArgs::add_to_script(GeneratedScript& script, bool compared) const
       if (!target.empty())
         accuracy.push_back(fmt::format("comparisons=[(i, {0}) for i in range(len(results)) if i != {0}]", target));
     }
-    script.add_section("Accuracy Comparison",
-                       {"compare_func = " + function,
-                        fmt::format("success &= bool(Comparator.compare_accuracy(results, {}))", fmt::join(accuracy, ", "))});
+    script.add_section("Accuracy Comparison", {"compare_func = " + function,
+                                               fmt::format("success &= bool(Comparator.compare_accuracy(results, {}))",
+                                                           fmt::join(accuracy, ", "))});
   }
   if (validate_)
     script.add_section("Validation", {"success &= Comparator.validate(results, check_inf=True, check_nan=True)"});

@@ -1,4 +1,5 @@
-// Polygraphy's data loader flags (--seed, --iterations, --data-loader-backend-module, --val-range, --input-shapes, --load-inputs,
+// Polygraphy's data loader flags (--seed, --iterations, --data-loader-backend-module, --val-range, --input-shapes,
+// --load-inputs,
 // --data-loader-script) and --save-inputs, turned into the Comparator's data loader.
 #pragma once
 

@@ -108,11 +108,11 @@ std::string OpenvinoArgs::add_to_script(GeneratedScript& script) const {
   if (threads_ >= 0) arguments += fmt::format(", threads={}", threads_);
   if (!perf_hint_.empty()) arguments += ", performance_hint=" + python_string(perf_hint_);
   if (!cache_dir_.empty()) arguments += ", cache_dir=" + python_string(cache_dir_);
-  for (auto [flag, given] : {std::pair{"--ov-min-shapes", !min_shapes_.empty()},
-                             std::pair{"--ov-opt-shapes", !opt_shapes_.empty()},
-                             std::pair{"--ov-max-shapes", !max_shapes_.empty()}, std::pair{"--ov-outputs", !outputs_.empty()},
-                             std::pair{"--ov-exclude-outputs", !exclude_outputs_.empty()},
-                             std::pair{"--ov-profile-layers", profile_layers_ != 0}})
+  for (auto [flag, given] :
+       {std::pair{"--ov-min-shapes", !min_shapes_.empty()}, std::pair{"--ov-opt-shapes", !opt_shapes_.empty()},
+        std::pair{"--ov-max-shapes", !max_shapes_.empty()}, std::pair{"--ov-outputs", !outputs_.empty()},
+        std::pair{"--ov-exclude-outputs", !exclude_outputs_.empty()},
+        std::pair{"--ov-profile-layers", profile_layers_ != 0}})
     if (given) script.cannot_express(flag);
   return arguments;
 }

@@ -235,7 +235,8 @@ compare::CompareFunc compare_func_script(const ScriptSpec& script) {
       comparison.outputs.push_back(std::move(output));
     }
     indent.reset();
-    if (comparison.passed()) log::finish("PASSED | All outputs matched | Outputs: [{}]", fmt::join(output_names(comparison), ", "));
+    if (comparison.passed())
+      log::finish("PASSED | All outputs matched | Outputs: [{}]", fmt::join(output_names(comparison), ", "));
     else log::error("FAILED | Mismatched outputs: [{}]", fmt::join(output_names(comparison, true), ", "));
     return comparison;
   };

@@ -155,7 +155,8 @@ void RunnerArgs::add_to_script(GeneratedScript& script, const ScriptModel& model
       } else if (model.outputs.mode == runtime::IntermediateOutputs::Mode::kList) {
         arguments.push_back("outputs=" + python_string_list(model.outputs.names));
       }
-      if (!model.exclude_outputs.empty()) arguments.push_back("exclude_outputs=" + python_string_list(model.exclude_outputs));
+      if (!model.exclude_outputs.empty())
+        arguments.push_back("exclude_outputs=" + python_string_list(model.exclude_outputs));
       loaders.push_back(fmt::format("modify_outputs = ModifyOnnxOutputs({})", fmt::join(arguments, ", ")));
       onnx_model = "modify_outputs";
     }

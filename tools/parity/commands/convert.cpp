@@ -1,5 +1,6 @@
 // `parity convert`: model conversions: ONNX float32 -> float16 / bfloat16 (--fp-to-fp16, --fp-to-bf16), and
-// ONNX -> a compiled OpenVINO model file (--openvino, parity/runtime/openvino/openvino_compiled_file.h); --onnx-outputs and
+// ONNX -> a compiled OpenVINO model file (--openvino, parity/runtime/openvino/openvino_compiled_file.h); --onnx-outputs
+// and
 // --onnx-exclude-outputs change the saved ONNX model's outputs (alone: the model saved with new outputs).
 #include <cmath>
 
@@ -168,7 +169,10 @@ class ConvertCommand : public Command {
     auto run = [&](const onnx::Model& model) {
       SilentLog silent;
       runtime::RefRunner runner([&model] { return model; });
-      return std::move(compare::Comparator::run({&runner}, compare::data_loader_from(std::vector<NamedTensors>{feeds})).at(0).iterations.at(0).outputs);
+      return std::move(compare::Comparator::run({&runner}, compare::data_loader_from(std::vector<NamedTensors>{feeds}))
+                           .at(0)
+                           .iterations.at(0)
+                           .outputs);
     };
     const NamedTensors expected = run(fp32);
     const NamedTensors got = run(reduced);

@@ -190,7 +190,8 @@ class DebugPrecisionCommand : public Command {
                                                 [this](int check) { return checks_.run_check(check); },
                                                 checks_.artifact_sorter(), checks_.fail_options_given()};
     } else if (split_) {
-      options.make_split_runner = [this](runtime::ModelLoader part, bool high_precision) -> std::unique_ptr<runtime::Runner> {
+      options.make_split_runner = [this](runtime::ModelLoader part,
+                                         bool high_precision) -> std::unique_ptr<runtime::Runner> {
         return std::make_unique<runtime::OpenvinoRunner>(std::move(part), openvino_options(high_precision));
       };
       options.split_low_precision = low_openvino_precision();

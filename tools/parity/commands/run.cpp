@@ -165,17 +165,19 @@ class RunCommand : public Command {
     const bool streamed = intermediates_.mode == runtime::IntermediateOutputs::Mode::kAll && save_outputs_.empty() &&
                           comparison_.is_plain_simple() && runners_.runner_count() == 2 &&
                           comparison_.load_outputs().empty() && !use_subprocess_;
-    for (const char* flag : {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess"})
+    for (const char* flag :
+         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess"})
       if (app_->count(flag)) script.cannot_express(flag);
     if (!streamed)
       for (const char* flag : {"--layerwise-worst", "--layerwise-memory"})
         if (app_->count(flag)) script.cannot_express(flag);
     check_model_given();
-    if (!model_.path().empty() &&
-        (runtime::is_openvino_compiled_file(model_.path()) || std::filesystem::path(model_.path()).extension() == ".ovc"))
+    if (!model_.path().empty() && (runtime::is_openvino_compiled_file(model_.path()) ||
+                                   std::filesystem::path(model_.path()).extension() == ".ovc"))
       script.cannot_express("a compiled OpenVINO model (" + model_.path() + ")");
     if (!comparison_.load_outputs().empty())
-      script.add_summary(fmt::format("It will check against outputs stored in {}", fmt::join(comparison_.load_outputs(), ", ")));
+      script.add_summary(
+          fmt::format("It will check against outputs stored in {}", fmt::join(comparison_.load_outputs(), ", ")));
     auto run_arguments = data_loader_.add_to_script(script);
     // Streamed, the runners get the model as it is: the comparison reads every tensor they produce.
     RunnerArgs::ScriptModel model{model_.path(), model_.external_data_dir(),
@@ -189,13 +191,16 @@ class RunCommand : public Command {
       run_arguments.push_back("outputs=constants.MARK_ALL");
       if (!onnx_exclude_outputs_.empty())
         run_arguments.push_back("exclude_outputs=" + python_string_list(onnx_exclude_outputs_));
-      if (app_->count("--layerwise-memory")) run_arguments.push_back(fmt::format("memory_budget={}", layerwise_memory_budget_));
+      if (app_->count("--layerwise-memory"))
+        run_arguments.push_back(fmt::format("memory_budget={}", layerwise_memory_budget_));
       if (app_->count("--layerwise-worst")) run_arguments.push_back(fmt::format("worst_count={}", layerwise_worst_));
       comparison_.add_layerwise_to_script(script, run_arguments);
       return write_script_text(script);
     }
-    script.add_section("Runner Execution", {fmt::format("results = Comparator.run({})", fmt::join(run_arguments, ", "))});
-    if (!save_outputs_.empty()) script.add_section("Save results", {fmt::format("results.save({})", python_string(save_outputs_))});
+    script.add_section("Runner Execution",
+                       {fmt::format("results = Comparator.run({})", fmt::join(run_arguments, ", "))});
+    if (!save_outputs_.empty())
+      script.add_section("Save results", {fmt::format("results.save({})", python_string(save_outputs_))});
     const std::size_t results = runners_.runner_count() + comparison_.load_outputs().size();
     comparison_.add_to_script(script, results > 1 || !comparison_.load_outputs().empty());
     return write_script_text(script);

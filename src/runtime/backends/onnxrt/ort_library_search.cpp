@@ -38,7 +38,8 @@ std::optional<fs::path> resolve_interpreter(const std::string& python, std::stri
     outcome = fmt::format("no {} on PATH", python);
   } else {
     std::error_code error;
-    outcome = fs::exists(fs::absolute(python, error).lexically_normal(), error) ? "not an executable file" : "no such file";
+    outcome =
+        fs::exists(fs::absolute(python, error).lexically_normal(), error) ? "not an executable file" : "no such file";
   }
   return std::nullopt;
 }

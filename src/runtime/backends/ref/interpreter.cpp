@@ -220,7 +220,8 @@ struct Interpreter::Impl {
             if (d.name() == a->ref_attr_name()) source = &d;
         if (!source && schema) {
           auto it = schema->attributes().find(a->ref_attr_name());
-          if (it != schema->attributes().end() && it->second.default_value.has_type()) source = &it->second.default_value;
+          if (it != schema->attributes().end() && it->second.default_value.has_type())
+            source = &it->second.default_value;
         }
         if (!source) {
           attributes->DeleteSubrange(i, 1);
@@ -253,7 +254,8 @@ struct Interpreter::Impl {
         Value& v = outputs[static_cast<std::size_t>(o)];
         if (v.is_none())
           raise<InternalError>("{}: the kernel did not produce output {} ('{}')", node_label(node), o, name);
-        if (callback && v.is_tensor()) (*callback)(ProducedTensor{name, v.tensor(), node.name(), node.op_type(), false});
+        if (callback && v.is_tensor())
+          (*callback)(ProducedTensor{name, v.tensor(), node.name(), node.op_type(), false});
         if (produced) produced->push_back(name);
         scope.values[name] = std::move(v);
       }
@@ -317,7 +319,8 @@ struct Interpreter::Impl {
         for (int o = 0; o < node.output_size() && o < body->output_size(); ++o) {
           if (node.output(o).empty()) continue;
           const Value* v = inner.find(body->output(o).name());
-          if (!v) raise<InternalError>("function body of {} did not produce '{}'", node.op_type(), body->output(o).name());
+          if (!v)
+            raise<InternalError>("function body of {} did not produce '{}'", node.op_type(), body->output(o).name());
           outputs[static_cast<std::size_t>(o)] = *v;
         }
         return outputs;
@@ -344,7 +347,8 @@ struct Interpreter::Impl {
     Scope scope;
     scope.parent = &parent;
     for (const auto& [name, value] : plan.initializers) scope.values[name] = value;
-    for (std::size_t i = 0; i < inputs.size(); ++i) scope.values[graph.input(static_cast<int>(i)).name()] = std::move(inputs[i]);
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      scope.values[graph.input(static_cast<int>(i)).name()] = std::move(inputs[i]);
     run_nodes(graph, plan, scope, opsets, depth, {}, false, nullptr, nullptr);
     std::vector<Value> outputs;
     for (const auto& o : graph.output()) {
