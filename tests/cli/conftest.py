@@ -16,6 +16,20 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT_S = 120
 
+# OpenBLAS kernels under which the reference runner's float results are known to change with the
+# kernel's own blocking: 1-ulp differences between output channels, and between thread counts
+# (measured on an AMD EPYC whose environment sets OPENBLAS_CORETYPE=Haswell: the baseline binary
+# too). The tests marked with this run everywhere and must pass under other kernels; under these,
+# either outcome is reported (xfailed or xpassed), never skipped.
+BLAS_KERNELS_THAT_VARY = ("haswell", "zen")
+
+
+def blas_kernel_dependent(reason):
+    """Marks a test whose outcome depends on OpenBLAS's kernel choice (see BLAS_KERNELS_THAT_VARY)."""
+    kernel = os.environ.get("OPENBLAS_CORETYPE", "").lower()
+    return pytest.mark.xfail(kernel in BLAS_KERNELS_THAT_VARY, strict=False,
+                             reason=f"OPENBLAS_CORETYPE={kernel}: {reason}")
+
 # Signs that a process died badly instead of reporting an error.
 CRASH_MARKERS = (
     "Traceback (most recent call last)",

@@ -19,6 +19,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 import onnx
 
+from conftest import blas_kernel_dependent
+
 from run_util import SHARED_MODELS, RUN_TIMEOUT, single_error_line
 
 PRECISION_LINE = re.compile(r"compiled .* for CPU \| inference precision: (f32|bf16|f16)( \(OpenVINO's default on this machine\))?")
@@ -49,7 +51,14 @@ def precision_of(run):
     raise AssertionError(f"no precision line in the activation log\n{run.describe()}")
 
 
-@pytest.mark.parametrize("case", F32_CASES, ids=[c[0] for c in F32_CASES])
+# blazeface against the reference runner depends on the BLAS kernel (see blas_kernel_dependent).
+F32_PARAMS = [pytest.param(c, marks=blas_kernel_dependent(
+    "2 of 6144 elements of the reference runner's output differ from OpenVINO's f32 by just over atol 1e-5 / rtol "
+    "1e-4 under these kernels (1.9e-6 at most under SkylakeX/Cooperlake)")) if c[0] == "blazeface" else c
+              for c in F32_CASES]
+
+
+@pytest.mark.parametrize("case", F32_PARAMS, ids=[c[0] for c in F32_CASES])
 def test_f32_agrees_with_reference(run_parity, examples_dir, case):
     _, where, filename, flags, reference, atol, rtol = case
     run = run_parity("run", model_path(examples_dir, where, filename), reference, "--openvino", "--ov-precision", "f32",
