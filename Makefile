@@ -10,7 +10,7 @@ DEMO_MODEL := examples/models/small_cnn.onnx
 PYTEST_WORKERS ?= 2
 PYTEST := python -m pytest -q -n $(PYTEST_WORKERS)
 
-.PHONY: all setup build build-asan demo test test-unit test-cli test-peers test-python test-asan conformance-report bench clean
+.PHONY: all setup build build-cli build-asan demo test test-unit test-cli test-peers test-python test-asan conformance-report bench clean
 
 all: build
 
@@ -21,12 +21,18 @@ build: setup
 	@cmake --preset $(PRESET) >/dev/null
 	@cmake --build --preset $(PRESET)
 
+# Only what `parity` itself runs: the CLI and the OpenVINO module it loads at activation (not the
+# unit tests, benchmarks, conformance runner, peers' tools or the Python extension).
+build-cli: setup
+	@cmake --preset $(PRESET) >/dev/null
+	@cmake --build --preset $(PRESET) --target parity
+
 build-asan: setup
 	@cmake --preset asan >/dev/null
 	@cmake --build --preset asan
 
 # Parity's main job on a bundled example.
-demo: build
+demo: build-cli
 	$(PARITY) run $(DEMO_MODEL) --ref --onnxrt
 
 test-unit: build
