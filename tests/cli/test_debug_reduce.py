@@ -406,3 +406,65 @@ def test_default_bisection_is_polygraphys_and_the_neighbourhood_reduces_further(
     assert json.loads(replay.read_text())["reduction"] == "neighbourhood"
     assert_one_error(run_parity("debug", "reduce", model, "-o", tmp_path / "x.onnx", "--load-debug-replay", replay,
                                 *check, cwd=tmp_path), "the replay is of the \"neighbourhood\" reduction")
+
+
+def weights_model(path: Path, rows=2048, columns=8192):
+    """x @ w -> Relu -> Sqrt (the planted node), w a 64 MiB weight: the model is its weights."""
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+
+    weight = np.random.RandomState(0).random_sample((rows, columns)).astype(np.float32) / rows
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"], name="matmul"),
+         helper.make_node("Relu", ["h"], ["r"], name="relu"),
+         helper.make_node("Sqrt", ["r"], ["y"], name=PLANTED)],
+        "weights", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, rows])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, columns])], [numpy_helper.from_array(weight, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+# Forks the command from a small process and writes its peak RSS (wait4's, which also covers the
+# descendants it waited for) to argv[1]: a child forked from pytest itself would start with pytest's.
+PEAK_LAUNCHER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss * 1024))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def peak_rss_bytes(command, cwd):
+    """Runs `command`; returns (exit code, output, its peak resident set size in bytes)."""
+    peak_file = Path(cwd) / "peak_rss"
+    completed = subprocess.run([sys.executable, "-c", PEAK_LAUNCHER, peak_file, *command], cwd=cwd,
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
+    return completed.returncode, (completed.stdout + completed.stderr).decode(errors="replace"), int(
+        peak_file.read_text())
+
+
+@pytest.mark.parametrize("check", ["command", "in-process"])
+def test_candidates_share_the_weights(parity_bin, tmp_path, check):
+    """Issue 38: candidates refer to the weights in the model file instead of copying them (the model is loaded
+    with its large weights left in the file, and candidates and the result are written with the weights streamed
+    from it), so the peak stays under twice the model's size; copying them took 4-6x."""
+    model = weights_model(tmp_path / "weights.onnx")
+    size = model.stat().st_size
+    # The check maps the candidate rather than reading it (grep holds a binary file's whole "line"), so its own
+    # peak, which wait4 counts too, stays below the model's size.
+    script = tmp_path / "check.py"
+    script.write_text("import mmap, sys\nwith open(sys.argv[1], 'rb') as f:\n"
+                      "    found = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ).find(%r) >= 0\n"
+                      "sys.exit(1 if found else 0)\n" % PLANTED.encode())
+    flags = (["--check", sys.executable, script, "polygraphy_debug.onnx"] if check == "command"
+             else ["--ref", "--onnxrt"])
+    code, output, peak = peak_rss_bytes([parity_bin, "debug", "reduce", model, "-o", tmp_path / "r.onnx", *flags],
+                                        tmp_path)
+    assert code == 0, output
+    reduced = node_names(onnx.load(str(tmp_path / "r.onnx")))
+    # In-process, ref and ONNX Runtime may differ anywhere (a 2048-term MatMul); the command finds the planted node.
+    assert PLANTED in reduced or check == "in-process", output
+    assert peak < 2 * size, f"peak {peak / 1e6:.0f} MB for a {size / 1e6:.0f} MB model\n{output}"
+

@@ -116,7 +116,11 @@ class DebugReduceCommand : public Command {
     parse_arguments();
     // As Polygraphy: no ONNX shape inference when the fallback gives the shapes.
     if (force_fallback_) model_.disable_shape_inference();
-    onnx::Model model = model_.load();
+    // Large weights stay in the model file (LoadOptions::lazy_weights): every candidate refers to them there,
+    // so building and checking candidates copies no weights.
+    onnx::LoadOptions load_options;
+    load_options.lazy_weights = true;
+    onnx::Model model = model_.load(load_options);
     refuse_unrelated_min_good(model);
     if (!model_input_shapes_.empty()) {
       onnx::override_input_shapes(*model->mutable_graph(),
