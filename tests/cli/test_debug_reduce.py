@@ -468,3 +468,43 @@ def test_candidates_share_the_weights(parity_bin, tmp_path, check):
     assert PLANTED in reduced or check == "in-process", output
     assert peak < 2 * size, f"peak {peak / 1e6:.0f} MB for a {size / 1e6:.0f} MB model\n{output}"
 
+
+def test_a_check_that_fails_on_everything_is_called_broken(run_parity, chain, tmp_path):
+    """Issue 38: a check run by a Python that lacks a module it imports fails every candidate the same way; the
+    reduction would end at one arbitrary node. Every check failing alike, the smallest candidate and a node
+    outside the result checked alone included, is one error naming the exit code and the output's end, exit 1,
+    nothing saved."""
+    script = tmp_path / "check.py"
+    script.write_text("import parity_module_that_is_not_installed\n")
+    run = run_parity("debug", "reduce", chain, "-o", tmp_path / "r.onnx", *SHAPES, "--check", sys.executable, script,
+                     "polygraphy_debug.onnx", cwd=tmp_path)
+    # One error (the check's traceback is its output, echoed as Polygraphy does, and quoted in the error).
+    assert run.returncode == 1, run.describe()
+    errors = [line for line in run.lines("[E] ") if "CAPTURED STDERR" not in line]
+    assert len(errors) == 1, run.describe()
+    for needle in ("the --check command looks broken", "exit code 1", "the smallest candidate (1 node(s))",
+                   "alone (which the reduction left out)"):
+        assert needle in errors[0], run.describe()
+    assert re.search(r"all \d+ checks failed the same way", errors[0]), run.describe()
+    assert "ModuleNotFoundError: No module named 'parity_module_that_is_not_installed'" in run.output, run.describe()
+    assert "outside the result" in run.stdout, run.describe()
+    assert not (tmp_path / "r.onnx").exists()
+
+
+def test_every_candidate_failing_alike_because_all_hold_the_failure_is_no_broken_check(run_parity, tmp_path):
+    """The planted node first in a chain, and only the outputs reduced: every candidate holds it and fails with
+    the same output, as with a broken check; the last node checked alone passes, so the result stands."""
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Tanh", ["x"], ["t"], name=PLANTED),
+             helper.make_node("Relu", ["t"], ["r"], name="relu"),
+             helper.make_node("Neg", ["r"], ["out"], name="neg")]
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [1])
+    model = tmp_path / "first.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [value("x")], [value("out")]),
+                                opset_imports=[helper.make_opsetid("", 17)]), model)
+    result, reduced = reduce(run_parity, model, tmp_path / "r.onnx", "--no-reduce-inputs", "--check",
+                             check_script(tmp_path), "polygraphy_debug.onnx", cwd=tmp_path)
+    assert node_names(reduced) == [PLANTED, "relu"]
+    assert "| pass" not in result.stdout.split("outside the result")[0], result.stdout
+    assert "checking node 'neg' (Neg) alone, outside the result | 1 node(s), 1 output(s) | pass" in result.stdout
+    assert "broken" not in result.output, result.describe()
