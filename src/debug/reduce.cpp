@@ -3,6 +3,7 @@
 #include "parity/debug/reduce.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -64,14 +65,18 @@ void probe_outside_node(const reduce_internal::PreparedGraph& graph, reduce_inte
     const bool freeze = checks.options().freeze_cut_branches;
     auto candidate = graph.mark(graph.variable_inputs_of(index), outputs, freeze);
     if (candidate.nodes.empty()) continue;
+    std::optional<onnx::Model> model;
+    try {
+      model = graph.build(candidate, freeze);
+    } catch (const InvalidInputError& error) {  // a tensor the run gave no value (a sequence): the next node
+      log::verbose("{} cannot be checked alone: {}", graph.describe(index), error.what());
+      continue;
+    }
     result.outside_node = graph.describe(index);
     result.outside_node_fails = checks.fails(
         fmt::format("probe@{}", index),
         fmt::format("every candidate failed: checking {} alone, outside the result", result.outside_node),
-        static_cast<int>(candidate.nodes.size()), static_cast<int>(candidate.outputs.size()), [&] {
-          if (freeze) reduce_internal::announce_frozen(checks.options(), candidate.frozen);
-          return graph.build(candidate, freeze);
-        });
+        static_cast<int>(candidate.nodes.size()), static_cast<int>(candidate.outputs.size()), [&] { return *model; });
     return;
   }
 }
