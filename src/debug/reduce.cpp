@@ -2,7 +2,11 @@
 // then one of the two algorithms: reduce_marking.cpp, reduce_neighbourhood.cpp); see parity/debug/reduce.h.
 #include "parity/debug/reduce.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
@@ -45,6 +49,40 @@ std::vector<NamedTensors> candidate_feeds(const onnx::Model& candidate, const Te
   return feeds;
 }
 
+namespace {
+
+// ReduceOptions::probe_when_every_check_fails: the last node (in topological order) that is not in the
+// result, alone, its inputs marked as the graph inputs: a candidate without the failure the reduction found.
+void probe_outside_node(const reduce_internal::PreparedGraph& graph, reduce_internal::CandidateChecks& checks,
+                        ReduceResult& result) {
+  std::set<std::string> kept;
+  for (const auto& node : result.reduced->graph().node()) kept.insert(node.output().begin(), node.output().end());
+  for (int index = graph.size() - 1; index >= 0; --index) {
+    auto outputs = graph.outputs_of(index);
+    if (outputs.empty() ||
+        std::any_of(outputs.begin(), outputs.end(), [&](const std::string& tensor) { return kept.count(tensor); }))
+      continue;
+    const bool freeze = checks.options().freeze_cut_branches;
+    auto candidate = graph.mark(graph.variable_inputs_of(index), outputs, freeze);
+    if (candidate.nodes.empty()) continue;
+    std::optional<onnx::Model> model;
+    try {
+      model = graph.build(candidate, freeze);
+    } catch (const InvalidInputError& error) {  // a tensor the run gave no value (a sequence): the next node
+      log::verbose("{} cannot be checked alone: {}", graph.describe(index), error.what());
+      continue;
+    }
+    result.outside_node = graph.describe(index);
+    result.outside_node_fails = checks.fails(
+        fmt::format("probe@{}", index),
+        fmt::format("every candidate failed: checking {} alone, outside the result", result.outside_node),
+        static_cast<int>(candidate.nodes.size()), static_cast<int>(candidate.outputs.size()), [&] { return *model; });
+    return;
+  }
+}
+
+}  // namespace
+
 ReduceResult reduce(const onnx::Model& model, const TensorValues& values, const FailureCheck& check,
                     const ReduceOptions& options) {
   using namespace reduce_internal;
@@ -76,6 +114,9 @@ ReduceResult reduce(const onnx::Model& model, const TensorValues& values, const 
   ReduceResult result = options.reduce_neighbourhood ? reduce_by_neighbourhood(graph, checks, whole_model_passes)
                                                      : reduce_by_marking(graph, checks, whole_model_passes);
   result.whole_model_passes = whole_model_passes;
+  result.every_check_failed =
+      checks.checks_run() > 0 && checks.checks_replayed() == 0 && checks.checks_failed() == checks.checks_run();
+  if (result.every_check_failed && options.probe_when_every_check_fails) probe_outside_node(graph, checks, result);
   result.original_nodes = total;
   result.checks_run = checks.checks_run();
   result.checks_replayed = checks.checks_replayed();

@@ -365,6 +365,7 @@ bool CandidateChecks::fails_impl(const std::string& key, const std::string& what
     candidate = build();
     failed = check_(*candidate, step_);
     ++checks_run_;
+    if (failed) ++checks_failed_;
   }
   // The passing candidate seen last is the closest to the result (each phase narrows its window).
   if (!failed) last_passing_ = candidate ? std::move(*candidate) : build();

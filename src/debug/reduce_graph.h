@@ -107,6 +107,7 @@ class CandidateChecks {
   }
 
   int checks_run() const { return checks_run_; }
+  int checks_failed() const { return checks_failed_; }  // of those run
   int checks_replayed() const { return checks_replayed_; }
   std::optional<onnx::Model>& last_passing() { return last_passing_; }
   const ReduceOptions& options() const { return options_; }
@@ -118,7 +119,7 @@ class CandidateChecks {
   const FailureCheck& check_;
   const ReduceOptions& options_;
   DebugReplay replay_;
-  int step_ = 0, checks_run_ = 0, checks_replayed_ = 0;
+  int step_ = 0, checks_run_ = 0, checks_failed_ = 0, checks_replayed_ = 0;
   std::optional<onnx::Model> last_passing_;
 };
 

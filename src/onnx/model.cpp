@@ -16,6 +16,7 @@
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/tensor_proto.h"
+#include "inlined_save.h"
 #include "lazy_weights.h"
 
 namespace parity::onnx {
@@ -261,14 +262,18 @@ void save_model(const Model& model, const fs::path& path, const SaveOptions& opt
         raise<InvalidInputError>("the model with its tensors inlined would be {:.2f} GB, over protobuf's 2 GB "
                                  "limit; save it with external data",
                                  static_cast<double>(proto.ByteSizeLong() + external_bytes) / 1e9);
+      // The main graph's initializers (weights) are streamed into the file one at a time; other external
+      // tensors (in subgraphs, attributes, functions: few and small) are inlined here.
+      std::set<const TensorProto*> streamed;
+      for (const auto& initializer : proto.graph().initializer()) streamed.insert(&initializer);
       for_each_data_tensor(proto, [&](TensorProto& tensor) {
-        if (!uses_external_data(tensor)) return;
+        if (!uses_external_data(tensor) || streamed.count(&tensor)) return;
         Tensor data = tensor_from_proto(tensor, model.base_dir);
         tensor.set_raw_data(data.raw(), data.byte_size());
         tensor.clear_external_data();
         tensor.clear_data_location();
       });
-      write_file_atomic(path, serialize_model(proto));
+      detail::write_model_inlined(std::move(proto), model.base_dir, path);
       return;
     }
     std::string location = options.location.empty() ? path.filename().string() + ".data" : options.location;

@@ -219,8 +219,7 @@ CapabilityReport analyze_capability(const onnx::Model& prepared, SupportQuery& q
 
 std::string CapabilityReport::summary() const {
   if (fully_supported())
-    return fmt::format("Graph is fully supported by {}: one supported subgraph, {} ({})", backend,
-                       onnx::describe_node_range(0, node_count), partitions[0].file_name());
+    return fmt::format("Graph is fully supported by {}; Will not generate subgraphs.", backend);
   // Rows per (op type, reason), in the order first met.
   struct Row {
     std::string op_type, reason;

@@ -406,3 +406,105 @@ def test_default_bisection_is_polygraphys_and_the_neighbourhood_reduces_further(
     assert json.loads(replay.read_text())["reduction"] == "neighbourhood"
     assert_one_error(run_parity("debug", "reduce", model, "-o", tmp_path / "x.onnx", "--load-debug-replay", replay,
                                 *check, cwd=tmp_path), "the replay is of the \"neighbourhood\" reduction")
+
+
+def weights_model(path: Path, rows=2048, columns=8192):
+    """x @ w -> Relu -> Sqrt (the planted node), w a 64 MiB weight: the model is its weights."""
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+
+    weight = np.random.RandomState(0).random_sample((rows, columns)).astype(np.float32) / rows
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"], name="matmul"),
+         helper.make_node("Relu", ["h"], ["r"], name="relu"),
+         helper.make_node("Sqrt", ["r"], ["y"], name=PLANTED)],
+        "weights", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, rows])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, columns])], [numpy_helper.from_array(weight, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+# Forks the command from a small process and writes its peak RSS (wait4's, which also covers the
+# descendants it waited for) to argv[1]: a child forked from pytest itself would start with pytest's.
+PEAK_LAUNCHER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss * 1024))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def peak_rss_bytes(command, cwd):
+    """Runs `command`; returns (exit code, output, its peak resident set size in bytes)."""
+    peak_file = Path(cwd) / "peak_rss"
+    completed = subprocess.run([sys.executable, "-c", PEAK_LAUNCHER, peak_file, *command], cwd=cwd,
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
+    return completed.returncode, (completed.stdout + completed.stderr).decode(errors="replace"), int(
+        peak_file.read_text())
+
+
+@pytest.mark.parametrize("check", ["command", "in-process"])
+def test_candidates_share_the_weights(parity_bin, tmp_path, check):
+    """Issue 38: candidates refer to the weights in the model file instead of copying them (the model is loaded
+    with its large weights left in the file, and candidates and the result are written with the weights streamed
+    from it), so the peak stays under twice the model's size; copying them took 4-6x."""
+    model = weights_model(tmp_path / "weights.onnx")
+    size = model.stat().st_size
+    # The check maps the candidate rather than reading it (grep holds a binary file's whole "line"), so its own
+    # peak, which wait4 counts too, stays below the model's size.
+    script = tmp_path / "check.py"
+    script.write_text("import mmap, sys\nwith open(sys.argv[1], 'rb') as f:\n"
+                      "    found = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ).find(%r) >= 0\n"
+                      "sys.exit(1 if found else 0)\n" % PLANTED.encode())
+    flags = (["--check", sys.executable, script, "polygraphy_debug.onnx"] if check == "command"
+             else ["--ref", "--onnxrt"])
+    code, output, peak = peak_rss_bytes([parity_bin, "debug", "reduce", model, "-o", tmp_path / "r.onnx", *flags],
+                                        tmp_path)
+    assert code == 0, output
+    reduced = node_names(onnx.load(str(tmp_path / "r.onnx")))
+    # In-process, ref and ONNX Runtime may differ anywhere (a 2048-term MatMul); the command finds the planted node.
+    assert PLANTED in reduced or check == "in-process", output
+    assert peak < 2 * size, f"peak {peak / 1e6:.0f} MB for a {size / 1e6:.0f} MB model\n{output}"
+
+
+def test_a_check_that_fails_on_everything_is_called_broken(run_parity, chain, tmp_path):
+    """Issue 38: a check run by a Python that lacks a module it imports fails every candidate the same way; the
+    reduction would end at one arbitrary node. Every check failing alike, the smallest candidate and a node
+    outside the result checked alone included, is one error naming the exit code and the output's end, exit 1,
+    nothing saved."""
+    script = tmp_path / "check.py"
+    script.write_text("import parity_module_that_is_not_installed\n")
+    run = run_parity("debug", "reduce", chain, "-o", tmp_path / "r.onnx", *SHAPES, "--check", sys.executable, script,
+                     "polygraphy_debug.onnx", cwd=tmp_path)
+    # One error (the check's traceback is its output, echoed as Polygraphy does, and quoted in the error).
+    assert run.returncode == 1, run.describe()
+    errors = [line for line in run.lines("[E] ") if "CAPTURED STDERR" not in line]
+    assert len(errors) == 1, run.describe()
+    for needle in ("the --check command looks broken", "exit code 1", "the smallest candidate (1 node(s))",
+                   "alone (which the reduction left out)"):
+        assert needle in errors[0], run.describe()
+    assert re.search(r"all \d+ checks failed the same way", errors[0]), run.describe()
+    assert "ModuleNotFoundError: No module named 'parity_module_that_is_not_installed'" in run.output, run.describe()
+    assert "outside the result" in run.stdout, run.describe()
+    assert not (tmp_path / "r.onnx").exists()
+
+
+def test_every_candidate_failing_alike_because_all_hold_the_failure_is_no_broken_check(run_parity, tmp_path):
+    """The planted node first in a chain, and only the outputs reduced: every candidate holds it and fails with
+    the same output, as with a broken check; the last node checked alone passes, so the result stands."""
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Tanh", ["x"], ["t"], name=PLANTED),
+             helper.make_node("Relu", ["t"], ["r"], name="relu"),
+             helper.make_node("Neg", ["r"], ["out"], name="neg")]
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [1])
+    model = tmp_path / "first.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [value("x")], [value("out")]),
+                                opset_imports=[helper.make_opsetid("", 17)]), model)
+    result, reduced = reduce(run_parity, model, tmp_path / "r.onnx", "--no-reduce-inputs", "--check",
+                             check_script(tmp_path), "polygraphy_debug.onnx", cwd=tmp_path)
+    assert node_names(reduced) == [PLANTED, "relu"]
+    assert "| pass" not in result.stdout.split("outside the result")[0], result.stdout
+    assert "checking node 'neg' (Neg) alone, outside the result | 1 node(s), 1 output(s) | pass" in result.stdout
+    assert "broken" not in result.output, result.describe()

@@ -10,8 +10,12 @@
 - silero_vad_v5.onnx, which OpenVINO 2026.4.1 refuses outright: its If node is unsupported as a
   whole, and the summary names the Conv and ReduceMean of its bodies with OpenVINO's reasons; the
   same sequence check; `parity run --ref --openvino --fallback ref --ov-precision f32` passes.
-- Bad input: a fully supported model (one supported subgraph, said so), a complex64 input, an output
-  folder that cannot be written (nothing half-written), --fallback without --openvino.
+- A fully supported model (silero without its If; GPT-2 from both of torch's exporters): said so, nothing
+  written, as Polygraphy. A float16 If whose outputs shape inference leaves without a shape: the
+  subgraphs' boundary tensors are typed by a reference run; when that run fails, the subgraph that
+  fails ONNX's checker is reported and the others are written.
+- Bad input: a complex64 input, an output folder that cannot be written (nothing half-written),
+  --fallback without --openvino.
 """
 
 import os
@@ -193,13 +197,24 @@ def test_silero_hybrid_run_passes_at_f32(run_parity):
     assert "PASSED" in run.output
 
 
-def test_fully_supported_model_is_one_supported_subgraph(run_parity, tmp_path):
-    out = tmp_path / "ifless"
-    run = run_parity("inspect", "capability", SILERO_IFLESS, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+@pytest.fixture(scope="module")
+def exported_gpt2(tmp_path_factory):
+    """GPT-2 as users bring it, from both of torch's exporters (tiny)."""
+    from exported_models import export
+    folder = tmp_path_factory.mktemp("exported")
+    return {exporter: export("gpt2", folder / f"gpt2_{exporter}.onnx", exporter) for exporter in ("torchscript", "dynamo")}
+
+
+@pytest.mark.parametrize("model", ["silero_ifless", "gpt2_torchscript", "gpt2_dynamo"])
+def test_fully_supported_model_writes_nothing(run_parity, tmp_path, exported_gpt2, model):
+    """Issue 38: as Polygraphy, a fully supported model is said to be so and nothing is written (a copy of the
+    whole model, 214 MB for GPT-2, was)."""
+    path = SILERO_IFLESS if model == "silero_ifless" else exported_gpt2[model.split("_")[1]]
+    out = tmp_path / "dumps"
+    run = run_parity("inspect", "capability", path, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
     assert run.returncode == 0, run.describe()
-    count = len(onnx.load(str(SILERO_IFLESS)).graph.node)
-    assert "Graph is fully supported by OpenVINO" in run.output
-    assert subgraph_files(out) == [f"supported_subgraph-nodes-0-{count - 1}.onnx"]
+    assert "Graph is fully supported by OpenVINO; Will not generate subgraphs." in run.output, run.describe()
+    assert not out.exists()
 
 
 def test_complex_input_is_refused_naming_the_input(run_parity, tmp_path):
@@ -379,16 +394,16 @@ def test_every_shared_model_is_partitioned_into_checked_subgraphs_covering_every
     out = tmp_path / "dumps"
     run = run_parity("inspect", "capability", path, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
     assert run.returncode == 0, run.describe()
+    if "Graph is fully supported by OpenVINO" in run.output:
+        assert not out.exists()  # as Polygraphy: nothing written
+        return
     files = sorted(subgraph_files(out), key=lambda name: node_range(name)[0])
     count = len(onnx.load(str(path), load_external_data=False).graph.node)
+    assert "===== Summary =====" in run.output
     covered = [i for name in files for i in range(node_range(name)[0], node_range(name)[1] + 1)]
     assert covered == list(range(count)), files
     for name in files:
         onnx.checker.check_model(onnx.load(str(out / name)))
-    if len(files) == 1:
-        assert "Graph is fully supported by OpenVINO" in run.output
-    else:
-        assert "===== Summary =====" in run.output
 
 
 def test_no_shape_inference_is_honoured_and_untyped_cuts_are_explained(run_parity, tmp_path):
@@ -478,3 +493,83 @@ def test_a_node_the_device_cannot_compile_is_unsupported_with_the_plugins_reason
                      timeout=RUN_TIMEOUT)
     assert run.returncode == 0, run.describe()
     assert "nodes 1-2 (accumulate, negate) run on ref" in run.output, run.describe()
+
+
+def float16_if_model(path, runnable=True):
+    """x[2,3,3] float16, c: Relu 'rectify' | If 'choose' -> (chosen[2], extra) | Add 'add_one' | Neg 'negate' -> y.
+
+    The If's then branch holds Det, which OpenVINO has no conversion rule for, so the If is an unsupported
+    subgraph between two supported ones. Its output 'extra' is a copy of the input (rank 3) in one branch and a
+    max (rank 0) in the other: ONNX's shape inference leaves it without a shape (no value_info either), as
+    exports with data-dependent branches do, and nobody reads it, so it is an output of the If's subgraph.
+    Not `runnable`: a node of an unknown domain in each branch, so the reference runner cannot run the model
+    whichever branch the data takes."""
+    F = TensorProto.FLOAT16
+    unknown = lambda name, output: helper.make_node("Mystery", ["rectified"], [output], name=name, domain="custom.test")
+    then_branch = helper.make_graph(
+        ([] if runnable else [unknown("body_unknown", "then_unknown")])
+        + [helper.make_node("Det", ["rectified"], ["then_det"], name="body_det"),
+           helper.make_node("Identity", ["rectified"] if runnable else ["then_unknown"], ["then_extra"],
+                            name="body_copy")],
+        "then_branch", [], [helper.make_tensor_value_info("then_det", F, [2]),
+                            helper.make_tensor_value_info("then_extra", F, [2, 3, 3])])
+    else_branch = helper.make_graph(
+        ([] if runnable else [unknown("else_body_unknown", "else_unknown")])
+        + [helper.make_node("ReduceSum", ["rectified", "axes"], ["else_sum"], name="body_sum", keepdims=0),
+           helper.make_node("ReduceMax", ["rectified"] if runnable else ["else_unknown"], ["else_extra"],
+                            name="body_max", keepdims=0)],
+        "else_branch", [], [helper.make_tensor_value_info("else_sum", F, [2]),
+                            helper.make_tensor_value_info("else_extra", F, [])])
+    nodes = [helper.make_node("Relu", ["x"], ["rectified"], name="rectify"),
+             helper.make_node("If", ["c"], ["chosen", "extra"], name="choose", then_branch=then_branch,
+                              else_branch=else_branch),
+             helper.make_node("Add", ["chosen", "one"], ["added"], name="add_one"),
+             helper.make_node("Neg", ["added"], ["y"], name="negate")]
+    graph = helper.make_graph(
+        nodes, "float16_if",
+        [helper.make_tensor_value_info("x", F, [2, 3, 3]), helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", F, [2])],
+        [helper.make_tensor("one", F, [], [1.0]), helper.make_tensor("axes", TensorProto.INT64, [2], [1, 2])])
+    opsets = [helper.make_opsetid("", 17)] + ([] if runnable else [helper.make_opsetid("custom.test", 1)])
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=8)
+    onnx.checker.check_model(model)
+    inferred = onnx.shape_inference.infer_shapes(model).graph.value_info
+    assert [v.name for v in inferred if not v.type.tensor_type.HasField("shape")] == ["extra"]
+    onnx.save(model, str(path))
+    return path
+
+
+def test_float16_if_subgraph_outputs_without_a_shape_are_typed_by_a_reference_run(run_parity, tmp_path):
+    """Issue 38: the If's subgraph failed ONNX's checker on its own output ('shape' missing) and nothing was
+    written. Its boundary tensors now take their element type and rank from a run of the model on the
+    reference runner (dims left unknown), and every subgraph passes the checker."""
+    model = float16_if_model(tmp_path / "float16_if.onnx")
+    out = tmp_path / "dumps"
+    run = run_parity("inspect", "capability", model, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    assert "choose (If) is unsupported as a whole" in run.output, run.describe()
+    assert subgraph_files(out) == polygraphy_file_names([[0], [2, 3]], 4)
+    for name in subgraph_files(out):
+        onnx.checker.check_model(onnx.load(str(out / name)), full_check=True)
+    outputs = {v.name: v.type.tensor_type for v in onnx.load(str(out / "unsupported_subgraph-nodes-1-1.onnx")).graph.output}
+    assert outputs["extra"].elem_type == TensorProto.FLOAT16
+    dims = outputs["extra"].shape.dim
+    assert len(dims) in (0, 3) and not any(d.HasField("dim_value") for d in dims), outputs["extra"]
+
+
+def test_a_subgraph_failing_the_checker_is_reported_and_the_others_written(run_parity, tmp_path):
+    """The same If where the reference runner cannot run the model either: its subgraph still has an output
+    without a shape and fails ONNX's checker. It is reported (one error naming it and the checker's words, exit
+    1), and the other subgraphs and results.txt are written."""
+    model = float16_if_model(tmp_path / "float16_if.onnx", runnable=False)
+    out = tmp_path / "dumps"
+    run = run_parity("inspect", "capability", model, "--openvino", "-o", out, timeout=RUN_TIMEOUT)
+    assert run.returncode == 1, run.describe()
+    error = single_error_line(run)
+    assert "unsupported_subgraph-nodes-1-1.onnx is not written (the other subgraphs are)" in error, error
+    assert "Field 'shape' of 'type' is required but missing" in error, error
+    assert "could not run on the reference runner" in run.output, run.describe()
+    assert subgraph_files(out) == ["supported_subgraph-nodes-0-0.onnx", "supported_subgraph-nodes-2-3.onnx"]
+    for name in subgraph_files(out):
+        onnx.checker.check_model(onnx.load(str(out / name)), full_check=True)
+    assert "Not written (they fail ONNX's checker): unsupported_subgraph-nodes-1-1.onnx" in (out / "results.txt").read_text()

@@ -71,6 +71,10 @@ struct ReduceOptions {
   bool freeze_cut_branches = false;
   // Called before each tensor of a candidate is frozen (with freeze_cut_branches).
   std::function<void(const std::string& tensor)> on_freeze;
+  // When every check run failed (none replayed): one more check, of the last node outside the result
+  // alone (its inputs marked as the graph inputs), which tells a failure that every candidate held from a
+  // check that fails whatever it is given (ReduceResult::outside_node_fails).
+  bool probe_when_every_check_fails = false;
 };
 
 struct ReduceResult {
@@ -81,6 +85,9 @@ struct ReduceResult {
   std::vector<std::string> frozen_initializers;  // intermediate tensors frozen into initializers of `reduced`
   bool whole_model_passes = false;  // the check passed on the whole model
   bool reduced_fails = true;        // `reduced` was seen failing (false: no candidate failed, it is the whole model)
+  bool every_check_failed = false;  // every check run failed (and none was replayed), the probe's aside
+  std::optional<bool> outside_node_fails;  // with probe_when_every_check_fails: the probe's outcome, when it ran
+  std::string outside_node;                // describe_node of the node the probe checked alone
   int64_t original_nodes = 0;
   int checks_run = 0;       // checks actually run
   int checks_replayed = 0;  // outcomes taken from the replay

@@ -3,6 +3,7 @@
 // candidate written to --iter-artifact) or, given runner flags instead, an in-process comparison
 // of the candidate's outputs between the runners with `run`'s comparison flags. The algorithm is
 // the library's (parity/debug/reduce.h); this file parses flags and turns them into the check.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -116,7 +117,11 @@ class DebugReduceCommand : public Command {
     parse_arguments();
     // As Polygraphy: no ONNX shape inference when the fallback gives the shapes.
     if (force_fallback_) model_.disable_shape_inference();
-    onnx::Model model = model_.load();
+    // Large weights stay in the model file (LoadOptions::lazy_weights): every candidate refers to them there,
+    // so building and checking candidates copies no weights.
+    onnx::LoadOptions load_options;
+    load_options.lazy_weights = true;
+    onnx::Model model = model_.load(load_options);
     refuse_unrelated_min_good(model);
     if (!model_input_shapes_.empty()) {
       onnx::override_input_shapes(*model->mutable_graph(),
@@ -160,6 +165,7 @@ class DebugReduceCommand : public Command {
     // A --check command feeds only the candidate's graph inputs, as Polygraphy's checks do: the tensors of
     // cut-off branches are frozen with the data loader's values. In-process, every sample feeds them.
     options.freeze_cut_branches = checks_.given();
+    options.probe_when_every_check_fails = checks_.given();
     bool warned = false;
     options.on_freeze = [this, &warned](const std::string&) {
       if (warned || !data_loader_.uses_random_data()) return;
@@ -183,6 +189,7 @@ class DebugReduceCommand : public Command {
       throw;
     }
     remove_iter_artifact();
+    refuse_broken_check(result);
     report(result);
     if (!output_.empty()) {
       suggest_further_reduction(result);
@@ -259,7 +266,33 @@ class DebugReduceCommand : public Command {
     onnx::save_model(candidate, iter_artifact_);
     auto outcome = checks_.run_check(step - 1);
     checks_.artifact_sorter().sort(!outcome.failed, fmt::format("step{}", step));
+    failures_.add(outcome, candidate->graph().node_size());
     return outcome.failed;
+  }
+
+  // Every check failed with the same exit code and output, the smallest candidate included: when the
+  // node checked alone outside the result failed the same way too, the check fails whatever it is given
+  // (a missing module, a wrong path) and the "reduction" means nothing; refused. Without that probe
+  // (no node outside the result), a warning.
+  void refuse_broken_check(const debug::ReduceResult& result) const {
+    if (!checks_.given() || !result.every_check_failed || !failures_.all_alike || failures_.count < 2) return;
+    std::string output = failures_.output;
+    while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+    constexpr std::size_t kShown = 600;
+    if (output.size() > kShown) output = "..." + output.substr(output.size() - kShown);
+    const std::string how =
+        fmt::format("exit code {}, output {}", failures_.exit_code,
+                    output.empty() ? std::string("empty") : fmt::format("ending:\n{}", output));
+    if (result.outside_node_fails.value_or(false))
+      raise<InvalidInputError>("the --check command looks broken: all {} checks failed the same way, the smallest "
+                               "candidate ({} node(s)) and {} alone (which the reduction left out) included: {}\n"
+                               "Run the command by hand on a candidate (--no-remove-intermediate keeps {}); nothing "
+                               "was saved",
+                               failures_.count, failures_.smallest, result.outside_node, how, iter_artifact_);
+    if (!result.outside_node_fails)
+      log::warning("The --check command may be broken: all {} checks failed the same way, the smallest candidate "
+                   "({} node(s)) included: {}",
+                   failures_.count, failures_.smallest, how);
   }
 
   // The candidate on every runner, fed from the whole model's values; fails when the comparison
@@ -350,6 +383,22 @@ class DebugReduceCommand : public Command {
   ReplayArgs replay_;
 
   debug::TensorValues values_;
+  // The outcomes of the --check command: whether every one failed with the same exit code and output.
+  struct Failures {
+    int count = 0, exit_code = 0, smallest = 0;
+    std::string output;
+    bool all_alike = true;
+    void add(const debug::CheckOutcome& outcome, int nodes) {
+      if (!outcome.failed) all_alike = false;
+      if (count > 0 && (outcome.exit_code != exit_code || outcome.output != output)) all_alike = false;
+      if (count == 0) {
+        exit_code = outcome.exit_code;
+        output = outcome.output;
+      }
+      smallest = count == 0 ? nodes : std::min(smallest, nodes);
+      ++count;
+    }
+  } failures_;
 };
 
 PARITY_REGISTER_COMMAND(DebugReduceCommand);

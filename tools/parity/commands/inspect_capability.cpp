@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -20,6 +21,8 @@
 #include "parity/onnx/node_range.h"
 #include "parity/runtime/backend_registry.h"
 #include "parity/runtime/capability.h"
+#include "parity/runtime/data_loader.h"
+#include "parity/runtime/passes/fallback_shape_inference.h"
 
 namespace parity::cli {
 namespace {
@@ -61,27 +64,38 @@ class InspectCapabilityCommand : public Command {
         runtime::prepare_for_partitioning(model_.load(), model_.shape_inference());
     std::unique_ptr<runtime::SupportQuery> query = asked->make_support_query();
     runtime::CapabilityReport report = runtime::analyze_capability(prepared, *query);
+    std::string summary = report.summary();
+    if (report.fully_supported()) {  // as Polygraphy: nothing to partition, nothing written
+      log::info("{}", summary);
+      return 0;
+    }
 
-    // Every subgraph is cut and checked before anything is written.
+    // Every subgraph is cut and checked before anything is written; one that fails ONNX's checker is
+    // reported and left out, the others are written.
     std::vector<std::pair<std::string, onnx::Model>> files;
+    std::vector<std::string> failed;
     for (const auto& partition : report.partitions) {
       onnx::Model part = onnx::extract_node_range(prepared, partition.begin, partition.end);
+      type_boundary_tensors(part, prepared);
       try {
         onnx::check_model(part);
       } catch (const Error& error) {
-        raise<InternalError>("the subgraph {} fails ONNX's checker: {}", partition.file_name(),
-                             error.what());
+        log::error("the subgraph {} is not written (the other subgraphs are): {}", partition.file_name(),
+                   error.what());
+        failed.push_back(partition.file_name());
+        continue;
       }
       files.emplace_back(partition.file_name(), std::move(part));
     }
-    std::string summary = report.summary();
+    if (!failed.empty())
+      summary += fmt::format("\nNot written (they fail ONNX's checker): {}\n", fmt::join(failed, ", "));
     write_all(files, summary);
     log::info("{}", summary);
     for (const auto& node : report.unsupported)
       log::verbose("{} ({}), {}'s whole message:\n{}", node.name, node.op_type, report.backend,
                    node.detail);
     log::info("Saved {} subgraph(s) and results.txt to {}", files.size(), output_);
-    return 0;
+    return failed.empty() ? 0 : 1;
   }
 
  private:
@@ -91,6 +105,48 @@ class InspectCapabilityCommand : public Command {
     for (auto backend = runtime::backends().rbegin(); backend != runtime::backends().rend(); ++backend)
       if (backend->make_support_query) found.emplace_back(*backend);
     return found;
+  }
+
+  // A subgraph's inputs and outputs are the tensors it shares with the rest of the model; ONNX's checker wants
+  // each to have a type with a shape. Where shape inference gave none (an If whose branches give another
+  // rank each), the element type and rank come from one run of the model on the reference runner (made once,
+  // when first needed; dims left unknown); when that run fails, the tensor stays as it is, and the subgraph
+  // is reported by the checker.
+  void type_boundary_tensors(onnx::Model& part, const onnx::Model& prepared) {
+    auto untyped = [](const ::onnx::ValueInfoProto& value) {
+      const auto& type = value.type();
+      return !type.has_tensor_type() || type.tensor_type().elem_type() == 0 || !type.tensor_type().has_shape();
+    };
+    auto& graph = *part->mutable_graph();
+    std::vector<::onnx::ValueInfoProto*> boundary;
+    for (auto& input : *graph.mutable_input())
+      if (untyped(input)) boundary.push_back(&input);
+    for (auto& output : *graph.mutable_output())
+      if (untyped(output)) boundary.push_back(&output);
+    if (boundary.empty()) return;
+    if (!ran_) {
+      ran_.emplace();
+      try {
+        runtime::DataLoader data_loader;
+        *ran_ = runtime::fallback_shape_inference(
+            prepared, [&](const TensorMetadata& inputs) { return data_loader.generate(inputs, 0); });
+      } catch (const Error& error) {
+        log::warning("Shape inference leaves tensors between subgraphs without a shape, and the model could not "
+                     "run on the reference runner to give them one: {}",
+                     error.what());
+      }
+    }
+    for (auto* value : boundary) {
+      const TensorInfo* info = ran_->find(value->name());
+      if (!info || !info->shape) continue;
+      auto* tensor = value->mutable_type()->mutable_tensor_type();
+      tensor->set_elem_type(static_cast<int32_t>(info->dtype));
+      auto* shape = tensor->mutable_shape();
+      shape->clear_dim();
+      for (std::size_t d = 0; d < info->shape->size(); ++d) shape->add_dim();
+      log::verbose("'{}' typed by a run of the model on the reference runner: {}, rank {}", value->name(),
+                   dtype_name(info->dtype), info->shape->size());
+    }
   }
 
   // Writes the models and results.txt; on a failure removes what this run wrote, then throws.
@@ -119,6 +175,7 @@ class InspectCapabilityCommand : public Command {
   ModelArgs model_;
   std::map<std::string, bool> asked_;  // --<backend>: its support query is asked
   std::string output_ = "parity_capability_dumps";
+  std::optional<TensorMetadata> ran_;  // the reference run's tensors, once made (empty when it failed)
 };
 
 PARITY_REGISTER_COMMAND(InspectCapabilityCommand);
