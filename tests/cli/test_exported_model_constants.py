@@ -1,0 +1,116 @@
+"""Constant nodes of exported transformers (tests/cli/exported_models.py: BERT and GPT-2 exported by
+torch's TorchScript and dynamo exporters): `debug precision` searches only nodes `convert --keep-fp32`
+can keep, and `convert` keeps a Constant it is asked to keep."""
+
+import re
+
+import onnx
+import pytest
+from onnx import TensorProto
+
+from exported_models import export
+
+KINDS = ("bert", "gpt2")
+EXPORTERS = ("torchscript", "dynamo")
+
+
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory):
+    """(kind, exporter) -> path of the model, each exported once."""
+    folder = tmp_path_factory.mktemp("exported_models")
+    paths = {}
+
+    def get(kind, exporter):
+        if (kind, exporter) not in paths:
+            paths[kind, exporter] = export(kind, folder / f"{kind}_{exporter}.onnx", exporter)
+        return paths[kind, exporter]
+
+    return get
+
+
+def is_constant(node):
+    return node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+
+
+def float_constants(model):
+    """Names of the main graph's Constant nodes whose value is a float32 tensor."""
+    return [n.name for n in model.graph.node
+            if is_constant(n) and n.attribute[0].name == "value" and n.attribute[0].t.data_type == TensorProto.FLOAT]
+
+
+def keep_list_names(path):
+    """Node names of a keep list file written by --save-keep-list ('node:NAME  # OP' lines)."""
+    names = []
+    for line in path.read_text().splitlines():
+        line = line.split("  #")[0].strip()
+        if line and not line.startswith("#"):
+            assert line.startswith("node:"), line
+            names.append(line[len("node:"):])
+    return names
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_debug_precision_searches_only_nodes_convert_can_keep(run_parity, exported, tmp_path, kind, exporter):
+    """Iteration 2 keeps every searched node: with Constants in the search list it could not be made
+    (`--keep-fp32: no node matches node '.../Constant_7'`). Each searched node must be a computation
+    that convert keeps from the saved list."""
+    model_path = exported(kind, exporter)
+    model = onnx.load(str(model_path))
+    if exporter == "torchscript":
+        assert float_constants(model), "the TorchScript export should have float Constant nodes"
+    keep = tmp_path / "keep.txt"
+    run = run_parity("debug", "precision", model_path, "--onnxrt", "--max-iterations", "2", "--latency-runs", "0",
+                     "--save-keep-list", keep)
+    assert run.returncode == 0, run.describe()
+    assert not run.lines("[E] "), run.describe()
+    all_kept = re.search(r"Iteration 2 .*\| keep all \| keeping (\d+)/(\d+) node\(s\) in float32 \| PASSED", run.output)
+    assert all_kept, run.describe()
+    names = keep_list_names(keep)
+    assert len(names) == int(all_kept.group(2)), run.describe()
+    op_types = {n.name: n.op_type for n in model.graph.node}
+    assert not [name for name in names if op_types[name] == "Constant"], keep.read_text()
+    converted = run_parity("convert", model_path, "--fp-to-fp16", "--keep-fp32", f"@{keep}",
+                           "-o", tmp_path / "kept.onnx")
+    assert converted.returncode == 0, converted.describe()
+    assert not converted.lines("[W] "), converted.describe()
+
+
+def test_convert_keeps_a_constant_node_in_float32(run_parity, exported, tmp_path):
+    """`--keep-fp32 node:<Constant>` keeps the Constant's value in float32 (the converted nodes reading
+    it read a Cast of it), and the converted model still runs."""
+    model_path = exported("bert", "torchscript")
+    model = onnx.load(str(model_path))
+    constants = float_constants(model)
+    assert constants
+    name = constants[0]
+    value = next(n.output[0] for n in model.graph.node if n.name == name)
+    out = tmp_path / "kept_constant.onnx"
+    run = run_parity("convert", model_path, "--fp-to-fp16", "--keep-fp32", f"node:{name}", "-o", out)
+    assert run.returncode == 0, run.describe()
+    converted = onnx.load(str(out))
+    stored = [t for t in converted.graph.initializer if t.name == value]
+    assert len(stored) == 1 and stored[0].data_type == TensorProto.FLOAT, [t.name for t in converted.graph.initializer]
+    readers = [n for n in converted.graph.node if value in n.input]
+    assert readers and all(n.op_type == "Cast" for n in readers), readers
+    # Without the keep entry the same value is converted to float16.
+    plain = tmp_path / "plain.onnx"
+    assert run_parity("convert", model_path, "--fp-to-fp16", "-o", plain).returncode == 0
+    assert [t.data_type for t in onnx.load(str(plain)).graph.initializer if t.name == value] == [TensorProto.FLOAT16]
+    ran = run_parity("run", out, "--onnxrt")
+    assert ran.returncode == 0, ran.describe()
+
+
+def test_convert_op_constant_matches_the_constant_nodes(run_parity, exported, tmp_path):
+    """`op:Constant` keeps every Constant (no "no node has op type 'Constant'" warning): every float
+    Constant's value stays float32."""
+    model_path = exported("gpt2", "torchscript")
+    model = onnx.load(str(model_path))
+    values = {n.output[0] for n in model.graph.node if n.name in set(float_constants(model))}
+    assert values
+    out = tmp_path / "kept_constants.onnx"
+    run = run_parity("convert", model_path, "--fp-to-fp16", "--keep-fp32", "op:Constant", "-o", out)
+    assert run.returncode == 0, run.describe()
+    assert not run.lines("[W] "), run.describe()
+    types = {t.name: t.data_type for t in onnx.load(str(out)).graph.initializer}
+    assert {types[v] for v in values} == {TensorProto.FLOAT}
