@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "parity/core/error.h"
+#include "parity/onnx/passes.h"
 
 namespace parity::compare {
 
@@ -100,6 +101,13 @@ void Judge::run_held(const DataLoaderFunc& data_loader, Verdict& verdict) {
   options.warm_up = options_.warm_up;
   options.intermediates = options_.tensors;
   options.exclude_outputs = options_.exclude;
+  // Mark all leaves out Constants' values, as Polygraphy's does (and the streamed comparison).
+  if (options_.tensors.mode == runtime::IntermediateOutputs::Mode::kAll && options_.model) {
+    const onnx::Model model = options_.model();
+    for (const auto& node : model->graph().node())
+      if (onnx::is_constant_node(node))
+        for (const auto& output : node.output()) options.exclude_outputs.insert(output);
+  }
   options.on_feeds = options_.on_feeds;
   options.use_subprocess = options_.use_subprocess;
   // One result and nothing saved, compared or validated: intermediates are only described.

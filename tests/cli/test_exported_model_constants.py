@@ -1,7 +1,9 @@
 """Constant nodes of exported transformers (tests/cli/exported_models.py: BERT and GPT-2 exported by
 torch's TorchScript and dynamo exporters): `debug precision` searches only nodes `convert --keep-fp32`
-can keep, and `convert` keeps a Constant it is asked to keep."""
+can keep, `convert` keeps a Constant it is asked to keep, and `run --onnx-outputs mark all` compares
+what Polygraphy's does (no Constant's value)."""
 
+import json
 import re
 
 import onnx
@@ -9,6 +11,7 @@ import pytest
 from onnx import TensorProto
 
 from exported_models import export
+from run_util import load_polygraphy_json, polygraphy
 
 KINDS = ("bert", "gpt2")
 EXPORTERS = ("torchscript", "dynamo")
@@ -114,3 +117,54 @@ def test_convert_op_constant_matches_the_constant_nodes(run_parity, exported, tm
     assert not run.lines("[W] "), run.describe()
     types = {t.name: t.data_type for t in onnx.load(str(out)).graph.initializer}
     assert {types[v] for v in values} == {TensorProto.FLOAT}
+
+
+def polygraphy_mark_all_count(model):
+    """Tensors Polygraphy's `--onnx-outputs mark all` compares (polygraphy.backend.onnx.util.all_tensor_names):
+    every output of every main-graph node other than Constant, each once."""
+    names = []
+    for node in model.graph.node:
+        if node.op_type != "Constant":
+            names += [o for o in node.output if o and o not in names]
+    return len(names)
+
+
+def report_of(run_parity, model_path, tmp_path, *flags):
+    report = tmp_path / "report.json"
+    run = run_parity("run", model_path, *flags, "--onnx-outputs", "mark", "all", "--report", report)
+    assert run.returncode == 0, run.describe()
+    return run, json.loads(report.read_text())
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("held", [False, True], ids=["streamed", "held"])
+def test_mark_all_leaves_out_constants_as_polygraphy(run_parity, exported, tmp_path, kind, exporter, held):
+    """`mark all` compares the tensors Polygraphy's does: no Constant's value (the TorchScript exports have
+    dozens), streamed (two live runners) or held (--save-outputs keeps every result)."""
+    model_path = exported(kind, exporter)
+    model = onnx.load(str(model_path))
+    flags = ["--onnxrt", "--ref"]
+    if held:
+        flags += ["--save-outputs", tmp_path / "outputs.json"]
+    run, report = report_of(run_parity, model_path, tmp_path, *flags)
+    (layerwise,) = report["layerwise"]
+    assert layerwise["compared"] == polygraphy_mark_all_count(model), run.describe()
+    constants = {o for n in model.graph.node if is_constant(n) for o in n.output}
+    compared = set(re.findall(r"Comparing Output: '([^']+)'", run.output))
+    assert compared and not compared & constants, run.describe()
+    if held:
+        for runner_name, iterations in load_polygraphy_json(tmp_path / "outputs.json").items():
+            saved = set(iterations[0].keys())
+            assert len(saved) == layerwise["compared"] and not saved & constants, runner_name
+
+
+def test_mark_all_compares_as_many_tensors_as_polygraphy(run_parity, exported):
+    """The same count from Polygraphy itself, on the TorchScript BERT (float Constants, shape arithmetic)."""
+    model_path = exported("bert", "torchscript")
+    code, log = polygraphy("run", model_path, "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all")
+    theirs = len(re.findall(r"Comparing Output: '", log))
+    run = run_parity("run", model_path, "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all")
+    assert code == run.returncode == 0, run.describe()
+    ours = len(re.findall(r"Comparing Output: '", run.output))
+    assert theirs > 0 and ours == theirs, (ours, theirs)
