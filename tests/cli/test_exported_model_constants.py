@@ -1,7 +1,7 @@
 """Constant nodes of exported transformers (tests/cli/exported_models.py: BERT and GPT-2 exported by
 torch's TorchScript and dynamo exporters): `debug precision` searches only nodes `convert --keep-fp32`
 can keep, `convert` keeps a Constant it is asked to keep, and `run --onnx-outputs mark all` compares
-what Polygraphy's does (no Constant's value)."""
+what Polygraphy's does (no Constant's value); the tensor-list flags take the keep-list syntax."""
 
 import json
 import re
@@ -11,6 +11,7 @@ import pytest
 from onnx import TensorProto
 
 from exported_models import export
+from graph_tools_util import assert_one_error
 from run_util import load_polygraphy_json, polygraphy
 
 KINDS = ("bert", "gpt2")
@@ -168,3 +169,71 @@ def test_mark_all_compares_as_many_tensors_as_polygraphy(run_parity, exported):
     assert code == run.returncode == 0, run.describe()
     ours = len(re.findall(r"Comparing Output: '", run.output))
     assert theirs > 0 and ours == theirs, (ours, theirs)
+
+
+def outputs_of(model, op_type):
+    return [o for n in model.graph.node if n.op_type == op_type for o in n.output if o]
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+def test_exclude_outputs_takes_op_types_patterns_and_files(run_parity, exported, tmp_path, exporter):
+    """--onnx-exclude-outputs takes the keep-list syntax: op:TYPE, re:PATTERN and @file (whose lines may be
+    any entry); each leaves exactly its tensors out of `mark all`."""
+    model_path = exported("gpt2", exporter)
+    model = onnx.load(str(model_path))
+    everything = polygraphy_mark_all_count(model)
+    gathers, shapes = outputs_of(model, "Gather"), outputs_of(model, "Shape")
+    matmuls = outputs_of(model, "MatMul")
+    assert gathers and matmuls
+    listed = tmp_path / "exclude.txt"
+    listed.write_text("# leave out the MatMuls by name\n" + "\n".join(matmuls) + "\nop:Shape\n")
+    pattern = re.escape(matmuls[0])
+    cases = {
+        ("op:Gather",): set(gathers),
+        (f"@{listed}",): set(matmuls) | set(shapes),
+        (f"re:^{pattern}$", "op:Gather"): {matmuls[0]} | set(gathers),
+    }
+    for entries, left_out in cases.items():
+        run, report = report_of(run_parity, model_path, tmp_path, "--onnxrt", "--onnxrt",
+                                "--onnx-exclude-outputs", *entries)
+        compared = set(re.findall(r"Comparing Output: '([^']+)'", run.output))
+        assert not compared & left_out, (entries, run.describe())
+        assert report["layerwise"][0]["compared"] == everything - len(left_out), (entries, run.describe())
+
+
+def test_onnx_outputs_takes_op_types(run_parity, exported, tmp_path):
+    """--onnx-outputs op:MatMul compares the MatMuls' outputs besides the graph outputs."""
+    model_path = exported("bert", "torchscript")
+    model = onnx.load(str(model_path))
+    matmuls = outputs_of(model, "MatMul")
+    report = tmp_path / "report.json"
+    run = run_parity("run", model_path, "--onnxrt", "--onnxrt", "--onnx-outputs", "op:MatMul", "--report", report)
+    assert run.returncode == 0, run.describe()
+    compared = set(re.findall(r"Comparing Output: '([^']+)'", run.output))
+    assert compared == set(matmuls) | {o.name for o in model.graph.output}, run.describe()
+
+
+def test_convert_outputs_take_op_types_and_files(run_parity, exported, tmp_path):
+    """convert's --onnx-outputs / --onnx-exclude-outputs share the syntax."""
+    model_path = exported("bert", "dynamo")
+    model = onnx.load(str(model_path))
+    matmuls = outputs_of(model, "MatMul")
+    listed = tmp_path / "exclude.txt"
+    listed.write_text(matmuls[0] + "\n")
+    out = tmp_path / "marked.onnx"
+    run = run_parity("convert", model_path, "--onnx-outputs", "op:MatMul", "--onnx-exclude-outputs", f"@{listed}",
+                     "-o", out)
+    assert run.returncode == 0, run.describe()
+    assert [o.name for o in onnx.load(str(out)).graph.output] == matmuls[1:]
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (("--onnx-exclude-outputs", "re:^no_such_tensor$"), "re:^no_such_tensor$"),
+    (("--onnx-outputs", "node:no_such_node"), "no_such_node"),
+    (("--onnx-exclude-outputs", "re:("), "invalid regular expression"),
+    (("--onnx-exclude-outputs", "@/nonexistent/exclude.txt"), "/nonexistent/exclude.txt"),
+])
+def test_bad_tensor_entries_are_one_clear_error(run_parity, exported, flags, needle):
+    model_path = exported("bert", "dynamo")
+    run = run_parity("run", model_path, "--onnxrt", *flags)
+    assert_one_error(run, needle)
