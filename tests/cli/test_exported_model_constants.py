@@ -237,3 +237,78 @@ def test_bad_tensor_entries_are_one_clear_error(run_parity, exported, flags, nee
     model_path = exported("bert", "dynamo")
     run = run_parity("run", model_path, "--onnxrt", *flags)
     assert_one_error(run, needle)
+
+
+def masked_softmax_model(path):
+    """x [2,4] + a -inf attention mask (a computed Add, as in BERT/GPT-2 attention) -> Softmax. Built here:
+    the tiny exported models' default feeds never reach their masks' -inf."""
+    from onnx import helper, numpy_helper
+    import numpy as np
+    mask = np.array([[0, -np.inf, 0, -np.inf]], dtype=np.float32)
+    nodes = [helper.make_node("Constant", [], ["mask"], name="mask_const", value=numpy_helper.from_array(mask)),
+             helper.make_node("Add", ["x", "mask"], ["scores"], name="add_mask"),
+             helper.make_node("Softmax", ["scores"], ["y"], name="softmax", axis=-1)]
+    graph = helper.make_graph(nodes, "masked", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def clamped_slice_end_model(path):
+    """x [2,8] sliced from 1 to end = INT64_MAX * 1 (computed, so mark all compares it): OpenVINO computes
+    shape arithmetic in int32 and returns INT32_MAX there. Built here: the exported models' INT64_MAX ends
+    are Constants, which mark all leaves out."""
+    from onnx import helper, numpy_helper
+    import numpy as np
+    const = lambda name, values: helper.make_node("Constant", [], [name], name=f"{name}_const",
+                                                  value=numpy_helper.from_array(np.array(values, np.int64)))
+    nodes = [const("big", [np.iinfo(np.int64).max]), const("one", [1]),
+             helper.make_node("Mul", ["big", "one"], ["end"], name="end_mul"),
+             helper.make_node("Slice", ["x", "one", "end", "one"], ["sliced"], name="slice"),
+             helper.make_node("Relu", ["sliced"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "clamped", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def layerwise_summary(run):
+    return run.output[run.output.index("Layerwise Summary"):]
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["streamed", "held"])
+def test_equal_infinities_are_no_divergence(run_parity, tmp_path, held):
+    """Two identical ONNX Runtime runs: the -inf mask's tensor fails Polygraphy's rule (inf - inf is NaN), and
+    the layerwise summary says so instead of naming it the first divergence with a NaN error."""
+    model = masked_softmax_model(tmp_path / "masked.onnx")
+    report = tmp_path / "report.json"
+    flags = ["--save-outputs", tmp_path / "outputs.json"] if held else []
+    run = run_parity("run", model, "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all", "--report", report, *flags)
+    assert run.returncode == 1, run.describe()  # Polygraphy's verdict
+    summary = layerwise_summary(run)
+    assert "First divergence" not in summary and "nan" not in summary, summary
+    assert "tensor 'scores' produced by node 'add_mask' [Op: Add]: fails only where both runs produced the same " \
+           "infinity" in summary, summary
+    (layerwise,) = json.loads(report.read_text())["layerwise"]
+    assert layerwise["first_divergence"] is None
+    assert [e["tensor"] for e in layerwise["not_divergences"]] == ["scores"]
+    assert "scores" not in [e["tensor"] for e in layerwise["worst"]]
+    passing = run_parity("run", model, "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all",
+                         "--infinities-compare-equal", *flags)
+    assert passing.returncode == 0, passing.describe()
+
+
+def test_int32_clamping_of_shape_arithmetic_is_no_divergence(run_parity, tmp_path):
+    model = clamped_slice_end_model(tmp_path / "clamped.onnx")
+    report = tmp_path / "report.json"
+    run = run_parity("run", model, "--onnxrt", "--openvino", "--ov-precision", "f32", "--onnx-outputs", "mark", "all",
+                     "--report", report)
+    (layerwise,) = json.loads(report.read_text())["layerwise"]
+    assert [e["tensor"] for e in layerwise["not_divergences"]] == ["end"], run.describe()
+    assert "clamping to int32" in layerwise["not_divergences"][0]["reason"]
+    assert layerwise["first_divergence"] is None and not any(e["tensor"] == "end" for e in layerwise["worst"])
+    assert "First divergence" not in layerwise_summary(run), run.describe()
