@@ -1,14 +1,17 @@
 """Constant nodes of exported transformers (tests/cli/exported_models.py: BERT and GPT-2 exported by
 torch's TorchScript and dynamo exporters): `debug precision` searches only nodes `convert --keep-fp32`
 can keep, `convert` keeps a Constant it is asked to keep, and `run --onnx-outputs mark all` compares
-what Polygraphy's does (no Constant's value); the tensor-list flags take the keep-list syntax."""
+what Polygraphy's does (no Constant's value), with a layerwise summary that ranks no tensor failing only
+through equal infinities or int32 clamping of shape arithmetic; the tensor-list flags take the keep-list
+syntax."""
 
 import json
 import re
 
+import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, helper, numpy_helper
 
 from exported_models import export
 from graph_tools_util import assert_one_error
@@ -242,8 +245,6 @@ def test_bad_tensor_entries_are_one_clear_error(run_parity, exported, flags, nee
 def masked_softmax_model(path):
     """x [2,4] + a -inf attention mask (a computed Add, as in BERT/GPT-2 attention) -> Softmax. Built here:
     the tiny exported models' default feeds never reach their masks' -inf."""
-    from onnx import helper, numpy_helper
-    import numpy as np
     mask = np.array([[0, -np.inf, 0, -np.inf]], dtype=np.float32)
     nodes = [helper.make_node("Constant", [], ["mask"], name="mask_const", value=numpy_helper.from_array(mask)),
              helper.make_node("Add", ["x", "mask"], ["scores"], name="add_mask"),
@@ -260,8 +261,6 @@ def clamped_slice_end_model(path):
     """x [2,8] sliced from 1 to end = INT64_MAX * 1 (computed, so mark all compares it): OpenVINO computes
     shape arithmetic in int32 and returns INT32_MAX there. Built here: the exported models' INT64_MAX ends
     are Constants, which mark all leaves out."""
-    from onnx import helper, numpy_helper
-    import numpy as np
     const = lambda name, values: helper.make_node("Constant", [], [name], name=f"{name}_const",
                                                   value=numpy_helper.from_array(np.array(values, np.int64)))
     nodes = [const("big", [np.iinfo(np.int64).max]), const("one", [1]),
