@@ -311,3 +311,30 @@ def test_int32_clamping_of_shape_arithmetic_is_no_divergence(run_parity, tmp_pat
     assert "clamping to int32" in layerwise["not_divergences"][0]["reason"]
     assert layerwise["first_divergence"] is None and not any(e["tensor"] == "end" for e in layerwise["worst"])
     assert "First divergence" not in layerwise_summary(run), run.describe()
+
+
+def constant_graph_output_model(path):
+    """y = Relu(x) and a graph output a Constant produces (built here: exporters fold such outputs away)."""
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu"),
+             helper.make_node("Constant", [], ["c"], name="c_const",
+                              value=numpy_helper.from_array(np.array([1.5], np.float32)))]
+    graph = helper.make_graph(nodes, "constant_output", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]),
+                               helper.make_tensor_value_info("c", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("source", ["gpt2_torchscript", "constant_output"])
+def test_save_onnx_marks_what_mark_all_compares(run_parity, exported, tmp_path, source):
+    """`run --save-onnx` with mark all saves the model with the outputs the run compares: no Constant's value,
+    not even a graph output a Constant produces (Polygraphy's mark all drops it too)."""
+    model_path = (exported("gpt2", "torchscript") if source == "gpt2_torchscript"
+                  else constant_graph_output_model(tmp_path / "constant_output.onnx"))
+    saved = tmp_path / "saved.onnx"
+    run = run_parity("run", model_path, "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all", "--save-onnx", saved)
+    assert run.returncode == 0, run.describe()
+    compared = re.findall(r"Comparing Output: '([^']+)'", run.output)
+    assert [o.name for o in onnx.load(str(saved)).graph.output] == compared, run.describe()

@@ -10,6 +10,7 @@
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/modify_outputs.h"
+#include "parity/onnx/passes.h"
 
 namespace parity::cli {
 
@@ -114,10 +115,17 @@ void mark_graph_outputs(::onnx::ModelProto& model, const runtime::IntermediateOu
                         const std::set<std::string>& exclude) {
   ::onnx::GraphProto& graph = *model.mutable_graph();
   std::vector<std::string> names;
-  // "mark all" in Polygraphy's order (node outputs, Constants' left out), then the graph outputs;
-  // a list: the graph outputs, then the listed tensors. onnx::mark_outputs keeps each name once.
-  if (marks.mode == runtime::IntermediateOutputs::Mode::kAll) names = onnx::markable_tensor_names(graph);
-  for (const auto& output : graph.output()) names.push_back(output.name());
+  // "mark all" in Polygraphy's order (node outputs, Constants' left out), then the graph outputs no
+  // Constant produces (the run compares no Constant's value); a list: the graph outputs, then the
+  // listed tensors. onnx::mark_outputs keeps each name once.
+  std::set<std::string> constants;
+  if (marks.mode == runtime::IntermediateOutputs::Mode::kAll) {
+    names = onnx::markable_tensor_names(graph);
+    for (const auto& node : graph.node())
+      if (onnx::is_constant_node(node)) constants.insert(node.output().begin(), node.output().end());
+  }
+  for (const auto& output : graph.output())
+    if (!constants.count(output.name())) names.push_back(output.name());
   if (marks.mode == runtime::IntermediateOutputs::Mode::kList)
     names.insert(names.end(), marks.names.begin(), marks.names.end());
   std::erase_if(names, [&](const std::string& name) { return exclude.count(name) > 0; });

@@ -57,7 +57,8 @@ class SavedOutputsArgs {
 };
 // Sets `model`'s graph outputs to what a run with these marks returns and compares (`run
 // --save-onnx`), less the `exclude`d names: for "mark all", every output of a node other than a
-// Constant in node order (Polygraphy's mark_layerwise), then any graph output not among them; for a
+// Constant in node order (Polygraphy's mark_layerwise), then any graph output not among them that
+// no Constant produces; for a
 // list, the graph outputs, then the listed tensors not among them. Types as onnx::mark_outputs
 // gives them; InvalidInputError for a name no node produces and no graph input is.
 void mark_graph_outputs(::onnx::ModelProto& model, const runtime::IntermediateOutputs& marks,
