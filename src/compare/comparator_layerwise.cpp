@@ -35,9 +35,11 @@ class LayerwiseSession {
  public:
   explicit LayerwiseSession(const LayerwiseRunOptions& options) : options_(options) {}
 
-  bool wanted(const std::string& name) const {
+  // Whether the tensor `name`, produced by an `op` node ("" when not known), is compared. Mark all
+  // leaves out Constants' values, as Polygraphy's does: they are no computation of the runner.
+  bool wanted(const std::string& name, const std::string& op) const {
     if (options_.exclude.count(name)) return false;
-    if (options_.tensors.mode == runtime::IntermediateOutputs::Mode::kAll) return true;
+    if (options_.tensors.mode == runtime::IntermediateOutputs::Mode::kAll) return op != "Constant";
     const auto& names = options_.tensors.names;
     return std::find(names.begin(), names.end(), name) != names.end() || options_.graph_outputs.count(name) > 0;
   }
@@ -80,7 +82,7 @@ class LayerwiseSession {
     std::size_t index = run.validation.size() - 1;
     setup.on_tensor = [this, &run, index, on_tensor = std::move(on_tensor)](int64_t iteration,
                                                                          const runtime::ProducedTensor& tensor) {
-      if (wanted(tensor.name) && tensor.tensor.dtype() != DType::kString)
+      if (wanted(tensor.name, tensor.op_type) && tensor.tensor.dtype() != DType::kString)
         run.validation[index].check(iteration, tensor);
       on_tensor(iteration, tensor);
     };
@@ -141,7 +143,7 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner0, runtime::Runner
   run.results.push_back(detail::run_runner(
       runner0, feeds,
       session.setup(run, runner0, &data_loader, [&](int64_t iteration, const runtime::ProducedTensor& t) {
-        if (!session.wanted(t.name)) return;
+        if (!session.wanted(t.name, t.op_type)) return;
         if (t.tensor.dtype() == DType::kString) {
           result.skipped.push_back(t.name);  // no numeric error
           return;
@@ -154,7 +156,8 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner0, runtime::Runner
   session.log_header(result);
   run.results.push_back(detail::run_runner(
       runner1, feeds, session.setup(run, runner1, nullptr, [&](int64_t iteration, const runtime::ProducedTensor& t) {
-        if (!session.wanted(t.name) || t.tensor.dtype() == DType::kString || session.stopped(result)) return;
+        if (!session.wanted(t.name, t.op_type) || t.tensor.dtype() == DType::kString || session.stopped(result))
+          return;
         const auto* record = spill.find(iteration, t.name);
         if (!record) {
           result.only_in_runner1.push_back(t.name);
@@ -192,13 +195,18 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner, const RunnerResu
   std::set<std::pair<int64_t, std::string>> seen;
   std::size_t order = 0;
   int64_t order_iteration = 0;
+  std::set<std::string> left_out;  // live tensors not compared (excluded, Constants under mark all)
 
   session.log_header(result);
   run.results.push_back(detail::run_runner(
       runner, feeds, session.setup(run, runner, &data_loader, [&](int64_t iteration, const runtime::ProducedTensor& t) {
         if (iteration != order_iteration) order = 0, order_iteration = iteration;  // positions count per iteration
         ++order;
-        if (!session.wanted(t.name) || session.stopped(result)) return;
+        if (!session.wanted(t.name, t.op_type)) {
+          left_out.insert(t.name);  // not reported as missing from the live run below
+          return;
+        }
+        if (session.stopped(result)) return;
         if (iteration >= static_cast<int64_t>(held.iterations.size())) return;
         const Tensor* other = held.iterations[static_cast<std::size_t>(iteration)].find(t.name);
         if (!other) {
@@ -215,7 +223,8 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner, const RunnerResu
       })));
   for (std::size_t it = 0; !session.stopped(result) && it < held.iterations.size() && it < feeds.size(); ++it)
     for (const auto& [name, tensor] : held.iterations[it].outputs)
-      if (session.wanted(name) && !seen.count({static_cast<int64_t>(it), name})) only_in_held.push_back(name);
+      if (!left_out.count(name) && session.wanted(name, "") && !seen.count({static_cast<int64_t>(it), name}))
+        only_in_held.push_back(name);
   log_layerwise_verdict(result);
   log_timing(run);
   return run;

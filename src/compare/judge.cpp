@@ -4,7 +4,9 @@
 
 #include <iterator>
 
+#include "parity/compare/layerwise_review.h"
 #include "parity/core/error.h"
+#include "parity/onnx/passes.h"
 
 namespace parity::compare {
 
@@ -100,6 +102,13 @@ void Judge::run_held(const DataLoaderFunc& data_loader, Verdict& verdict) {
   options.warm_up = options_.warm_up;
   options.intermediates = options_.tensors;
   options.exclude_outputs = options_.exclude;
+  // Mark all leaves out Constants' values, as Polygraphy's does (and the streamed comparison).
+  if (options_.tensors.mode == runtime::IntermediateOutputs::Mode::kAll && options_.model) {
+    const onnx::Model model = options_.model();
+    for (const auto& node : model->graph().node())
+      if (onnx::is_constant_node(node))
+        for (const auto& output : node.output()) options.exclude_outputs.insert(output);
+  }
   options.on_feeds = options_.on_feeds;
   options.use_subprocess = options_.use_subprocess;
   // One result and nothing saved, compared or validated: intermediates are only described.
@@ -118,7 +127,24 @@ void Judge::run_held(const DataLoaderFunc& data_loader, Verdict& verdict) {
   verdict.accuracy = Comparator::compare_accuracy(results, options_.compare_func, compare_options);
   if (layerwise() && !live_.empty()) {
     auto producers = tensor_producers(options_.model());
-    for (const auto& pair : verdict.accuracy->pairs) verdict.layerwise.push_back(layerwise_from_pair(pair, producers));
+    for (std::size_t p = 0; p < verdict.accuracy->pairs.size(); ++p) {
+      LayerwiseResult layerwise = layerwise_from_pair(verdict.accuracy->pairs[p], producers);
+      // Plain `simple` compared the tensors the results hold: their failures are reviewed as streamed ones are.
+      if (options_.streamable_simple && p < compare_options.comparisons->size()) {
+        const auto [first, second] = (*compare_options.comparisons)[p];
+        for (auto& entry : layerwise.entries) {
+          const auto& iterations0 = results[first].iterations;
+          const auto& iterations1 = results[second].iterations;
+          const auto it = static_cast<std::size_t>(entry.iteration);
+          if (it >= iterations0.size() || it >= iterations1.size()) continue;
+          const Tensor* out0 = iterations0[it].find(entry.comparison.output0);
+          const Tensor* out1 = iterations1[it].find(entry.comparison.output1);
+          if (out0 && out1)
+            review_layer(entry, out0->view(), out1->view(), options_.streamable_simple->infinities_compare_equal);
+        }
+      }
+      verdict.layerwise.push_back(std::move(layerwise));
+    }
   }
 }
 

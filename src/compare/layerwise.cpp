@@ -16,6 +16,7 @@
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/compare/layerwise_review.h"
 
 namespace parity::compare {
 namespace {
@@ -206,6 +207,16 @@ Tensor TensorSpill::take(const Record& record) {
 
 // ---- results ----
 
+double LayerwiseEntry::max_abs_error() const {
+  if (infinities_equal_errors) return infinities_equal_errors->max_abs;
+  return comparison.simple ? comparison.simple->max_absdiff : std::nan("");
+}
+
+double LayerwiseEntry::max_rel_error() const {
+  if (infinities_equal_errors) return infinities_equal_errors->max_rel;
+  return comparison.simple ? comparison.simple->max_reldiff : std::nan("");
+}
+
 double LayerwiseEntry::excess() const {
   const auto& c = comparison;
   if (c.passed) return 0;
@@ -216,6 +227,8 @@ double LayerwiseEntry::excess() const {
     if (tolerance <= 0) return required > 0 ? std::numeric_limits<double>::infinity() : 0.0;
     return required / tolerance;
   };
+  if (infinities_equal_errors)
+    return std::min(ratio(infinities_equal_errors->max_abs, m.atol), ratio(infinities_equal_errors->max_rel, m.rtol));
   return std::min(ratio(m.required_atol, m.atol), ratio(m.required_rtol, m.rtol));
 }
 
@@ -226,7 +239,7 @@ bool LayerwiseResult::passed() const {
 const LayerwiseEntry* LayerwiseResult::first_divergence() const {
   const LayerwiseEntry* first = nullptr;
   for (const auto& e : entries)
-    if (!e.comparison.passed &&
+    if (!e.comparison.passed && e.not_a_divergence.empty() &&
         (!first || std::pair(e.iteration, e.order) < std::pair(first->iteration, first->order)))
       first = &e;
   return first;
@@ -234,10 +247,11 @@ const LayerwiseEntry* LayerwiseResult::first_divergence() const {
 
 std::vector<const LayerwiseEntry*> LayerwiseResult::worst(std::size_t count) const {
   std::vector<const LayerwiseEntry*> all;
-  for (const auto& e : entries) all.push_back(&e);
+  for (const auto& e : entries)
+    if (e.comparison.passed || e.not_a_divergence.empty()) all.push_back(&e);
   auto abs_error = [](const LayerwiseEntry* e) {
     if (!e->comparison.simple) return 0.0;
-    double v = e->comparison.simple->max_absdiff;
+    double v = e->max_abs_error();
     return std::isnan(v) ? std::numeric_limits<double>::infinity() : v;
   };
   std::stable_sort(all.begin(), all.end(), [&](const LayerwiseEntry* a, const LayerwiseEntry* b) {
@@ -284,6 +298,7 @@ void compare_layer(LayerwiseResult& result, std::size_t order, int64_t iteration
     result.skipped.push_back(tensor);
     return;
   }
+  review_layer(entry, out0, out1, params.infinities_compare_equal);
   result.entries.push_back(std::move(entry));
 }
 
@@ -321,8 +336,8 @@ std::string describe_error(const LayerwiseEntry& e) {
   if (!c.simple || !c.compared) return c.failure.empty() ? std::string("not compared") : c.failure;
   const auto& m = *c.simple;
   return fmt::format("max abs error={}, max rel error={} | {} of {} element(s) beyond tolerance (atol={}, rtol={})",
-                     number(m.max_absdiff), number(m.max_reldiff), m.mismatch_count, m.element_count, number(m.atol),
-                     number(m.rtol));
+                     number(e.max_abs_error()), number(e.max_rel_error()), m.mismatch_count, m.element_count,
+                     number(m.atol), number(m.rtol));
 }
 
 }  // namespace
@@ -337,9 +352,17 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
   if (!result.only_in_runner1.empty())
     log::warning("{} tensor(s) of {} were not produced by {}: {}", result.only_in_runner1.size(), result.runner1,
                  result.runner0, fmt::join(result.only_in_runner1, ", "));
+  std::size_t not_divergences = 0;
+  for (const auto& e : result.entries)
+    if (!e.comparison.passed && !e.not_a_divergence.empty()) {
+      if (not_divergences++ == 0) log::warning("Failing, but no divergence (not ranked below):");
+      log::warning("    tensor '{}' produced by {}: {}", e.tensor, describe_node(e), e.not_a_divergence);
+    }
   const LayerwiseEntry* first = result.first_divergence();
   if (!first) {
-    log::info("PASSED | Every tensor is within tolerance");
+    if (not_divergences == 0) log::info("PASSED | Every tensor is within tolerance");
+    else log::info("No tensor diverges beyond tolerance: the run fails only through the {} tensor(s) above",
+                   not_divergences);
     return;
   }
   log::error("First divergence (topological order): tensor '{}' produced by {}{} | {}", first->tensor,
@@ -355,8 +378,8 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
                        "max abs err", "max rel err", "x tolerance");
   for (const auto* e : worst) {
     std::string node = e->node.empty() && e->op.empty() ? "-" : fmt::format("{} [{}]", e->node, e->op);
-    double abs_err = e->comparison.simple ? e->comparison.simple->max_absdiff : std::nan("");
-    double rel_err = e->comparison.simple ? e->comparison.simple->max_reldiff : std::nan("");
+    double abs_err = e->max_abs_error();
+    double rel_err = e->max_rel_error();
     table += fmt::format("\n{:>5} | {:<32} | {:<40} | {:>11} | {:>11} | {:>10}",
                          e->order >= std::numeric_limits<std::size_t>::max() / 2 ? std::string("?")
                                                                                  : std::to_string(e->order),
@@ -378,8 +401,8 @@ nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_
     j["passed"] = e.comparison.passed;
     j["excess"] = json_number(e.excess());
     if (e.comparison.simple) {
-      j["max_absdiff"] = json_number(e.comparison.simple->max_absdiff);
-      j["max_reldiff"] = json_number(e.comparison.simple->max_reldiff);
+      j["max_absdiff"] = json_number(e.max_abs_error());
+      j["max_reldiff"] = json_number(e.max_rel_error());
       j["mismatch_count"] = e.comparison.simple->mismatch_count;
       j["element_count"] = e.comparison.simple->element_count;
     }
@@ -406,6 +429,10 @@ nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_
       if (!e.engine_layer.empty()) layers[e.tensor] = e.engine_layer;
     j["engine_layers"] = std::move(layers);
   }
+  j["not_divergences"] = nlohmann::ordered_json::array();
+  for (const auto& e : result.entries)
+    if (!e.comparison.passed && !e.not_a_divergence.empty())
+      j["not_divergences"].push_back({{"tensor", e.tensor}, {"node", e.node}, {"op", e.op}, {"reason", e.not_a_divergence}});
   j["only_in_runner0"] = result.only_in_runner0;
   j["only_in_runner1"] = result.only_in_runner1;
   j["skipped"] = result.skipped;

@@ -7,6 +7,7 @@
 
 #include "parity/core/error.h"
 #include "parity/onnx/graph_order.h"
+#include "parity/onnx/passes.h"
 #include "parity/onnx/precision_keep_list.h"
 
 namespace parity::debug {
@@ -41,7 +42,8 @@ PrecisionSearchSpace precision_search_space(const onnx::Model& fp32, const onnx:
     const auto& node = graph.node(index);
     bool produces_float = false;
     for (const auto& output : node.output()) produces_float = produces_float || floats.count(output);
-    if (!produces_float || always_kept.would_match(node)) continue;
+    // A Constant is a value, not a computation: its readers' precision decides how it is read.
+    if (!produces_float || onnx::is_constant_node(node) || always_kept.would_match(node)) continue;
     if (node.name().empty()) space.unnamed_op_types.push_back(node.op_type());
     else space.nodes.push_back({node.name(), node.op_type()});
   }

@@ -67,8 +67,9 @@ struct RunOptions {
 };
 
 struct LayerwiseRunOptions {
-  // Tensors to compare: every tensor (mark all) or a list; with a list the graph outputs
-  // (`graph_outputs`) are compared as well.
+  // Tensors to compare: every tensor (mark all: every tensor a node other than Constant produces,
+  // as Polygraphy's mark all) or a list; with a list the graph outputs (`graph_outputs`) are
+  // compared as well.
   runtime::IntermediateOutputs tensors = runtime::IntermediateOutputs::all();
   std::set<std::string> graph_outputs;
   std::set<std::string> exclude;  // never compared, never kept

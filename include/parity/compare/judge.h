@@ -36,7 +36,8 @@ namespace parity::compare {
 using ComparisonPairs = std::vector<std::pair<std::size_t, std::size_t>>;
 
 struct JudgeOptions {
-  // Tensors compared besides the graph outputs (layerwise): none, every tensor, or a list.
+  // Tensors compared besides the graph outputs (layerwise): none, every tensor (mark all: less the
+  // values of Constant nodes, as Polygraphy's mark all), or a list.
   runtime::IntermediateOutputs tensors;
   // Tensors never compared nor kept, graph outputs included.
   std::set<std::string> exclude;

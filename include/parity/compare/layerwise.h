@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -99,9 +100,23 @@ struct LayerwiseEntry {
   // fused layer and the ONNX nodes it covers, with --ov-outputs mark fused); "" otherwise.
   std::string engine_layer;
   OutputComparison comparison;
+  // Set by review_layer (parity/compare/layerwise_review.h) for `simple` comparisons with NaN/Inf
+  // errors: the largest errors with an infinity both runs produced counted as no error (Polygraphy's
+  // arithmetic, behind `comparison`, makes inf - inf a NaN).
+  struct Errors {
+    double max_abs = 0, max_rel = 0;
+  };
+  std::optional<Errors> infinities_equal_errors;
+  // Why a failing tensor is no divergence a user can act on ("" for one that is): set by
+  // review_layer. Such tensors are neither the first divergence nor among the worst.
+  std::string not_a_divergence;
+  // The largest errors the summary reports and ranks by: infinities_equal_errors when set, else
+  // the comparison's (NaN without `simple` metrics).
+  double max_abs_error() const;
+  double max_rel_error() const;
   // How many times over its tolerance the tensor's error is: min(required atol / atol, required
   // rtol / rtol) for `simple` (0 when it passed; infinity for NaN errors, shape mismatches and
-  // failing non-simple comparisons).
+  // failing non-simple comparisons); with infinities_equal_errors, those over the tolerances.
   double excess() const;
 };
 
@@ -114,9 +129,11 @@ struct LayerwiseResult {
   uint64_t spilled_bytes = 0;                   // bytes that went through the spill file
 
   bool passed() const;
-  // The failing entry with the smallest (iteration, order); nullptr when everything passed.
+  // The failing entry with the smallest (iteration, order) that is a divergence (not_a_divergence
+  // empty); nullptr when there is none.
   const LayerwiseEntry* first_divergence() const;
-  // Up to `count` entries with the largest error (excess, then max abs error), worst first.
+  // Up to `count` entries with the largest error (excess, then max abs error), worst first; failing
+  // entries that are no divergence are left out.
   std::vector<const LayerwiseEntry*> worst(std::size_t count) const;
   // The entries as an AccuracyResult pair (one IterationComparison per iteration), for reports
   // and summaries shared with whole-output comparison.

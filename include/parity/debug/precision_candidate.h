@@ -19,6 +19,8 @@ struct PrecisionNode {
 struct PrecisionSearchSpace {
   // Main-graph nodes in topological order that produce a float32 tensor and that the conversion
   // would convert (not matched by `options.keep_fp32` or, with default_keep, the default list).
+  // Constant nodes are left out: they compute nothing, and their value is read in the precision of
+  // each reader.
   std::vector<PrecisionNode> nodes;
   // Such nodes without a name: a keep list cannot name them, so the search leaves them out.
   std::vector<std::string> unnamed_op_types;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,9 +44,14 @@ CleanupReport cleanup(::onnx::GraphProto& graph, const CleanupOptions& options =
 // InvalidInputError naming a node on a cycle. Recurses into subgraphs. Built on topological_order.
 void toposort(::onnx::GraphProto& graph);
 
+// Whether `node` is ONNX's Constant (domain "" or "ai.onnx"): a value, not a computation.
+bool is_constant_node(const ::onnx::NodeProto& node);
+
 // Replaces Constant nodes by initializers (value, value_float(s), value_int(s), value_string(s));
 // sparse constants are left as nodes. Recurses into subgraphs. Returns how many were lowered.
-int64_t lower_constant_nodes(::onnx::GraphProto& graph);
+// `on_lowered`, when given, sees each lowered node before it goes (its output names the initializer).
+int64_t lower_constant_nodes(::onnx::GraphProto& graph,
+                             const std::function<void(const ::onnx::NodeProto&)>& on_lowered = {});
 
 // --override-input-shapes: sets the shapes of graph inputs (a negative dim or symbol keeps it
 // dynamic). Throws InvalidInputError naming an input the graph does not have.

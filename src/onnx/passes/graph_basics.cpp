@@ -127,13 +127,16 @@ void toposort(GraphProto& graph) {
   graph.mutable_node()->Swap(&nodes);
 }
 
-int64_t lower_constant_nodes(GraphProto& graph) {
+bool is_constant_node(const NodeProto& node) {
+  return node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx");
+}
+
+int64_t lower_constant_nodes(GraphProto& graph, const std::function<void(const NodeProto&)>& on_lowered) {
   int64_t lowered = 0;
   google::protobuf::RepeatedPtrField<NodeProto> kept;
   for (auto& node : *graph.mutable_node()) {
-    for_each_subgraph(node, [&](GraphProto& g) { lowered += lower_constant_nodes(g); });
-    bool is_constant = node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx") &&
-                       node.output_size() == 1 && node.attribute_size() == 1;
+    for_each_subgraph(node, [&](GraphProto& g) { lowered += lower_constant_nodes(g, on_lowered); });
+    bool is_constant = is_constant_node(node) && node.output_size() == 1 && node.attribute_size() == 1;
     if (!is_constant) {
       kept.Add(std::move(node));
       continue;
@@ -169,6 +172,7 @@ int64_t lower_constant_nodes(GraphProto& graph) {
       continue;
     }
     t.set_name(node.output(0));
+    if (on_lowered) on_lowered(node);
     *graph.add_initializer() = std::move(t);
     ++lowered;
   }

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "parity/core/error.h"
+#include "parity/onnx/passes.h"
 
 namespace parity::onnx {
 namespace {
@@ -33,7 +34,7 @@ std::vector<std::string> markable_tensor_names(const ::onnx::GraphProto& graph) 
   std::vector<std::string> names;
   std::unordered_set<std::string> seen;
   for (const auto& node : graph.node()) {
-    if (node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx")) continue;
+    if (is_constant_node(node)) continue;
     for (const auto& output : node.output())
       if (!output.empty() && seen.insert(output).second) names.push_back(output);
   }

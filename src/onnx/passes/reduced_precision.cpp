@@ -124,7 +124,12 @@ class Converter {
 
   void run() {
     GraphProto& graph = *owner_->mutable_graph();
-    lower_constant_nodes(graph);
+    // A kept Constant keeps its value in float32: converted readers read a Cast of it.
+    lower_constant_nodes(graph, [&](const NodeProto& node) {
+      if (!keep_.matches(node)) return;
+      kept_constants_.insert(node.output(0));
+      ++report_.nodes_kept_by_list;
+    });
     toposort(graph);
     collect_types_and_names(graph);
     collect_initializer_reads(graph, /*is_main=*/true, /*owner_kept=*/false);
@@ -274,7 +279,7 @@ class Converter {
       const std::string name = t.name();
       if (t.data_type() != kFloat) continue;
       auto& versions = scopes_.back().versions[name];
-      bool reduced = read_reduced_.count(name) > 0, full = read_float_.count(name) > 0;
+      bool reduced = read_reduced_.count(name) > 0 && !kept_constants_.count(name), full = read_float_.count(name) > 0;
       if (reduced && !full) {
         t = to_reduced(t, owner_.base_dir, options_.precision, name);
         versions[reduced_.onnx_type] = name;
@@ -407,6 +412,7 @@ class Converter {
   std::map<std::string, int64_t> opsets_;  // domain ("" for ai.onnx) -> version
   std::unordered_map<std::string, int32_t> types_;
   std::unordered_set<std::string> used_names_, read_float_, read_reduced_;
+  std::unordered_set<std::string> kept_constants_;  // outputs of Constant nodes the keep list matched
   std::set<std::string> schema_kept_ops_;
   std::vector<Scope> scopes_;
   int cast_id_ = 0;

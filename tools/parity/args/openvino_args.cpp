@@ -41,7 +41,8 @@ void OpenvinoArgs::add_to(CLI::App& app) {
                  "tensors its executed layers write out, each compared tensor naming its layer and the ONNX nodes "
                  "that layer covers. Tensors OpenVINO folded away (constants) are skipped")
       ->group(group);
-  app.add_option("--ov-exclude-outputs", exclude_outputs_, "Tensors --ov-outputs never marks (with 'mark all')")
+  app.add_option("--ov-exclude-outputs", exclude_outputs_,
+                 "Tensors --ov-outputs never marks (with 'mark all'): names, or @file (one name a line)")
       ->group(group);
 }
 
@@ -68,7 +69,13 @@ void OpenvinoArgs::parse(int openvino_runners) {
   options_.fused_outputs = outputs_ == std::vector<std::string>{"mark", "fused"};
   options_.outputs = options_.fused_outputs ? runtime::IntermediateOutputs::none()
                                             : parse_output_marks(outputs_, "--ov-outputs");
-  options_.exclude_outputs = exclude_outputs_;
+  options_.exclude_outputs = expand_tensor_entries(exclude_outputs_, "--ov-exclude-outputs");
+  for (const auto& [flag, entries] : {std::pair{"--ov-outputs", options_.outputs.names},
+                                      std::pair{"--ov-exclude-outputs", options_.exclude_outputs}})
+    if (selects_by_graph(entries))
+      raise<InvalidInputError>("{} takes tensor names and @file; op:, node: and re: entries are for --onnx-outputs and "
+                               "--onnx-exclude-outputs",
+                               flag);
   if (profile_layers_ < 0) raise<InvalidInputError>("--ov-profile-layers must be >= 0, got {}", profile_layers_);
   options_.profile_layers = profile_layers_;
   bool any = !precision_.empty() || threads_ != -1 || !perf_hint_.empty() || !cache_dir_.empty() ||

@@ -1,7 +1,16 @@
 // Parsing of the flags that mark tensors as outputs (--onnx-outputs, --ov-outputs): "mark all",
-// names, or @file (one name a line, '#' comments); and the argument group that changes the outputs
-// of a model a command saves (surgeon sanitize's --outputs/--exclude-outputs, convert's
-// --onnx-outputs/--onnx-exclude-outputs: Polygraphy's OnnxLoadArgs outputs options).
+// or tensor entries; and the argument group that changes the outputs of a model a command saves
+// (surgeon sanitize's --outputs/--exclude-outputs, convert's --onnx-outputs/--onnx-exclude-outputs:
+// Polygraphy's OnnxLoadArgs outputs options).
+//
+// A tensor entry (the --keep-fp32 syntax, for tensors) is one of:
+//   NAME         a tensor name
+//   op:TYPE      every output of every main-graph node of that op type (op:Constant)
+//   node:NAME    every output of that node
+//   re:PATTERN   every tensor (node output or graph output) whose name the ECMAScript pattern is
+//                found in
+//   @PATH        entries from a file, one a line; a line starting with '#' is a comment, blank
+//                lines are skipped; a file cannot include another
 #pragma once
 
 #include <set>
@@ -17,7 +26,18 @@
 
 namespace parity::cli {
 
+// "mark all", or the entries (each @file replaced by its lines), unresolved: op:, node: and re:
+// entries need the model (resolve_tensor_entries).
 runtime::IntermediateOutputs parse_output_marks(const std::vector<std::string>& args, const std::string& flag);
+// The entries of a tensor-list flag with each @file replaced by its lines, in order.
+std::vector<std::string> expand_tensor_entries(const std::vector<std::string>& args, const std::string& flag);
+// Whether an entry needs the model to say which tensors it selects (op:, node:, re:).
+bool selects_by_graph(const std::vector<std::string>& entries);
+// The tensors `entries` (expanded) select in `graph`, in order, each once; a plain name is kept as
+// it is (the caller checks it names a tensor). InvalidInputError naming `flag` for a node: or re:
+// entry that selects nothing, a bad pattern or an empty entry; an op type no node has is a warning.
+std::vector<std::string> resolve_tensor_entries(const std::vector<std::string>& entries,
+                                                const ::onnx::GraphProto& graph, const std::string& flag);
 
 class SavedOutputsArgs {
  public:
@@ -37,7 +57,8 @@ class SavedOutputsArgs {
 };
 // Sets `model`'s graph outputs to what a run with these marks returns and compares (`run
 // --save-onnx`), less the `exclude`d names: for "mark all", every output of a node other than a
-// Constant in node order (Polygraphy's mark_layerwise), then any graph output not among them; for a
+// Constant in node order (Polygraphy's mark_layerwise), then any graph output not among them that
+// no Constant produces; for a
 // list, the graph outputs, then the listed tensors not among them. Types as onnx::mark_outputs
 // gives them; InvalidInputError for a name no node produces and no graph input is.
 void mark_graph_outputs(::onnx::ModelProto& model, const runtime::IntermediateOutputs& marks,

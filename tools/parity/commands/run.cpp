@@ -55,10 +55,12 @@ class RunCommand : public Command {
                    "supported; a compiled OpenVINO file is recognised by its content)")
         ->group(onnx_load);
     app.add_option("--onnx-outputs,--outputs", onnx_outputs_,
-                   "Tensors to compare besides the graph outputs: 'mark all', names, or @file (one name a line)")
+                   "Tensors to compare besides the graph outputs: 'mark all' (every tensor but Constants' values, as "
+                   "Polygraphy), or entries: tensor names, op:TYPE, node:NAME, re:PATTERN, @file (entries one a line)")
         ->group(onnx_load);
     app.add_option("--onnx-exclude-outputs", onnx_exclude_outputs_,
-                   "Tensors to leave out of the comparison (and of --save-outputs), graph outputs included")
+                   "Tensors to leave out of the comparison (and of --save-outputs), graph outputs included: tensor "
+                   "names, op:TYPE, node:NAME, re:PATTERN, @file (entries one a line)")
         ->group(onnx_load);
     app.add_option("--layerwise-worst", layerwise_worst_,
                    "Layerwise: how many of the worst tensors to list (default 10)")->group(onnx_load);
@@ -103,12 +105,14 @@ class RunCommand : public Command {
                                model_type_);
     compute_.apply();
     data_loader_.parse();
-    excluded_.insert(onnx_exclude_outputs_.begin(), onnx_exclude_outputs_.end());
+    exclude_names_ = expand_tensor_entries(onnx_exclude_outputs_, "--onnx-exclude-outputs");
     if (layerwise_worst_ < 1) raise<InvalidInputError>("--layerwise-worst must be at least 1");
     if (!layerwise_memory_.empty())
       layerwise_memory_budget_ = static_cast<uint64_t>(parse_num_bytes(layerwise_memory_, "--layerwise-memory"));
     comparison_.parse();
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
+    resolve_tensor_entries_in_model();
+    excluded_.insert(exclude_names_.begin(), exclude_names_.end());
     runners_.parse();
     if (save_onnx_.empty() && (save_.external_data_requested() || app_->count("--external-data-size-threshold") ||
                                app_->count("--no-save-all-tensors-to-one-file")))
@@ -127,6 +131,23 @@ class RunCommand : public Command {
                                                                                 : runners_.openvino().outputs();
   }
 
+  // op:, node: and re: entries of --onnx-outputs and --onnx-exclude-outputs, replaced by the tensors
+  // they select in the model.
+  void resolve_tensor_entries_in_model() {
+    const bool list = intermediates_.mode == runtime::IntermediateOutputs::Mode::kList;
+    if (!selects_by_graph(exclude_names_) && !(list && selects_by_graph(intermediates_.names))) return;
+    if (model_.path().empty())
+      raise<InvalidInputError>("--onnx-outputs/--onnx-exclude-outputs: op:, node: and re: entries need a model");
+    if (runtime::is_openvino_compiled_file(model_.path()) ||
+        std::filesystem::path(model_.path()).extension() == ".ovc")
+      raise<InvalidInputError>("{} is a compiled OpenVINO model: --onnx-outputs and --onnx-exclude-outputs need the "
+                               "ONNX model",
+                               model_.path());
+    const auto& graph = model_.load_once(kRunnerLoad)->graph();
+    exclude_names_ = resolve_tensor_entries(exclude_names_, graph, "--onnx-exclude-outputs");
+    if (list) intermediates_.names = resolve_tensor_entries(intermediates_.names, graph, "--onnx-outputs");
+  }
+
   // --onnx-exclude-outputs, --onnx-outputs and --ov-outputs names must be tensors of the model.
   void check_tensor_names(const onnx::Model& model) const {
     std::vector<std::string> produced;
@@ -135,7 +156,7 @@ class RunCommand : public Command {
         if (!output.empty()) produced.push_back(output);
     std::set<std::string> known(produced.begin(), produced.end());
     for (const auto& output : model->graph().output()) known.insert(output.name());
-    for (const auto& name : onnx_exclude_outputs_) {
+    for (const auto& name : exclude_names_) {
       if (known.count(name)) continue;
       // The hint looks at produced tensors first, in node order, then the graph outputs.
       std::vector<std::string> candidates = produced;
@@ -182,15 +203,15 @@ class RunCommand : public Command {
     // Streamed, the runners get the model as it is: the comparison reads every tensor they produce.
     RunnerArgs::ScriptModel model{model_.path(), model_.external_data_dir(),
                                   streamed ? runtime::IntermediateOutputs{} : intermediates_,
-                                  streamed ? std::vector<std::string>{} : onnx_exclude_outputs_};
+                                  streamed ? std::vector<std::string>{} : exclude_names_};
     runners_.add_to_script(script, model);
     run_arguments.insert(run_arguments.begin(), "runners");
     script.add_import("parity.comparator", "Comparator");
     if (streamed) {
       script.add_import("parity", "constants");
       run_arguments.push_back("outputs=constants.MARK_ALL");
-      if (!onnx_exclude_outputs_.empty())
-        run_arguments.push_back("exclude_outputs=" + python_string_list(onnx_exclude_outputs_));
+      if (!exclude_names_.empty())
+        run_arguments.push_back("exclude_outputs=" + python_string_list(exclude_names_));
       if (app_->count("--layerwise-memory"))
         run_arguments.push_back(fmt::format("memory_budget={}", layerwise_memory_budget_));
       if (app_->count("--layerwise-worst")) run_arguments.push_back(fmt::format("worst_count={}", layerwise_worst_));
@@ -350,6 +371,7 @@ class RunCommand : public Command {
   std::string model_type_;
 
   // Parsed.
+  std::vector<std::string> exclude_names_;  // --onnx-exclude-outputs, as tensor names
   std::set<std::string> excluded_;
   runtime::IntermediateOutputs intermediates_;
   runtime::IntermediateOutputs compared_;
