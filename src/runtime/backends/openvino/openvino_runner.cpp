@@ -347,6 +347,13 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked, bool announce) {
   compiled_.reset();
   compiled_ = translated(model_label_, [&] { return backend_->compile(request); });
   inference_precision_ = translated(model_label_, [&] { return compiled_->inference_precision(); });
+  // OpenVINO's CPU plugin takes a precision the CPU cannot infer in and quietly infers in another
+  // (f16 becomes bf16 or f32, bf16 becomes f32): asked for, it must be the one compiled.
+  if (options_.precision && inference_precision_ != *options_.precision)
+    raise<InvalidInputError>("{}: OpenVINO cannot run it in {} on this CPU: asked for {} (--ov-precision), it "
+                             "compiles it for {}; ask for {} or leave the precision to OpenVINO",
+                             model_label_, *options_.precision, *options_.precision, inference_precision_,
+                             inference_precision_);
   unmarkable_ = compiled_->unmarkable_tensors();
   if (!unmarkable_.empty())
     log::info("{}: {} of {} requested tensor(s) cannot be marked: OpenVINO's model no longer has them (folded "
