@@ -413,7 +413,8 @@ void OpenvinoRunner::compile_fusion_preserving() {
   } release{*this};
   compile(IntermediateOutputs::none(), /*announce=*/false);
   const std::vector<openvino::ExecutedLayer> plain = executed_layers();
-  fused_outputs_ = fused_layer_outputs(describe_openvino_engine(*this, &model), model);
+  const EngineReport report = describe_openvino_engine(*this, &model);
+  fused_outputs_ = fused_layer_outputs(report, model);
   std::set<std::string> graph_outputs;
   for (const auto& output : model->graph().output()) graph_outputs.insert(output.name());
   std::set<std::string> excluded(options_.exclude_outputs.begin(), options_.exclude_outputs.end());
@@ -429,9 +430,47 @@ void OpenvinoRunner::compile_fusion_preserving() {
   // layer that a round before left changed (a mark downstream can keep OpenVINO from moving an op
   // into it), so the rounds stay few however many blocks the model repeats.
   std::set<std::string> dropped;
+  constexpr int kMaxRounds = 16, kFusionHops = 2, kMaxHops = 3;
+  // Marks known to change their layer are left out before the first marked compile: those of
+  // layers computing integers (shape arithmetic, int64 in ONNX and i32 in OpenVINO: a Result makes
+  // OpenVINO run a copy of the layer and convert its output), and those of a layer OpenVINO moved
+  // a Multiply of its own into (an attention scale moved into the K projection), with the two
+  // layers after it, whose marks keep the Multiply from moving.
+  std::map<std::string, std::string> left_out;  // tensor -> why
+  for (const auto& output : fused_outputs_)
+    if (candidates.count(output.tensor) && output.output_precision != "f32" && output.output_precision != "bf16" &&
+        output.output_precision != "f16")
+      left_out.emplace(output.tensor, fmt::format("OpenVINO computes it in {}", output.output_precision));
+  for (std::size_t l = 0; l < report.layers.size(); ++l) {
+    const EngineLayer& layer = report.layers[l];
+    if (layer.kind != EngineLayer::Kind::kCompute) continue;
+    auto is_multiply = [&](const std::string& op) { return op.rfind("Multiply_", 0) == 0 && op != layer.name; };
+    if (!layer.onnx_nodes.empty() && std::any_of(layer.openvino_ops.begin(), layer.openvino_ops.end(), is_multiply)) {
+      for (const auto& tensor : marks_downstream(layer.name, fused_outputs_, kFusionHops))
+        if (candidates.count(tensor))
+          left_out.emplace(tensor, fmt::format("OpenVINO moved a Multiply of its own into layer '{}'", layer.name));
+      continue;
+    }
+    // Where OpenVINO's Multiply stands alone (it moved it next to a Split, say), the marks of the
+    // layers executed after it up to where it came from keep it from moving: those of the next two
+    // marked layers.
+    if (layer.onnx_nodes.empty() && layer.dataflow_nodes.empty() && layer.name.rfind("Multiply_", 0) == 0) {
+      int found = 0;
+      for (std::size_t next = l + 1; next < report.layers.size() && found < kFusionHops; ++next) {
+        bool marked = false;
+        for (const auto& output : fused_outputs_)
+          if (output.layer == report.layers[next].name && candidates.count(output.tensor)) {
+            left_out.emplace(output.tensor,
+                             fmt::format("OpenVINO moves its '{}' past this layer when it is not marked", layer.name));
+            marked = true;
+          }
+        found += marked;
+      }
+    }
+  }
+  for (const auto& [tensor, why] : left_out) dropped.insert(tensor);
   std::vector<ChangedLayer> changed;
   std::map<std::string, int> hops_of;  // changed layer -> the dataflow steps its next drop starts from
-  constexpr int kMaxRounds = 16, kFusionHops = 2, kMaxHops = 3;
   int compiles = 1;
   for (int round = 0;; ++round) {
     fused_marks_.clear();
@@ -498,6 +537,8 @@ void OpenvinoRunner::compile_fusion_preserving() {
   for (const auto& output : fused_outputs_) {
     std::string status;
     if (excluded.count(output.tensor)) status = " (excluded)";
+    else if (left_out.count(output.tensor))
+      status = fmt::format(" (not marked: {}, so marking it changes a layer)", left_out.at(output.tensor));
     else if (dropped.count(output.tensor)) status = " (not marked: marking it changed a layer)";
     else if (unmarkable.count(output.tensor)) status = " (not marked: OpenVINO's model has no such tensor)";
     else ++marked;
@@ -507,7 +548,7 @@ void OpenvinoRunner::compile_fusion_preserving() {
             "compared{} ({} compiles):{}",
             name(), compiled_line(), marked, fused_outputs_.size(),
             dropped.empty() ? ""
-                            : fmt::format("; {} left unmarked because marking them changed a layer", dropped.size()),
+                            : fmt::format("; {} left unmarked because marking them changes a layer", dropped.size()),
             compiles, lines);
 }
 
