@@ -482,28 +482,29 @@ void OpenvinoRunner::compile_fusion_preserving() {
     ++compiles;
     changed = changed_layers(plain, executed_layers());
     if (changed.empty()) break;
-    // A layer that itself changed loses the marks of its outputs, where it lost a fused op also those
-    // of the two layers after it (a mark downstream keeps OpenVINO from moving an op, a scale, into
-    // it); left changed, those ever wider around it; a layer of OpenVINO's own ops, writing no ONNX
-    // tensor, the marks of the nearest marked layer after it (else before it) in execution order.
-    // Layers that only execute others before them wait for those to be settled.
+    // A layer that itself changed loses the marks of the tensors it writes and reads; left changed,
+    // those ever wider around it; a layer of OpenVINO's own ops, writing no ONNX tensor, the marks of
+    // the nearest marked layer after it (else before it) in execution order. Every such layer at
+    // once, but for one next to marks this round drops (it may have changed through them), and
+    // layers that only execute others before them wait for those to be settled.
     const std::size_t before = dropped.size();
     std::vector<ChangedLayer> causes;
     for (const auto& layer : changed)
       if (!only_extra_layers(layer)) causes.push_back(layer);
     if (causes.empty()) causes = changed;
+    std::set<std::string> dropped_now;  // by this round: a layer next to them may have changed through them
     for (const auto& layer : causes) {
+      const std::set<std::string> around = marks_around({layer}, fused_outputs_, 0);
+      if (std::any_of(around.begin(), around.end(), [&](const std::string& tensor) { return dropped_now.count(tensor); }))
+        continue;
       const std::size_t before_layer = dropped.size();
+      const std::set<std::string> dropped_before = dropped;
       int& hops = hops_of[layer.layer];
-      if (hops == 0) {
-        bool lost_fusion = layer.change.find("fused ops ") != std::string::npos;
-        for (const auto& tensor : marks_downstream(layer.layer, fused_outputs_, lost_fusion ? kFusionHops : 0))
-          if (candidates.count(tensor)) dropped.insert(tensor);
-        ++hops;
-      }
       for (; hops <= kMaxHops && dropped.size() == before_layer; ++hops)
         for (const auto& tensor : marks_around({layer}, fused_outputs_, hops))
           if (candidates.count(tensor)) dropped.insert(tensor);
+      for (const auto& tensor : dropped)
+        if (!dropped_before.count(tensor)) dropped_now.insert(tensor);
       if (dropped.size() != before_layer) continue;
       auto is_changed = [&](const openvino::ExecutedLayer& executed) { return executed.name == layer.layer; };
       auto position = static_cast<std::size_t>(std::find_if(plain.begin(), plain.end(), is_changed) - plain.begin());
