@@ -88,7 +88,7 @@ def test_header_describes_the_compiled_model(run_parity, examples_dir, tmp_path)
                      "--ov-max-shapes", "x:[8,4]", "-o", ovc)
     assert run.returncode == 0, run.describe()
     header = header_of(ovc)
-    assert header[0] == "PARITY-OPENVINO-COMPILED-MODEL 1"
+    assert header[0] == "PARITY-OPENVINO-COMPILED-MODEL 2"
     fields = dict(line.split(" ", 1) for line in header[1:])
     assert fields["openvino-version"] == openvino.get_version()
     assert fields["device"] == "CPU"
@@ -100,6 +100,11 @@ def test_header_describes_the_compiled_model(run_parity, examples_dir, tmp_path)
     assert fields["source-model-hash"] == f"fnv1a64:{value:016x}"
     inputs = [line for line in header if line.startswith("input ")]
     assert inputs == ["input 1 1..8,4 x"], header
+    # FNV-1a 64 of the ONNX node map's JSON.
+    value = 0xcbf29ce484222325
+    for byte in fields["onnx-map"].encode():
+        value = ((value ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    assert fields["onnx-map-hash"] == f"fnv1a64:{value:016x}"
 
 
 def test_inputs_outside_the_files_bounds_are_refused(run_parity, examples_dir, tmp_path):
@@ -152,8 +157,8 @@ BAD_FILES = [
     ("truncated_header", lambda data: data[:60], "truncated or damaged compiled model file: its header has no end"),
     ("corrupt", flip_a_byte_near_the_end, "corrupt compiled model file: its compiled bytes hash to"),
     ("not_compiled", lambda data: b"hello, world\n", "not a compiled OpenVINO model file"),
-    ("future_format", lambda data: data.replace(b"COMPILED-MODEL 1\n", b"COMPILED-MODEL 9\n", 1),
-     "compiled model file format version 9, this Parity reads version 1"),
+    ("future_format", lambda data: data.replace(b"COMPILED-MODEL 2\n", b"COMPILED-MODEL 9\n", 1),
+     "compiled model file format version 9, this Parity reads versions 1 to 2"),
     ("garbage_openvino_rejects", garbage_with_a_valid_header, "OpenVINO cannot import the compiled model"),
 ]
 

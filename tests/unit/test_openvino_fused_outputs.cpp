@@ -63,6 +63,22 @@ TEST(OpenvinoFusedOutputs, AMissingLayerIsReported) {
   EXPECT_EQ(changed[0].change, "not executed in the marked model");
 }
 
+TEST(OpenvinoFusedOutputs, RepeatedBlocksAreMatchedByTheirOwnNumbers) {
+  // The exporters number the nodes of repeated blocks: the marked model lacking block 1's layer is
+  // that layer missing, not block 3's (digits are ignored only for names OpenVINO renumbered).
+  const std::vector<openvino::ExecutedLayer> plain = {
+      layer("x", "Input", "unknown_f32", "f32", {}),
+      layer("node_matmul_1", "FullyConnected", "undef_bf16", "bf16", {"node_matmul_1"}),
+      layer("node_matmul_3", "FullyConnected", "undef_bf16", "bf16", {"node_matmul_3"}),
+      layer("Multiply_100", "Eltwise", "jit_avx512_bf16", "bf16", {"Multiply_100"})};
+  const std::vector<openvino::ExecutedLayer> marked = {
+      plain[0], plain[2], layer("Multiply_205", "Eltwise", "jit_avx512_bf16", "bf16", {"Multiply_205"})};
+  auto changed = changed_layers(plain, marked);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].layer, "node_matmul_1");
+  EXPECT_EQ(changed[0].change, "not executed in the marked model");
+}
+
 TEST(OpenvinoFusedOutputs, MarksAroundWidenAlongTheDataflow) {
   auto output = [](std::string tensor, std::string layer, std::vector<std::string> inputs) {
     FusedLayerOutput result;

@@ -13,8 +13,8 @@ namespace parity::cli {
 void OpenvinoArgs::add_to(CLI::App& app) {
   const char* group = "OpenVINO Compilation";
   app.add_option("--ov-precision", precision_,
-                 "Inference precision (ov::hint::inference_precision): f32, bf16 or f16 (where the CPU supports "
-                 "it). Default: OpenVINO's choice for this CPU (bf16 where it has AMX/AVX512-BF16, else f32); "
+                 "Inference precision (ov::hint::inference_precision): f32, bf16 or f16; one OpenVINO cannot "
+                 "infer in on this CPU is refused. Default: OpenVINO's choice for this CPU (bf16 where it has AMX/AVX512-BF16, else f32); "
                  "the activation log names the precision used")
       ->group(group);
   app.add_option("--ov-threads", threads_, "Inference threads (ov::inference_num_threads; 0: OpenVINO's default)")

@@ -22,6 +22,7 @@
 #include "parity/onnx/precision_keep_list.h"
 #include "parity/onnx/reduced_precision.h"
 #include "parity/runtime/openvino/openvino_compiled_file.h"
+#include "parity/runtime/openvino/openvino_engine_report.h"
 #include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
@@ -146,6 +147,12 @@ class ConvertCommand : public Command {
                                    openvino_args_.options());
     runner.activate();
     runtime::OpenvinoCompiledFile file = runner.compiled_file();
+    // Which ONNX nodes each layer covers, kept in the header for `inspect model` on the file (the
+    // model the runner loaded: load_once keeps it).
+    onnx::LoadOptions lazy;
+    lazy.lazy_weights = true;
+    const onnx::Model model = model_.load_once(lazy);
+    file.onnx_map = runtime::describe_openvino_engine(runner, &model).onnx_map_text();
     runtime::write_openvino_compiled_file(output_, file);
     log::info("Saved compiled OpenVINO model ({} bytes, inference precision {}, OpenVINO {}) to: {}",
               file.compiled.size(), file.inference_precision, file.openvino_version, output_);

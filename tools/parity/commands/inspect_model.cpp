@@ -108,6 +108,10 @@ class InspectModelCommand : public Command {
     runtime::OpenvinoRunner runner([&] { return *model; }, options);
     runner.activate();
     runtime::EngineReport report = runtime::describe_openvino_engine(runner, model ? &*model : nullptr);
+    if (compiled_file) {  // the ONNX nodes as `convert` mapped them, where the file keeps them
+      const std::string map = runtime::read_openvino_compiled_file(model_.path()).onnx_map;
+      if (!map.empty()) report.apply_onnx_map(map, model_.path());
+    }
     log::info("{}", report.to_text(has("layers"), has("attrs")));
     if (!json_.empty()) {
       write_file_atomic(json_, report.to_json().dump(2) + "\n");

@@ -11,13 +11,18 @@
 //   source-model-hash fnv1a64:<16 hex digits>            (the ONNX file's bytes, not its external data)
 //   input <ONNX element type> <dims> <name>               (one line per input, in order)
 //   output <ONNX element type> <dims> <name>              (one line per output, in order)
+//   onnx-map <JSON, one line>                             (optional: the layers' ONNX nodes, below)
+//   onnx-map-hash fnv1a64:<16 hex digits>                 (with onnx-map: its JSON text)
 //   compiled-bytes <n>
 //   compiled-hash fnv1a64:<16 hex digits>                 (the exported bytes)
 //   end
 // <dims>: comma-separated, each a size, "min..max" (bounded dynamic), "min.." (bounded below), "?"
 // (dynamic, no bounds) or "-" for a scalar. Names run to the end of the line (a name with a line
 // break cannot be written).
-// The hash is FNV-1a 64 (no cryptographic strength: it detects corruption, not tampering).
+// onnx-map: which ONNX nodes each executed layer covers, as `convert` mapped them from the ONNX
+// model (EngineReport::onnx_map_text), so that `inspect model model.ovc` shows them without it.
+// Format version 1 had no onnx-map; such files are still read (the ONNX nodes are then not known).
+// The hashes are FNV-1a 64 (no cryptographic strength: they detect corruption, not tampering).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +34,7 @@
 
 namespace parity::runtime {
 
-inline constexpr int kOpenvinoCompiledFormatVersion = 1;
+inline constexpr int kOpenvinoCompiledFormatVersion = 2;
 
 struct OpenvinoCompiledFile {
   std::string openvino_version;     // the OpenVINO build that compiled it
@@ -37,6 +42,7 @@ struct OpenvinoCompiledFile {
   std::string inference_precision;  // "f32", "bf16", "f16"
   std::string source_model_hash;    // "fnv1a64:<hex>"
   TensorMetadata inputs, outputs;   // dynamic dims carry their bounds (Dim::min/max)
+  std::string onnx_map;             // EngineReport::onnx_map_text of the ONNX model; empty: not known
   std::string compiled;             // ov::CompiledModel::export_model's bytes
 };
 

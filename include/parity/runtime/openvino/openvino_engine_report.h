@@ -67,6 +67,14 @@ struct EngineReport {
   // `attrs` (and layers) also each layer's originalLayersNames as OpenVINO gives them.
   std::string to_text(bool layers, bool attrs) const;
   nlohmann::ordered_json to_json() const;
+
+  // The ONNX side of a report made with the ONNX model (has_onnx): each layer's ONNX nodes and the
+  // summary's lists, as one line of JSON for a compiled model file's header (onnx-map).
+  std::string onnx_map_text() const;
+  // Takes the ONNX side from onnx_map_text() of the ONNX model the file was compiled from: layers
+  // matched by name (an imported model keeps its compute layers' names), has_onnx set. FileError
+  // naming `file` when the text is not such a map.
+  void apply_onnx_map(const std::string& text, const std::string& file);
 };
 
 // The runner must be active. `onnx_model`: the ONNX model it was compiled from (nullptr for a

@@ -59,9 +59,10 @@ struct ChangedLayer {
 };
 
 // The compute layers of `plain` (not inputs, outputs, constants, reorders) that `marked` does not
-// execute with the same type, kernel, runtime and output precisions and fused original ops. Layers
-// are matched in execution order, their names and original op names compared with digits ignored
-// (OpenVINO numbers the ops it creates, "Multiply_3695", from a counter that grows with each compile).
+// execute with the same type, kernel, runtime and output precisions and fused original ops, and the
+// layers `marked` executes besides. Layers are matched by name, then those left by name with digits
+// ignored between their matched neighbours (OpenVINO numbers the ops it creates, "Multiply_3695",
+// from a counter that grows with each compile); fused op names likewise.
 std::vector<ChangedLayer> changed_layers(const std::vector<openvino::ExecutedLayer>& plain,
                                          const std::vector<openvino::ExecutedLayer>& marked);
 

@@ -129,9 +129,13 @@ class OpenvinoRunner : public Runner {
   // The tensors to mark, from the options, the runner's intermediates or (when a tensor callback
   // is set) every tensor.
   IntermediateOutputs marked_outputs() const;
-  void compile(const IntermediateOutputs& marked);
+  // With `announce`, logs one info line naming the model, the precision and the tensors marked.
+  void compile(const IntermediateOutputs& marked, bool announce = true);
+  // The info line compile() announces: "OpenVINO <version> compiled <model> for CPU | inference precision: ...".
+  std::string compiled_line() const;
   // OpenvinoOptions::fused_outputs: compiles the plain model, reads its layers, marks their output
-  // tensors and compiles again, dropping marks around layers that marking changed.
+  // tensors and compiles again, dropping marks around layers that marking changed; one info line
+  // sums up the compiles.
   void compile_fusion_preserving();
   // Imports options_.compiled_file, read by activation (its OpenVINO version checked against the loaded one).
   void import_compiled_file(OpenvinoCompiledFile file);
@@ -149,7 +153,12 @@ class OpenvinoRunner : public Runner {
   std::string inference_precision_;
   std::string source_model_hash_;  // of an imported compiled model file (its header's)
   std::vector<std::string> unmarkable_;
+  // The tensors compiled_ returns besides the graph outputs; unset where none were asked for.
+  std::optional<std::size_t> marked_count_;
   std::vector<FusedLayerOutput> fused_outputs_;  // OpenvinoOptions::fused_outputs: see fused_outputs()
+  // While compile_fusion_preserving compiles one model again and again: the model serialized once
+  // (compile() serializes it itself when empty), its conversion kept by the backend.
+  std::string fused_model_bytes_;
   std::vector<std::string> fused_marks_;         // the tensors of fused_outputs_ marked, in order
   std::set<std::string> fused_unmarked_;         // tensors of fused_outputs_ not marked (dropped, excluded, unknown)
   // Marked tensors returned in their layer's reduced type (bf16/f16) and widened to float32 here.

@@ -25,7 +25,9 @@ namespace parity::runtime::openvino {
 // Bumped whenever anything in this header changes: a module from another build is refused.
 // 4: Backend::query_model (which parts of a model OpenVINO can run).
 // 5: CompileRequest::marked_output_precisions (marked tensors in the type their layer writes).
-inline constexpr int kBackendInterfaceVersion = 5;
+// 6: CompileRequest::keep_conversion, Backend::drop_kept_conversion (one model compiled with
+//    several sets of marks).
+inline constexpr int kBackendInterfaceVersion = 6;
 
 struct BackendFailure : std::runtime_error {
   enum class Kind { kInvalidInput, kUnsupported, kOther };
@@ -70,6 +72,10 @@ struct CompileRequest {
   // type (an exact copy of what its layer writes) instead of float32, whose Result would make the
   // layer write float32 where the plain model writes the reduced type; "" keeps the model's type.
   std::vector<std::string> marked_output_precisions;
+  // True: the caller compiles this model again (other marks): the backend keeps OpenVINO's
+  // conversion of it and a later request with the same model_bytes, model_path and input_bounds
+  // starts from a copy instead of converting again. A request without it drops what was kept.
+  bool keep_conversion = false;
 };
 
 struct InputDescription {
@@ -185,6 +191,8 @@ class Backend {
   virtual std::vector<std::string> available_devices() = 0;
   virtual void set_log_function(LogFunction log) = 0;
   virtual std::unique_ptr<CompiledModel> compile(const CompileRequest& request) = 0;
+  // Drops the conversion a request with keep_conversion left kept (nothing when none is).
+  virtual void drop_kept_conversion() = 0;
   // Imports an exported compiled model; BackendFailure when OpenVINO cannot read it.
   virtual std::unique_ptr<CompiledModel> import_model(const ImportRequest& request) = 0;
   // Converts the model and asks the device which of its ops it supports. A frontend refusal is an

@@ -97,6 +97,12 @@ void write_openvino_compiled_file(const std::filesystem::path& path, const Openv
   };
   tensors("input", file.inputs);
   tensors("output", file.outputs);
+  if (!file.onnx_map.empty()) {
+    if (file.onnx_map.find_first_of("\r\n") != std::string::npos)
+      raise<InternalError>("{}: the ONNX node map must be one line", path.string());
+    header += fmt::format("onnx-map {}\n", file.onnx_map);
+    header += fmt::format("onnx-map-hash {}\n", fnv1a64_hash(file.onnx_map));
+  }
   header += fmt::format("compiled-bytes {}\n", file.compiled.size());
   header += fmt::format("compiled-hash {}\n", fnv1a64_hash(file.compiled));
   header += "end\n";
@@ -116,7 +122,7 @@ OpenvinoCompiledFile read_openvino_compiled_file(const std::filesystem::path& pa
   OpenvinoCompiledFile file;
   std::size_t position = 0;
   std::optional<int64_t> compiled_bytes;
-  std::string compiled_hash;
+  std::string compiled_hash, onnx_map_hash;
   bool ended = false;
   while (!ended) {
     std::size_t end = bytes.find('\n', position);
@@ -128,9 +134,9 @@ OpenvinoCompiledFile read_openvino_compiled_file(const std::filesystem::path& pa
     std::string key = line.substr(0, space);
     std::string value = space == std::string::npos ? "" : line.substr(space + 1);
     if (key + " " == kMagic) {
-      if (value != std::to_string(kOpenvinoCompiledFormatVersion))
-        raise<FileError>("{}: compiled model file format version {}, this Parity reads version {}; convert the ONNX "
-                         "model again",
+      if (value != "1" && value != std::to_string(kOpenvinoCompiledFormatVersion))
+        raise<FileError>("{}: compiled model file format version {}, this Parity reads versions 1 to {}; convert the "
+                         "ONNX model again",
                          name, value, kOpenvinoCompiledFormatVersion);
     } else if (key == "openvino-version") {
       file.openvino_version = value;
@@ -154,6 +160,10 @@ OpenvinoCompiledFile read_openvino_compiled_file(const std::filesystem::path& pa
         raise<FileError>("{}: damaged compiled model header: line '{}': {}", name, line, error.what());
       }
       (key == "input" ? file.inputs : file.outputs).add(tensor, dtype, parse_dims(dims, path, line));
+    } else if (key == "onnx-map") {
+      file.onnx_map = value;
+    } else if (key == "onnx-map-hash") {
+      onnx_map_hash = value;
     } else if (key == "compiled-bytes") {
       compiled_bytes = parse_integer(value, path, line);
     } else if (key == "compiled-hash") {
@@ -168,6 +178,11 @@ OpenvinoCompiledFile read_openvino_compiled_file(const std::filesystem::path& pa
     raise<FileError>("{}: damaged compiled model header: compiled-bytes, compiled-hash, openvino-version or "
                      "inference-precision missing",
                      name);
+  if (file.onnx_map.empty() != onnx_map_hash.empty())
+    raise<FileError>("{}: damaged compiled model header: onnx-map and onnx-map-hash come together", name);
+  if (!file.onnx_map.empty() && fnv1a64_hash(file.onnx_map) != onnx_map_hash)
+    raise<FileError>("{}: corrupt compiled model file: its ONNX node map hashes to {}, the header says {}", name,
+                     fnv1a64_hash(file.onnx_map), onnx_map_hash);
   const std::size_t available = bytes.size() - position;
   if (available < static_cast<std::size_t>(*compiled_bytes))
     raise<FileError>("{}: truncated compiled model file: {} of its {} compiled bytes are there", name, available,

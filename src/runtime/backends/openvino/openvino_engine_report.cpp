@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "openvino_backend.h"
+#include "parity/core/error.h"
 #include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::runtime {
@@ -196,8 +197,8 @@ std::string EngineReport::to_text(bool show_layers, bool show_attrs) const {
     if (!folded_nodes.empty()) out += fmt::format("\nFolded into constants: {}", join(folded_nodes));
     if (!removed_nodes.empty()) out += fmt::format("\nRemoved: {}", join(removed_nodes));
   } else {
-    out += "\nONNX nodes: not known for a compiled model file (inspect the ONNX model with --openvino to map layers "
-           "to its nodes)";
+    out += "\nONNX nodes: not known for a compiled model file written without its ONNX node map (convert the ONNX "
+           "model again, or inspect it with --openvino, to map layers to its nodes)";
   }
   out += fmt::format("\nLayers per precision: {}", counts_text(layers_per_precision()));
   out += fmt::format("\nLayers per kernel: {}", counts_text(layers_per_kernel()));
@@ -241,6 +242,49 @@ nlohmann::ordered_json EngineReport::to_json() const {
   }
   json["summary"] = std::move(summary);
   return json;
+}
+
+std::string EngineReport::onnx_map_text() const {
+  nlohmann::ordered_json map;
+  map["onnx_compute_nodes"] = onnx_compute_nodes;
+  map["covered_nodes"] = covered_nodes;
+  map["dataflow_covered"] = dataflow_covered;
+  map["folded_nodes"] = folded_nodes;
+  map["removed_nodes"] = removed_nodes;
+  nlohmann::ordered_json per_layer = nlohmann::ordered_json::object();
+  for (const auto& layer : layers) {
+    if (layer.kind == EngineLayer::Kind::kConstant ||
+        (layer.onnx_nodes.empty() && layer.dataflow_nodes.empty() && layer.openvino_ops.empty()))
+      continue;
+    per_layer[layer.name] = {{"onnx_nodes", layer.onnx_nodes},
+                             {"dataflow_nodes", layer.dataflow_nodes},
+                             {"openvino_ops", layer.openvino_ops}};
+  }
+  map["layers"] = std::move(per_layer);
+  return map.dump();  // one line: JSON escapes line breaks inside names
+}
+
+void EngineReport::apply_onnx_map(const std::string& text, const std::string& file) {
+  try {
+    const nlohmann::json map = nlohmann::json::parse(text);
+    onnx_compute_nodes = map.at("onnx_compute_nodes").get<std::size_t>();
+    covered_nodes = map.at("covered_nodes").get<std::vector<std::string>>();
+    dataflow_covered = map.at("dataflow_covered").get<std::size_t>();
+    folded_nodes = map.at("folded_nodes").get<std::vector<std::string>>();
+    removed_nodes = map.at("removed_nodes").get<std::vector<std::string>>();
+    const auto& per_layer = map.at("layers");
+    for (auto& layer : layers) {
+      auto it = per_layer.find(layer.name);
+      if (it == per_layer.end() || layer.kind == EngineLayer::Kind::kConstant) continue;
+      layer.onnx_nodes = it->at("onnx_nodes").get<std::vector<std::string>>();
+      layer.dataflow_nodes = it->at("dataflow_nodes").get<std::vector<std::string>>();
+      layer.openvino_ops = it->at("openvino_ops").get<std::vector<std::string>>();
+    }
+  } catch (const nlohmann::json::exception& error) {
+    raise<FileError>("{}: damaged compiled model header: its onnx-map is not an ONNX node map: {}", file,
+                     error.what());
+  }
+  has_onnx = true;
 }
 
 EngineReport describe_openvino_engine(const OpenvinoRunner& runner, const onnx::Model* onnx_model) {

@@ -167,25 +167,69 @@ std::vector<ChangedLayer> changed_layers(const std::vector<openvino::ExecutedLay
     return result;
   };
   const auto before = compute(plain), after = compute(marked);
-  // Aligned in execution order by name (digits ignored): a plain layer matches the next marked layer
-  // of its name; marked layers skipped on the way are extra layers, counted against the plain layer
-  // matched after them.
+  // Plain layer -> marked layer: by name first (the exporters number the ONNX nodes of repeated
+  // blocks, "node_matmul_1" and "node_matmul_3", so digits matter); then each plain layer left
+  // (OpenVINO renumbered it) takes the first marked layer left whose name differs only in its
+  // digits, between the marked layers its matched neighbours took.
+  constexpr std::size_t kNone = SIZE_MAX;
+  std::vector<std::size_t> match(before.size(), kNone);
+  std::vector<bool> taken(after.size(), false);
+  std::unordered_map<std::string, std::vector<std::size_t>> by_name;
+  for (std::size_t m = after.size(); m-- > 0;) by_name[after[m]->name].push_back(m);
+  for (std::size_t p = 0; p < before.size(); ++p) {
+    auto it = by_name.find(before[p]->name);
+    if (it == by_name.end() || it->second.empty()) continue;
+    match[p] = it->second.back();
+    it->second.pop_back();
+    taken[match[p]] = true;
+  }
+  for (std::size_t p = 0; p < before.size(); ++p) {
+    if (match[p] != kNone) continue;
+    std::size_t low = 0, high = after.size();
+    for (std::size_t q = p; q-- > 0;)
+      if (match[q] != kNone) {
+        low = match[q] + 1;
+        break;
+      }
+    for (std::size_t q = p + 1; q < before.size(); ++q)
+      if (match[q] != kNone) {
+        high = match[q];
+        break;
+      }
+    for (std::size_t m = low; m < high; ++m)
+      if (!taken[m] && without_digits(after[m]->name) == without_digits(before[p]->name)) {
+        match[p] = m;
+        taken[m] = true;
+        break;
+      }
+  }
+  // A marked layer no plain layer took is an extra layer, counted against the plain layer whose
+  // marked layer runs next.
+  std::vector<std::size_t> plain_of(after.size(), kNone);
+  for (std::size_t p = 0; p < before.size(); ++p)
+    if (match[p] != kNone) plain_of[match[p]] = p;
+  std::vector<std::vector<std::string>> extras(before.size());
+  std::vector<ChangedLayer> only_marked;
+  for (std::size_t m = 0; m < after.size(); ++m) {
+    if (taken[m]) continue;
+    std::size_t next = m + 1;
+    while (next < after.size() && plain_of[next] == kNone) ++next;
+    if (next == after.size())
+      only_marked.push_back(
+          {after[m]->name, fmt::format("executed in the marked model only [{}]", after[m]->layer_type)});
+    else
+      extras[plain_of[next]].push_back(
+          fmt::format("the marked model executes '{}' [{}] before it", after[m]->name, after[m]->layer_type));
+  }
   std::vector<ChangedLayer> changed;
-  std::size_t next = 0;
-  for (const auto* layer_pointer : before) {
-    const openvino::ExecutedLayer& layer = *layer_pointer;
-    std::size_t match = next;
-    while (match < after.size() && without_digits(after[match]->name) != without_digits(layer.name)) ++match;
-    if (match == after.size()) {
+  for (std::size_t p = 0; p < before.size(); ++p) {
+    const openvino::ExecutedLayer& layer = *before[p];
+    if (match[p] == kNone) {
       changed.push_back({layer.name, "not executed in the marked model"});
       continue;
     }
-    std::vector<std::string> changes;
-    for (std::size_t extra = next; extra < match; ++extra)
-      changes.push_back(fmt::format("the marked model executes '{}' [{}] before it", after[extra]->name,
-                                    after[extra]->layer_type));
-    next = match + 1;
-    const openvino::ExecutedLayer& other = *after[match];
+    std::vector<std::string> changes = std::move(extras[p]);
+    const openvino::ExecutedLayer& other = *after[match[p]];
     auto check = [&](const char* what, const std::string& was, const std::string& is) {
       if (was != is) changes.push_back(fmt::format("{} {} -> {}", what, was, is));
     };
@@ -193,17 +237,25 @@ std::vector<ChangedLayer> changed_layers(const std::vector<openvino::ExecutedLay
     check("kernel", layer.primitive_type, other.primitive_type);
     check("runtime precision", layer.runtime_precision, other.runtime_precision);
     check("output precisions", layer.output_precisions, other.output_precisions);
-    std::multiset<std::string> fused, fused_marked;
-    for (const auto& name : layer.original_layers) fused.insert(without_digits(name));
-    for (const auto& name : other.original_layers) fused_marked.insert(without_digits(name));
-    if (fused != fused_marked)
+    // The fused ops: those named alike in both, then the rest with digits ignored (renumbered ops).
+    std::multiset<std::string> fused(layer.original_layers.begin(), layer.original_layers.end());
+    std::multiset<std::string> fused_marked(other.original_layers.begin(), other.original_layers.end());
+    for (const auto& name : other.original_layers)
+      if (auto it = fused.find(name); it != fused.end()) {
+        fused.erase(it);
+        fused_marked.erase(fused_marked.find(name));
+      }
+    auto digitless = [](const std::multiset<std::string>& names) {
+      std::multiset<std::string> result;
+      for (const auto& name : names) result.insert(without_digits(name));
+      return result;
+    };
+    if (digitless(fused) != digitless(fused_marked))
       changes.push_back(fmt::format("fused ops {} -> {}", fmt::join(layer.original_layers, ","),
                                     fmt::join(other.original_layers, ",")));
     if (!changes.empty()) changed.push_back({layer.name, fmt::format("{}", fmt::join(changes, "; "))});
   }
-  for (std::size_t extra = next; extra < after.size(); ++extra)
-    changed.push_back(
-        {after[extra]->name, fmt::format("executed in the marked model only [{}]", after[extra]->layer_type)});
+  changed.insert(changed.end(), only_marked.begin(), only_marked.end());
   return changed;
 }
 

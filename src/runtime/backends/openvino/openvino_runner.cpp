@@ -6,6 +6,7 @@
 // are skipped with one info line. A tensor callback (the streamed layerwise comparison) gets the
 // marked tensors in the ONNX graph's node order after each inference.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -125,6 +126,41 @@ std::vector<openvino::InputShapeBounds> input_bounds(const OpenvinoOptions& opti
     result.push_back(std::move(bounds));
   }
   return result;
+}
+
+// The marks of `layer`'s output tensors and of the layers up to `hops` steps downstream of it
+// (`outputs`: fused_layer_outputs()).
+std::set<std::string> marks_downstream(const std::string& layer, const std::vector<FusedLayerOutput>& outputs,
+                                       int hops) {
+  std::set<std::string> layers{layer};
+  for (int hop = 0; hop < hops; ++hop) {
+    std::set<std::string> tensors;
+    for (const auto& output : outputs)
+      if (layers.count(output.layer)) tensors.insert(output.tensor);
+    std::set<std::string> wider = layers;
+    for (const auto& output : outputs)
+      for (const auto& input : output.inputs)
+        if (tensors.count(input)) wider.insert(output.layer);
+    layers = std::move(wider);
+  }
+  std::set<std::string> marks;
+  for (const auto& output : outputs)
+    if (layers.count(output.layer)) marks.insert(output.tensor);
+  return marks;
+}
+
+// True when all a layer's change says is that the marked model executes other layers before it
+// or besides (the trace of a change elsewhere: a layer that lost a fused op leaves that op standing
+// on its own).
+bool only_extra_layers(const ChangedLayer& layer) {
+  if (layer.change.rfind("executed in the marked model only", 0) == 0) return true;
+  std::size_t start = 0;
+  while (start < layer.change.size()) {
+    if (layer.change.compare(start, 29, "the marked model executes '") != 0) return false;
+    std::size_t end = layer.change.find("; ", start);
+    start = end == std::string::npos ? layer.change.size() : end + 2;
+  }
+  return true;
 }
 
 }  // namespace
@@ -271,11 +307,12 @@ std::vector<openvino::ExecutedLayer> OpenvinoRunner::executed_layers() const {
   return translated(model_label_, [&] { return compiled_->executed_layers(); });
 }
 
-void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
+void OpenvinoRunner::compile(const IntermediateOutputs& marked, bool announce) {
   onnx::Model model = loader_();
   model_label_ = model.path.empty() ? "<model>" : model.path.string();
   openvino::CompileRequest request;
-  request.model_bytes = onnx::serialize_model(*model.proto);
+  request.model_bytes = fused_model_bytes_.empty() ? onnx::serialize_model(*model.proto) : fused_model_bytes_;
+  request.keep_conversion = !fused_model_bytes_.empty();
   // The frontend resolves external data relative to this file's folder.
   std::filesystem::path file_name = model.path.empty() ? std::filesystem::path("model.onnx") : model.path.filename();
   request.model_path = (model.base_dir / file_name).string();
@@ -310,6 +347,13 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
   compiled_.reset();
   compiled_ = translated(model_label_, [&] { return backend_->compile(request); });
   inference_precision_ = translated(model_label_, [&] { return compiled_->inference_precision(); });
+  // OpenVINO's CPU plugin takes a precision the CPU cannot infer in and quietly infers in another
+  // (f16 becomes bf16 or f32, bf16 becomes f32): asked for, it must be the one compiled.
+  if (options_.precision && inference_precision_ != *options_.precision)
+    raise<InvalidInputError>("{}: OpenVINO cannot run it in {} on this CPU: asked for {} (--ov-precision), it "
+                             "compiles it for {}; ask for {} or leave the precision to OpenVINO",
+                             model_label_, *options_.precision, *options_.precision, inference_precision_,
+                             inference_precision_);
   unmarkable_ = compiled_->unmarkable_tensors();
   if (!unmarkable_.empty())
     log::info("{}: {} of {} requested tensor(s) cannot be marked: OpenVINO's model no longer has them (folded "
@@ -331,10 +375,15 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked) {
     }
     inputs_.add(input.name, dtype_from_onnx(input.element_type), dims);
   }
-  log::info("{}: OpenVINO {} compiled {} for CPU | inference precision: {}{}{}", name(), library_.version,
-            model_label_, inference_precision_, options_.precision ? "" : " (OpenVINO's default on this machine)",
-            request.marked_outputs.empty() ? "" : fmt::format(" | {} tensor(s) marked as outputs",
-                                                              request.marked_outputs.size() - unmarkable_.size()));
+  marked_count_.reset();
+  if (!request.marked_outputs.empty()) marked_count_ = request.marked_outputs.size() - unmarkable_.size();
+  if (announce) log::info("{}: {}", name(), compiled_line());
+}
+
+std::string OpenvinoRunner::compiled_line() const {
+  return fmt::format("OpenVINO {} compiled {} for CPU | inference precision: {}{}{}", library_.version, model_label_,
+                     inference_precision_, options_.precision ? "" : " (OpenVINO's default on this machine)",
+                     marked_count_ ? fmt::format(" | {} tensor(s) marked as outputs", *marked_count_) : "");
 }
 
 const FusedLayerOutput* OpenvinoRunner::fused_output(const std::string& tensor) const {
@@ -352,48 +401,117 @@ std::optional<std::string> OpenvinoRunner::engine_layer(const std::string& tenso
 void OpenvinoRunner::compile_fusion_preserving() {
   fused_marks_.clear();
   marked_precisions_.clear();
-  compile(IntermediateOutputs::none());
   onnx::Model model = loader_();
+  fused_model_bytes_ = onnx::serialize_model(*model.proto);
+  struct Release {  // the serialized model and the kept conversion, however the compiles end
+    OpenvinoRunner& runner;
+    ~Release() {
+      runner.fused_model_bytes_.clear();
+      runner.fused_model_bytes_.shrink_to_fit();
+      runner.backend_->drop_kept_conversion();
+    }
+  } release{*this};
+  compile(IntermediateOutputs::none(), /*announce=*/false);
   const std::vector<openvino::ExecutedLayer> plain = executed_layers();
-  fused_outputs_ = fused_layer_outputs(describe_openvino_engine(*this, &model), model);
+  const EngineReport report = describe_openvino_engine(*this, &model);
+  fused_outputs_ = fused_layer_outputs(report, model);
   std::set<std::string> graph_outputs;
   for (const auto& output : model->graph().output()) graph_outputs.insert(output.name());
   std::set<std::string> excluded(options_.exclude_outputs.begin(), options_.exclude_outputs.end());
-  std::vector<std::string> candidates;
+  std::set<std::string> candidates;
   for (const auto& output : fused_outputs_) {
     if (graph_outputs.count(output.tensor) || excluded.count(output.tensor)) continue;
-    candidates.push_back(output.tensor);
+    candidates.insert(output.tensor);
     if (output.output_precision == "bf16" || output.output_precision == "f16")
       marked_precisions_.emplace(output.tensor, output.output_precision);
   }
-  // Marks whose Result changed a layer of the plain model, with the layers that changed.
+  // Marks whose Result changed a layer of the plain model, with the layers that changed. Each
+  // round drops the marks around every changed layer at once, widening along the dataflow for a
+  // layer that a round before left changed (a mark downstream can keep OpenVINO from moving an op
+  // into it), so the rounds stay few however many blocks the model repeats.
   std::set<std::string> dropped;
+  constexpr int kMaxRounds = 16, kFusionHops = 2, kMaxHops = 3;
+  // Marks known to change their layer are left out before the first marked compile: those of
+  // layers computing integers (shape arithmetic, int64 in ONNX and i32 in OpenVINO: a Result makes
+  // OpenVINO run a copy of the layer and convert its output), and those of a layer OpenVINO moved
+  // a Multiply of its own into (an attention scale moved into the K projection), with the two
+  // layers after it, whose marks keep the Multiply from moving.
+  std::map<std::string, std::string> left_out;  // tensor -> why
+  for (const auto& output : fused_outputs_)
+    if (candidates.count(output.tensor) && output.output_precision != "f32" && output.output_precision != "bf16" &&
+        output.output_precision != "f16")
+      left_out.emplace(output.tensor, fmt::format("OpenVINO computes it in {}", output.output_precision));
+  for (std::size_t l = 0; l < report.layers.size(); ++l) {
+    const EngineLayer& layer = report.layers[l];
+    if (layer.kind != EngineLayer::Kind::kCompute) continue;
+    auto is_multiply = [&](const std::string& op) { return op.rfind("Multiply_", 0) == 0 && op != layer.name; };
+    if (!layer.onnx_nodes.empty() && std::any_of(layer.openvino_ops.begin(), layer.openvino_ops.end(), is_multiply)) {
+      for (const auto& tensor : marks_downstream(layer.name, fused_outputs_, kFusionHops))
+        if (candidates.count(tensor))
+          left_out.emplace(tensor, fmt::format("OpenVINO moved a Multiply of its own into layer '{}'", layer.name));
+      continue;
+    }
+    // Where OpenVINO's Multiply stands alone (it moved it next to a Split, say), the marks of the
+    // layers executed after it up to where it came from keep it from moving: those of the next two
+    // marked layers.
+    if (layer.onnx_nodes.empty() && layer.dataflow_nodes.empty() && layer.name.rfind("Multiply_", 0) == 0) {
+      int found = 0;
+      for (std::size_t next = l + 1; next < report.layers.size() && found < kFusionHops; ++next) {
+        bool marked = false;
+        for (const auto& output : fused_outputs_)
+          if (output.layer == report.layers[next].name && candidates.count(output.tensor)) {
+            left_out.emplace(output.tensor,
+                             fmt::format("OpenVINO moves its '{}' past this layer when it is not marked", layer.name));
+            marked = true;
+          }
+        found += marked;
+      }
+    }
+  }
+  for (const auto& [tensor, why] : left_out) dropped.insert(tensor);
   std::vector<ChangedLayer> changed;
-  constexpr int kMaxRounds = 64, kMaxHops = 3;
+  std::map<std::string, int> hops_of;  // changed layer -> the dataflow steps its next drop starts from
+  int compiles = 1;
   for (int round = 0;; ++round) {
     fused_marks_.clear();
-    for (const auto& tensor : candidates)
-      if (!dropped.count(tensor)) fused_marks_.push_back(tensor);
-    compile(IntermediateOutputs::list(fused_marks_));
+    for (const auto& output : fused_outputs_)
+      if (candidates.count(output.tensor) && !dropped.count(output.tensor) &&
+          std::find(fused_marks_.begin(), fused_marks_.end(), output.tensor) == fused_marks_.end())
+        fused_marks_.push_back(output.tensor);
+    compile(IntermediateOutputs::list(fused_marks_), /*announce=*/false);
+    ++compiles;
     changed = changed_layers(plain, executed_layers());
     if (changed.empty()) break;
-    // The marks around the first changed layer (later changes may follow from it), widened step by
-    // step along the dataflow until some are new.
-    std::size_t before = dropped.size();
-    for (int hops = 0; hops <= kMaxHops && dropped.size() == before; ++hops)
-      for (const auto& tensor : marks_around({changed.front()}, fused_outputs_, hops))
-        if (std::find(candidates.begin(), candidates.end(), tensor) != candidates.end()) dropped.insert(tensor);
-    // A changed layer of OpenVINO's own ops writes no ONNX tensor: the nearest marked layer after it
-    // (else before it) in execution order loses its marks.
-    if (dropped.size() == before) {
-      auto is_changed = [&](const openvino::ExecutedLayer& layer) { return layer.name == changed.front().layer; };
+    // A layer that itself changed loses the marks of the tensors it writes and reads; left changed,
+    // those ever wider around it; a layer of OpenVINO's own ops, writing no ONNX tensor, the marks of
+    // the nearest marked layer after it (else before it) in execution order. Every such layer at
+    // once, but for one next to marks this round drops (it may have changed through them), and
+    // layers that only execute others before them wait for those to be settled.
+    const std::size_t before = dropped.size();
+    std::vector<ChangedLayer> causes;
+    for (const auto& layer : changed)
+      if (!only_extra_layers(layer)) causes.push_back(layer);
+    if (causes.empty()) causes = changed;
+    std::set<std::string> dropped_now;  // by this round: a layer next to them may have changed through them
+    for (const auto& layer : causes) {
+      const std::set<std::string> around = marks_around({layer}, fused_outputs_, 0);
+      if (std::any_of(around.begin(), around.end(), [&](const std::string& tensor) { return dropped_now.count(tensor); }))
+        continue;
+      const std::size_t before_layer = dropped.size();
+      const std::set<std::string> dropped_before = dropped;
+      int& hops = hops_of[layer.layer];
+      for (; hops <= kMaxHops && dropped.size() == before_layer; ++hops)
+        for (const auto& tensor : marks_around({layer}, fused_outputs_, hops))
+          if (candidates.count(tensor)) dropped.insert(tensor);
+      for (const auto& tensor : dropped)
+        if (!dropped_before.count(tensor)) dropped_now.insert(tensor);
+      if (dropped.size() != before_layer) continue;
+      auto is_changed = [&](const openvino::ExecutedLayer& executed) { return executed.name == layer.layer; };
       auto position = static_cast<std::size_t>(std::find_if(plain.begin(), plain.end(), is_changed) - plain.begin());
-      auto drop_layer = [&](const std::string& layer) {
+      auto drop_layer = [&](const std::string& name) {
         for (const auto& output : fused_outputs_)
-          if (output.layer == layer &&
-              std::find(candidates.begin(), candidates.end(), output.tensor) != candidates.end())
-            dropped.insert(output.tensor);
-        return dropped.size() != before;
+          if (output.layer == name && candidates.count(output.tensor)) dropped.insert(output.tensor);
+        return dropped.size() != before_layer;
       };
       bool found = false;
       for (std::size_t p = position + 1; !found && p < plain.size(); ++p) found = drop_layer(plain[p].name);
@@ -420,17 +538,19 @@ void OpenvinoRunner::compile_fusion_preserving() {
   for (const auto& output : fused_outputs_) {
     std::string status;
     if (excluded.count(output.tensor)) status = " (excluded)";
+    else if (left_out.count(output.tensor))
+      status = fmt::format(" (not marked: {}, so marking it changes a layer)", left_out.at(output.tensor));
     else if (dropped.count(output.tensor)) status = " (not marked: marking it changed a layer)";
     else if (unmarkable.count(output.tensor)) status = " (not marked: OpenVINO's model has no such tensor)";
     else ++marked;
     lines += fmt::format("\n    '{}' <- {}{}", output.tensor, output.description(), status);
   }
-  log::info("{}: --ov-outputs mark fused: {} of the {} tensor(s) the compiled model's layers write out are "
-            "compared{}:{}",
-            name(), marked, fused_outputs_.size(),
+  log::info("{}: {} | --ov-outputs mark fused: {} of the {} tensor(s) the compiled model's layers write out are "
+            "compared{} ({} compiles):{}",
+            name(), compiled_line(), marked, fused_outputs_.size(),
             dropped.empty() ? ""
-                            : fmt::format("; {} left unmarked because marking them changed a layer", dropped.size()),
-            lines);
+                            : fmt::format("; {} left unmarked because marking them changes a layer", dropped.size()),
+            compiles, lines);
 }
 
 void OpenvinoRunner::log_slowest_layers() {

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <set>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
-#include <openvino/core/preprocess/pre_post_process.hpp>
+#include <openvino/op/convert.hpp>
 #include <openvino/frontend/manager.hpp>
 
 #include "element_types.h"
@@ -134,10 +134,9 @@ ov::AnyMap compile_properties(const CompileRequest& request) {
   return properties;
 }
 
-OpenvinoCompiledModel::OpenvinoCompiledModel(ov::Core& core, const CompileRequest& request, const LogFunction& log) {
-  std::shared_ptr<ov::Model> model = read_onnx_model(request);
+OpenvinoCompiledModel::OpenvinoCompiledModel(ov::Core& core, const CompileRequest& request,
+                                             std::shared_ptr<ov::Model> model, const LogFunction& log) {
   outputs_ = mark_outputs(*model, request);
-  keep_marked_precisions(model, request);
   if (!unmarkable_.empty() && log)
     log(LogLevel::kVerbose, "OpenVINO has no tensor called: " + [&] {
       std::string names;
@@ -156,11 +155,17 @@ std::vector<std::pair<std::string, std::size_t>> OpenvinoCompiledModel::mark_out
     throw BackendFailure(BackendFailure::Kind::kOther,
                          "OpenVINO's model has " + std::to_string(results.size()) + " outputs, the ONNX graph " +
                              std::to_string(request.graph_outputs.size()));
-  // What each result reads, so that a tensor already an output is not marked twice.
-  std::map<std::pair<const ov::Node*, std::size_t>, std::size_t> result_of;
+  if (!request.marked_output_precisions.empty() &&
+      request.marked_output_precisions.size() != request.marked_outputs.size())
+    throw BackendFailure(BackendFailure::Kind::kOther,
+                         "marked_output_precisions must give one entry per marked output");
+  // What each result reads (and in which type it returns it), so that a tensor already an output
+  // is not marked twice.
+  using Source = std::tuple<const ov::Node*, std::size_t, std::string>;
+  std::map<Source, std::size_t> result_of;
   for (std::size_t i = 0; i < results.size(); ++i) {
     auto source = results[i]->input_value(0);
-    result_of.emplace(std::make_pair(source.get_node(), source.get_index()), i);
+    result_of.emplace(Source(source.get_node(), source.get_index(), ""), i);
     outputs.emplace_back(request.graph_outputs[i], i);
   }
   if (request.marked_outputs.empty()) return outputs;
@@ -170,44 +175,33 @@ std::vector<std::pair<std::string, std::size_t>> OpenvinoCompiledModel::mark_out
     for (const auto& output : node->outputs())
       for (const auto& name : output.get_names()) by_name.emplace(name, output);
   }
-  for (const auto& name : request.marked_outputs) {
+  ov::ResultVector added;
+  for (std::size_t m = 0; m < request.marked_outputs.size(); ++m) {
+    const std::string& name = request.marked_outputs[m];
     if (std::any_of(outputs.begin(), outputs.end(), [&](const auto& output) { return output.first == name; })) continue;
     auto it = by_name.find(name);
     if (it == by_name.end()) {
       unmarkable_.push_back(name);
       continue;
     }
-    auto key = std::make_pair(it->second.get_node(), it->second.get_index());
+    // A float32 tensor asked for in a reduced type is returned through a Convert to it: the
+    // Convert of what the layer writes in that type is exact and fuses away. (A Convert, not
+    // ov::preprocess::PrePostProcessor: building one transforms the whole model, which then
+    // compiles to other layers than the plain model even where nothing is marked.)
+    std::string precision = request.marked_output_precisions.empty() ? "" : request.marked_output_precisions[m];
+    if (it->second.get_element_type() != ov::element::f32) precision.clear();
+    Source key(it->second.get_node(), it->second.get_index(), precision);
     auto existing = result_of.find(key);
     if (existing == result_of.end()) {
-      model.add_output(it->second);
-      existing = result_of.emplace(key, model.get_results().size() - 1).first;
+      ov::Output<ov::Node> value = it->second;
+      if (!precision.empty()) value = std::make_shared<ov::op::v0::Convert>(value, precision_type(precision))->output(0);
+      added.push_back(std::make_shared<ov::op::v0::Result>(value));
+      existing = result_of.emplace(key, results.size() + added.size() - 1).first;
     }
     outputs.emplace_back(name, existing->second);
   }
+  model.add_results(added);
   return outputs;
-}
-
-void OpenvinoCompiledModel::keep_marked_precisions(std::shared_ptr<ov::Model>& model, const CompileRequest& request) {
-  if (request.marked_output_precisions.empty()) return;
-  if (request.marked_output_precisions.size() != request.marked_outputs.size())
-    throw BackendFailure(BackendFailure::Kind::kOther,
-                         "marked_output_precisions must give one entry per marked output");
-  std::optional<ov::preprocess::PrePostProcessor> processor;
-  std::set<std::size_t> done;
-  for (std::size_t i = 0; i < request.marked_outputs.size(); ++i) {
-    const std::string& precision = request.marked_output_precisions[i];
-    if (precision.empty()) continue;
-    auto output = std::find_if(outputs_.begin(), outputs_.end(),
-                               [&](const auto& entry) { return entry.first == request.marked_outputs[i]; });
-    // Unmarkable tensors have no output; graph outputs keep their type.
-    if (output == outputs_.end() || output->second < request.graph_outputs.size()) continue;
-    if (!done.insert(output->second).second) continue;
-    if (model->output(output->second).get_element_type() != ov::element::f32) continue;
-    if (!processor) processor.emplace(model);
-    processor->output(output->second).tensor().set_element_type(precision_type(precision));
-  }
-  if (processor) model = processor->build();
 }
 
 OpenvinoCompiledModel::OpenvinoCompiledModel(ov::Core& core, const ImportRequest& request) {

@@ -24,7 +24,9 @@ ov::AnyMap compile_properties(const CompileRequest& request);
 
 class OpenvinoCompiledModel : public CompiledModel {
  public:
-  OpenvinoCompiledModel(ov::Core& core, const CompileRequest& request, const LogFunction& log);
+  // `model`: request's model as read_onnx_model converts it (marked and compiled here).
+  OpenvinoCompiledModel(ov::Core& core, const CompileRequest& request, std::shared_ptr<ov::Model> model,
+                        const LogFunction& log);
   // An exported model imported again; its outputs take request.output_names in order.
   OpenvinoCompiledModel(ov::Core& core, const ImportRequest& request);
 
@@ -42,10 +44,9 @@ class OpenvinoCompiledModel : public CompiledModel {
   const ov::CompiledModel& compiled() const { return compiled_; }
 
  private:
-  // Marks request.marked_outputs on `model`; returns (name, index among the model's results).
+  // Marks request.marked_outputs on `model` (in the type request.marked_output_precisions gives,
+  // where it gives one); returns (name, index among the model's results).
   std::vector<std::pair<std::string, std::size_t>> mark_outputs(ov::Model& model, const CompileRequest& request);
-  // Sets the element type of marked outputs that request.marked_output_precisions gives one for.
-  void keep_marked_precisions(std::shared_ptr<ov::Model>& model, const CompileRequest& request);
 
   ov::CompiledModel compiled_;
   ov::InferRequest request_;

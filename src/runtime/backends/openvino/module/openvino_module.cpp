@@ -65,8 +65,16 @@ class OpenvinoBackend : public Backend {
   std::unique_ptr<CompiledModel> compile(const CompileRequest& request) override {
     std::lock_guard lock(mutex_);
     return guarded([&]() -> std::unique_ptr<CompiledModel> {
-      return std::make_unique<GuardedCompiledModel>(std::make_unique<OpenvinoCompiledModel>(core_, request, log_));
+      std::shared_ptr<ov::Model> model = converted(request);
+      return std::make_unique<GuardedCompiledModel>(
+          std::make_unique<OpenvinoCompiledModel>(core_, request, std::move(model), log_));
     });
+  }
+  void drop_kept_conversion() override {
+    std::lock_guard lock(mutex_);
+    kept_.reset();
+    kept_bytes_.clear();
+    kept_bytes_.shrink_to_fit();
   }
   QueryResult query_model(const QueryRequest& request) override {
     std::lock_guard lock(mutex_);
@@ -80,9 +88,41 @@ class OpenvinoBackend : public Backend {
   }
 
  private:
+  // The request's model converted by OpenVINO's ONNX frontend: a copy of the kept conversion where
+  // it is of the same model, else converted anew; kept for the next request or dropped
+  // (CompileRequest::keep_conversion).
+  std::shared_ptr<ov::Model> converted(const CompileRequest& request) {
+    auto same_bounds = [&] {
+      if (kept_bounds_.size() != request.input_bounds.size()) return false;
+      for (std::size_t i = 0; i < kept_bounds_.size(); ++i) {
+        const auto &a = kept_bounds_[i], &b = request.input_bounds[i];
+        if (a.name != b.name || a.dims.size() != b.dims.size()) return false;
+        for (std::size_t d = 0; d < a.dims.size(); ++d)
+          if (a.dims[d].min != b.dims[d].min || a.dims[d].max != b.dims[d].max) return false;
+      }
+      return true;
+    };
+    const bool reuse = kept_ && kept_path_ == request.model_path && same_bounds() && kept_bytes_ == request.model_bytes;
+    std::shared_ptr<ov::Model> model = reuse ? kept_->clone() : read_onnx_model(request);
+    if (!request.keep_conversion) {
+      kept_.reset();
+      kept_bytes_.clear();
+      kept_bytes_.shrink_to_fit();
+    } else if (!reuse) {
+      kept_ = model->clone();
+      kept_bytes_ = request.model_bytes;
+      kept_path_ = request.model_path;
+      kept_bounds_ = request.input_bounds;
+    }
+    return model;
+  }
+
   std::mutex mutex_;
   ov::Core core_;
   LogFunction log_;
+  std::shared_ptr<ov::Model> kept_;  // CompileRequest::keep_conversion: the model as converted, unmarked
+  std::string kept_bytes_, kept_path_;
+  std::vector<InputShapeBounds> kept_bounds_;
 };
 
 }  // namespace
