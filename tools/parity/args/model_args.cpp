@@ -59,7 +59,6 @@ onnx::Model ModelArgs::load(const onnx::LoadOptions& options) const {
   // As in Polygraphy, shape inference runs before the "Loading model" line (its warning first).
   const std::string shown_path = absolute_path(path_);
   if (no_shape_inference_) log::info("Loading model: {}", shown_path);
-  else if (onnxruntime_shape_inference()) runtime::start_onnxruntime_shape_inference();
   auto start = std::chrono::steady_clock::now();
   onnx::Model model;
   try {

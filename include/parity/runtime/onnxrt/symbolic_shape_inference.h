@@ -22,12 +22,6 @@ namespace parity::runtime {
 // Returns an empty string on success, else why it did not run; `model` is then untouched.
 std::string infer_shapes_with_onnxruntime(onnx::Model& model);
 
-// Starts the worker infer_shapes_with_onnxruntime uses (when a Python with onnxruntime is found)
-// without waiting for it: a command that will infer shapes calls it first, so that the
-// interpreter's start and imports (about a second: onnx, numpy, sympy) overlap the loading of the
-// model. Nothing when the worker runs already or that Python could not serve.
-void start_onnxruntime_shape_inference();
-
 // Polygraphy's InferShapes: with `allow_onnxruntime`, infer_shapes_with_onnxruntime, then (at -v,
 // once per process) "Inferred shapes in the model with `onnxruntime.tools.symbolic_shape_infer`."; if
 // that fails, Polygraphy's warning "Falling back to `onnx.shape_inference` ..." (once per process,

@@ -188,11 +188,6 @@ void copy_inferred_types(::onnx::GraphProto& target, const ::onnx::GraphProto& i
 
 }  // namespace
 
-void start_onnxruntime_shape_inference() {
-  std::string outcome;
-  if (auto python = python_with_onnxruntime(outcome)) Workers::instance().start(*python);
-}
-
 std::string infer_shapes_with_onnxruntime(onnx::Model& model) {
   if (model.external_data_ignored) return "the model was loaded without its external data";
   std::string outcome;
