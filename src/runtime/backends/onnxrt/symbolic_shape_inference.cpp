@@ -201,8 +201,9 @@ std::string infer_shapes_with_onnxruntime(onnx::Model& model) {
     log::verbose("Running ONNX Runtime's symbolic shape inference (onnxruntime.tools.symbolic_shape_infer, "
                  "auto_merge=True) with {}",
                  *python);
-    outcome = Workers::instance().infer(*python, {{"model", input.string()}, {"output", output.string()},
-                                        {"folder", folder.path().string()}});
+    outcome = Workers::instance().infer(*python, {{"model", input.string()},
+                                                  {"output", output.string()},
+                                                  {"folder", folder.path().string()}});
     if (!outcome.empty()) return outcome;
     onnx::LoadOptions options;
     options.ignore_external_data = true;  // only the types are read back
