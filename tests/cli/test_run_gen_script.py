@@ -167,7 +167,8 @@ def test_external_data_dir(parity_bin, tmp_path, runners):
                                "--save-inputs", "in.json", "--save-outputs", "out.json"])
     assert command.returncode == 0, command.describe()
     assert code == 0, output
-    assert "load_onnx = OnnxFromPath('model/m.onnx', external_data_dir='data')" in text, text
+    assert ("load_onnx = OnnxFromPath(join(dirname(abspath(__file__)), 'model/m.onnx'), "
+            "external_data_dir=join(dirname(abspath(__file__)), 'data'))") in text, text
     # The script (which wrote in.json and out.json last) read the weights from data/.
     from polygraphy.json import load_json
     feed = load_json(str(tmp_path / "in.json"))[0]
@@ -176,9 +177,34 @@ def test_external_data_dir(parity_bin, tmp_path, runners):
     for name, iterations in results.items():
         np.testing.assert_allclose(iterations[0]["y"], feed["x"] @ weight, rtol=1e-4, atol=1e-4, err_msg=name)
     # Without the folder, the weights are not found.
-    (tmp_path / "script_without.py").write_text(text.replace(", external_data_dir='data'", ""))
+    (tmp_path / "script_without.py").write_text(
+        text.replace(", external_data_dir=join(dirname(abspath(__file__)), 'data')", ""))
     code, output = run_script(parity_bin, tmp_path / "script_without.py", tmp_path)
     assert code != 0 and "weights.bin" in output, output
+
+
+@pytest.mark.parametrize("runners", [["--onnxrt"], ["--ref", "--onnxrt"]])
+def test_script_runs_from_any_folder(parity_bin, tmp_path, runners):
+    """The model's path (given relative to the working folder) is written relative to the script's own
+    folder, so the script finds the model wherever it is run from, and after both move together."""
+    model, _ = model_with_data_elsewhere(tmp_path)
+    script = tmp_path / "scripts" / "check.py"
+    script.parent.mkdir()
+    generated = run_binary(parity_bin, ["run", model, *runners, "--external-data-dir", "data",
+                                        "--gen-script", script.relative_to(tmp_path)], cwd=tmp_path)
+    assert generated.returncode == 0, generated.describe()
+    assert "join(dirname(abspath(__file__)), '../model/m.onnx')" in script.read_text()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for cwd in (tmp_path, script.parent, elsewhere, "/"):
+        code, output = run_script(parity_bin, script, cwd)
+        assert code == 0, f"from {cwd}:\n{output}"
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for folder in ("scripts", "model", "data"):
+        (tmp_path / folder).rename(moved / folder)
+    code, output = run_script(parity_bin, moved / "scripts" / "check.py", elsewhere)
+    assert code == 0, output
 
 
 def test_standard_output(parity_bin, tmp_path):

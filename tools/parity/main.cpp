@@ -19,6 +19,19 @@ std::vector<CommandFactory>& command_factories() {
 
 namespace {
 
+// The one-line description of each command group in `parity --help` (Polygraphy's, in Parity's words).
+const std::map<std::string, std::string>& group_descriptions() {
+  static const std::map<std::string, std::string> descriptions = {
+      {"check ", "Check and validate various aspects of a model (lint)"},
+      {"data ", "Manipulate input and output data made by other Parity commands (to-input)"},
+      {"debug ", "Debug model issues: failing builds, flaky runs, precision, reduce a model to a failing subgraph"},
+      {"inspect ", "View information about models, data files and what a backend supports"},
+      {"surgeon ", "Modify ONNX models: extract, sanitize, insert, prune, strip or reconstruct weights"},
+      {"template ", "Generate template files (an ONNX-GraphSurgeon script)"},
+  };
+  return descriptions;
+}
+
 struct Registered {
   std::unique_ptr<Command> command;
   CLI::App* app;
@@ -42,7 +55,9 @@ int run_main(int argc, char** argv) {
       key += path[i] + " ";
       auto& group = groups[key];
       if (!group) {
-        group = parent->add_subcommand(path[i], "");
+        auto description = group_descriptions().find(key);
+        group = parent->add_subcommand(path[i],
+                                       description == group_descriptions().end() ? "" : description->second);
         group->require_subcommand(1);
         group_logging[key] = std::make_unique<LoggingArgs>();
         group_logging[key]->add_to(*group);

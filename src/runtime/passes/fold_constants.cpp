@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -374,6 +375,27 @@ class Folder {
 
 }  // namespace
 
+namespace {
+
+// The graph as shape inference here sees it (its value_info cleared first), the initializers'
+// values left out (their names, types and dims kept): equal strings mean shape inference would give
+// the same types again.
+std::string graph_structure(const GraphProto& graph) {
+  GraphProto shell;
+  *shell.mutable_node() = graph.node();
+  *shell.mutable_input() = graph.input();
+  *shell.mutable_output() = graph.output();
+  for (const auto& initializer : graph.initializer()) {
+    auto& entry = *shell.add_initializer();
+    entry.set_name(initializer.name());
+    entry.set_data_type(initializer.data_type());
+    *entry.mutable_dims() = initializer.dims();
+  }
+  return shell.SerializeAsString();
+}
+
+}  // namespace
+
 FoldReport fold_constants(onnx::Model& model, const FoldOptions& options) {
   FoldReport report;
   GraphProto& graph = *model->mutable_graph();
@@ -381,18 +403,27 @@ FoldReport fold_constants(onnx::Model& model, const FoldOptions& options) {
   const int max_passes = options.num_passes > 0 ? options.num_passes : 100;
   Folder folder(model, options, report);
   bool warned = false;
+  // The graph's structure when shape inference last ran here: inference runs again only on a graph
+  // that changed since (ONNX Runtime's symbolic shape inference costs a round trip to Python).
+  std::optional<std::string> inferred;
+  if (options.shapes_inferred) inferred = graph_structure(graph);
+  auto infer = [&] {
+    onnx::clear_value_info(graph);
+    auto result = infer_shapes(model, options.allow_onnxruntime_shape_inference);
+    if (!result.ok && !warned) {
+      log::warning("ONNX shape inference stopped with an error; shapes it could not reach are not folded.\n"
+                   "Note: error was: {}",
+                   result.error);
+      warned = true;
+    }
+    inferred = graph_structure(graph);
+  };
   for (int pass = 0; pass < max_passes; ++pass) {
     int64_t before = onnx::count_nodes(graph);
     if (options.log_passes) log::start("Folding Constants | Pass {}", pass + 1);
-    if (options.shape_inference && (options.per_pass_shape_inference || pass == 0)) {
-      onnx::clear_value_info(graph);
-      auto result = infer_shapes(model, options.allow_onnxruntime_shape_inference);
-      if (!result.ok && !warned) {
-        log::warning("ONNX shape inference stopped with an error; shapes it could not reach are not folded.\n"
-                     "Note: error was: {}", result.error);
-        warned = true;
-      }
-    }
+    const bool first_with_given_shapes = pass == 0 && options.shapes_inferred;
+    if (options.shape_inference && (options.per_pass_shape_inference || pass == 0) && !first_with_given_shapes)
+      infer();
     onnx::lower_constant_nodes(graph);
     onnx::toposort(graph);
     bool changed = folder.fold_graph(graph, {}, {}, /*is_main=*/true, /*shapes_trustworthy=*/true, 0);
@@ -405,10 +436,7 @@ FoldReport fold_constants(onnx::Model& model, const FoldOptions& options) {
                   before - after);
     if (!changed) break;
   }
-  if (options.shape_inference) {
-    onnx::clear_value_info(graph);
-    infer_shapes(model, options.allow_onnxruntime_shape_inference);
-  }
+  if (options.shape_inference && (!inferred || *inferred != graph_structure(graph))) infer();
   report.nodes_after = onnx::count_nodes(graph);
   return report;
 }

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/ranges.h>
@@ -73,9 +74,13 @@ void fold(onnx::Model& model, const FoldOptions& options) {
 
 void sanitize(onnx::Model& model, const SanitizeOptions& options) {
   auto& graph = *model->mutable_graph();
-  if (!options.input_shapes.empty()) override_input_shapes(model, options);
+  std::optional<FoldOptions> fold_options = options.fold;
+  if (!options.input_shapes.empty()) {
+    override_input_shapes(model, options);
+    if (fold_options && options.shape_inference) fold_options->shapes_inferred = true;
+  }
   if (options.fallback_feed) set_shapes_from_metadata(graph, fallback_shape_inference(model, options.fallback_feed));
-  if (options.fold) fold(model, *options.fold);
+  if (fold_options) fold(model, *fold_options);
   if (options.cleanup) {
     auto report = onnx::cleanup(graph, onnx::CleanupOptions{.remove_unused_graph_inputs = true,
                                                             .recurse_subgraphs = true});

@@ -10,6 +10,19 @@ namespace parity::cli {
 
 void GeneratedScript::add_import(const std::string& module, const std::string& name) { imports_[module].insert(name); }
 
+void GeneratedScript::set_folder(const std::filesystem::path& folder) {
+  folder_ = std::filesystem::absolute(folder).lexically_normal();
+}
+
+std::string GeneratedScript::path(const std::string& path) {
+  if (!folder_) return python_string(path);
+  auto absolute = std::filesystem::absolute(path).lexically_normal();
+  auto relative = absolute.lexically_relative(*folder_);
+  for (const char* name : {"abspath", "dirname", "join"}) add_import("os.path", name);
+  return fmt::format("join(dirname(abspath(__file__)), {})",
+                     python_string(relative.empty() ? absolute.string() : relative.string()));
+}
+
 void GeneratedScript::add_section(const std::string& title, const std::vector<std::string>& lines) {
   for (auto& [existing, body] : sections_)
     if (!title.empty() && existing == title) {

@@ -5,7 +5,9 @@
 // express are collected and refused as a whole, never dropped.
 #pragma once
 
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -28,6 +30,14 @@ class GeneratedScript {
   void cannot_express(const std::string& flag) { inexpressible_.insert(flag); }
   const std::set<std::string>& inexpressible() const { return inexpressible_; }
 
+  // The folder the script is written to: paths in it are then relative to the script's own
+  // location, so that it runs from any working folder. Not set (a script on standard output),
+  // paths are written as given, as Polygraphy writes them.
+  void set_folder(const std::filesystem::path& folder);
+  // A file's path as a Python expression: the literal as given, or, with a folder set,
+  // join(dirname(abspath(__file__)), '<path relative to the script>').
+  std::string path(const std::string& path);
+
   // The whole script; `command`: the generating command line.
   std::string text(const std::string& command) const;
 
@@ -36,6 +46,7 @@ class GeneratedScript {
   std::vector<std::string> summary_;
   std::vector<std::pair<std::string, std::vector<std::string>>> sections_;
   std::set<std::string> inexpressible_;
+  std::optional<std::filesystem::path> folder_;  // absolute
 };
 
 // The first lines of every script Parity generates, as Polygraphy writes them: the shebang, "# Template

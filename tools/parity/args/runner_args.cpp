@@ -138,12 +138,12 @@ void RunnerArgs::add_to_script(GeneratedScript& script, const ScriptModel& model
   bool onnx_loader = edits || !model.external_data_dir.empty();
   for (const auto& backend : backends_)
     onnx_loader = onnx_loader || (backend.count > 0 && backend.args->script_reads_onnx_loader());
-  std::string onnx_model = python_string(model.path);
+  std::string onnx_model = script.path(model.path);
   if (onnx_loader) {
     script.add_import("parity.backend.onnx", "OnnxFromPath");
     std::string external_data;
     if (!model.external_data_dir.empty())
-      external_data = ", external_data_dir=" + python_string(model.external_data_dir);
+      external_data = ", external_data_dir=" + script.path(model.external_data_dir);
     loaders.push_back(fmt::format("load_onnx = OnnxFromPath({}{})", onnx_model, external_data));
     onnx_model = "load_onnx";
     if (edits) {

@@ -14,11 +14,13 @@
 #include <fmt/format.h>
 
 #include "args/model_args.h"
+#include "args/tensor_meta_parse.h"
 #include "command.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/node_range.h"
+#include "parity/onnx/passes.h"
 #include "parity/runtime/backend_registry.h"
 #include "parity/runtime/capability.h"
 #include "parity/runtime/data_loader.h"
@@ -39,6 +41,10 @@ class InspectCapabilityCommand : public Command {
   }
   void add_options(CLI::App& app) override {
     model_.add_to(app, /*shape_inference_by_default=*/true);
+    app.add_option("--input-shapes,--inputs", input_shapes_,
+                   "Input shapes, as run takes them: <name>:[d0,d1,...] ...; the model's inputs get these shapes "
+                   "before it is partitioned (shapes inferred from them)")
+        ->group("Model");
     for (const runtime::BackendDescriptor& backend : query_backends())
       app.add_flag("--" + backend.name, asked_[backend.name], backend.support_query_help)->group("Backend");
     app.add_option("-o,--output", output_,
@@ -60,8 +66,10 @@ class InspectCapabilityCommand : public Command {
     if (count != 1)
       raise<InvalidInputError>("inspect capability asks one backend which nodes it supports: give {}",
                                fmt::join(flags, " or "));
-    onnx::Model prepared =
-        runtime::prepare_for_partitioning(model_.load(), model_.shape_inference());
+    const TensorMetadata input_shapes = parse_input_shapes(input_shapes_, "--input-shapes");
+    onnx::Model loaded = model_.load();
+    if (!input_shapes.empty()) override_input_shapes(loaded, input_shapes);
+    onnx::Model prepared = runtime::prepare_for_partitioning(std::move(loaded), model_.shape_inference());
     std::unique_ptr<runtime::SupportQuery> query = asked->make_support_query();
     runtime::CapabilityReport report = runtime::analyze_capability(prepared, *query);
     std::string summary = report.summary();
@@ -149,6 +157,18 @@ class InspectCapabilityCommand : public Command {
     }
   }
 
+  // --input-shapes: the graph inputs' shapes replaced; with shape inference on, every shape derived
+  // from the old ones is dropped for prepare_for_partitioning to infer again.
+  void override_input_shapes(onnx::Model& model, const TensorMetadata& shapes) const {
+    auto& graph = *model->mutable_graph();
+    with_context(fmt::format("--input-shapes ({})", model_.path()),
+                 [&] { onnx::override_input_shapes(graph, shapes); });
+    if (!model_.shape_inference()) return;
+    onnx::clear_value_info(graph);
+    for (auto& output : *graph.mutable_output())
+      if (output.type().has_tensor_type()) output.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+
   // Writes the models and results.txt; on a failure removes what this run wrote, then throws.
   void write_all(const std::vector<std::pair<std::string, onnx::Model>>& files,
                  const std::string& summary) const {
@@ -173,6 +193,7 @@ class InspectCapabilityCommand : public Command {
   }
 
   ModelArgs model_;
+  std::vector<std::string> input_shapes_;
   std::map<std::string, bool> asked_;  // --<backend>: its support query is asked
   std::string output_ = "parity_capability_dumps";
   std::optional<TensorMetadata> ran_;  // the reference run's tensors, once made (empty when it failed)

@@ -8,6 +8,7 @@
 
 #include "args/model_args.h"
 #include "args/openvino_args.h"
+#include "args/tensor_meta_parse.h"
 #include "command.h"
 #include "display/parity_onnx_text.h"
 #include "display/polygraphy_onnx_text.h"
@@ -45,6 +46,10 @@ class InspectModelCommand : public Command {
                  "compiled model file (.ovc)")
         ->group("OpenVINO Compilation");
     openvino_args_.add_to(app);
+    app.add_option("--input-shapes,--inputs", input_shapes_,
+                   "With --openvino: input shapes, as run takes them (<name>:[d0,d1,...] ...): the model is "
+                   "compiled for these static shapes (as --ov-min-shapes and --ov-max-shapes both set to them)")
+        ->group("OpenVINO Compilation");
     app.add_option("--json", json_,
                    "With --openvino or a .ovc file: also write the layers and the summary as JSON to this file")
         ->group("Display");
@@ -70,6 +75,8 @@ class InspectModelCommand : public Command {
     openvino_args_.parse(openvino_ || compiled_file ? 1 : 0);
     if (openvino_ || compiled_file) return inspect_openvino(compiled_file);
     if (!json_.empty()) raise<InvalidInputError>("--json describes what OpenVINO executes: give --openvino");
+    if (!input_shapes_.empty())
+      raise<InvalidInputError>("--input-shapes sets the shapes OpenVINO compiles the model for: give --openvino");
     // Shown as declared, like Polygraphy: negative dims and weights whose data do not match their
     // dims are displayed (the values then as Polygraphy's error placeholder), not refused.
     onnx::LoadOptions load_options;
@@ -105,6 +112,12 @@ class InspectModelCommand : public Command {
     if (!compiled_file) model = model_.load();
     runtime::OpenvinoOptions options = openvino_args_.options();
     if (compiled_file) options.compiled_file = model_.path();
+    if (!input_shapes_.empty()) {
+      if (!options.min_shapes.empty() || !options.max_shapes.empty())
+        raise<InvalidInputError>("--input-shapes gives static shapes; --ov-min-shapes and --ov-max-shapes bounds: "
+                                 "give one or the other");
+      options.min_shapes = options.max_shapes = parse_input_shapes(input_shapes_, "--input-shapes");
+    }
     runtime::OpenvinoRunner runner([&] { return *model; }, options);
     runner.activate();
     runtime::EngineReport report = runtime::describe_openvino_engine(runner, model ? &*model : nullptr);
@@ -125,6 +138,7 @@ class InspectModelCommand : public Command {
   bool openvino_ = false;
   std::string json_;
   std::vector<std::string> show_;
+  std::vector<std::string> input_shapes_;
   std::string style_ = "polygraphy";
   bool list_unbounded_dds_ = false;
   bool ignore_external_data_ = false;

@@ -181,6 +181,10 @@ class RunCommand : public Command {
   int write_script() {
     parse_arguments();
     GeneratedScript script;
+    if (gen_script_ != "-") {
+      auto folder = std::filesystem::path(gen_script_).parent_path();
+      script.set_folder(folder.empty() ? "." : folder);
+    }
     // Two runners compared layerwise over every tensor with plain `simple`, nothing saved: the script
     // streams the comparison (Comparator.run_layerwise) as the command does.
     const bool streamed = intermediates_.mode == runtime::IntermediateOutputs::Mode::kAll && save_outputs_.empty() &&

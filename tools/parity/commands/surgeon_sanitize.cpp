@@ -96,8 +96,17 @@ class SurgeonSanitizeCommand : public Command {
     if (!upper_bounds_.empty()) upper_bounds = parse_upper_bounds();
     onnx::Model model = model_.load();
     // As Polygraphy's loader does: the outputs first, then the bounds (on the graph they give).
+    auto graph_outputs = [&model] {
+      std::string text;
+      for (const auto& output : model->graph().output()) text += output.SerializeAsString();
+      return text;
+    };
+    const std::string loaded_outputs = graph_outputs();
     outputs_.apply(model, model_.path());
     if (upper_bounds) set_upper_bounds(*model->mutable_graph(), *upper_bounds);
+    // The loader's shapes are inference's for the graph folding starts from, unless outputs or bounds changed it.
+    const bool shapes_inferred = model_.shape_inference() && !upper_bounds &&
+                                 graph_outputs() == loaded_outputs;
     runtime::SanitizeOptions options;
     options.model_name = model_.path();
     options.input_shapes = parse_input_shapes(override_shapes_, "--override-input-shapes");
@@ -116,6 +125,7 @@ class SurgeonSanitizeCommand : public Command {
       fold.fold_shapes = !no_fold_shapes_;
       fold.per_pass_shape_inference = !no_per_pass_inference_;
       fold.shape_inference = model_.shape_inference();
+      fold.shapes_inferred = shapes_inferred;
       fold.allow_onnxruntime_shape_inference = model_.onnxruntime_shape_inference();
       fold.log_passes = true;
       options.fold = fold;

@@ -39,6 +39,12 @@ struct FoldOptions {
   bool fold_shapes = true;                // --no-fold-shapes turns shape folding off
   bool shape_inference = true;           // false: never run it (shape folding uses the value_info present)
   bool per_pass_shape_inference = true;
+  // The model's shapes are what shape inference (as allow_onnxruntime_shape_inference says) gives
+  // for its graph as it is (the caller inferred them after loading it): the first pass folds with
+  // them, as Polygraphy's first pass does, instead of inferring them again. Either way, the
+  // inference after the last pass is left out when the graph has not changed since shapes were last
+  // inferred.
+  bool shapes_inferred = false;
   // Infer shapes as Polygraphy does by default: ONNX Runtime's symbolic shape inference, falling
   // back to ONNX's (runtime::infer_shapes); false: ONNX's only (--no-onnxruntime-shape-inference).
   bool allow_onnxruntime_shape_inference = false;

@@ -70,29 +70,61 @@ def infer_shapes(arguments, tensors):
 )PY";
 
 // One worker per interpreter for the life of the process; a worker that ended stays as its reason,
-// so a Python that cannot serve is not started again for every inference. "" when the model was
-// inferred, else why not (a failure's traceback).
-std::string infer_in_worker(const std::string& python, const nlohmann::json& request) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<PythonWorker>> workers;
-  static std::map<std::string, std::string> failures;
-  std::lock_guard lock(mutex);
-  if (auto failure = failures.find(python); failure != failures.end()) return failure->second;
-  try {
-    auto& worker = workers[python];
-    if (!worker)
-      worker = std::make_unique<PythonWorker>(
-          PythonWorkerOptions{"ONNX Runtime's symbolic shape inference", python, kSymbolicShapeInferenceCommands, {}});
-    worker->call("infer_shapes", request);
-  } catch (const PythonCommandError& error) {
-    return error.traceback();
-  } catch (const ProcessStartError& error) {
-    return failures[python] = fmt::format("could not start that Python: {}", std::strerror(error.error_number()));
-  } catch (const Error& error) {
-    return failures[python] = error.what();
+// so a Python that cannot serve is not started again for every inference.
+class Workers {
+ public:
+  static Workers& instance() {
+    static Workers workers;
+    return workers;
   }
-  return "";
-}
+
+  // Starts the worker of `python` unless it runs or could not serve: its interpreter and imports
+  // then get going while the caller goes on (the worker's constructor does not wait for it).
+  void start(const std::string& python) {
+    std::lock_guard lock(mutex_);
+    started(python);
+  }
+
+  // "" when the model was inferred, else why not (a failure's traceback).
+  std::string infer(const std::string& python, const nlohmann::json& request) {
+    std::lock_guard lock(mutex_);
+    try {
+      PythonWorker* worker = started(python);
+      if (!worker) return failures_[python];
+      worker->call("infer_shapes", request);
+    } catch (const PythonCommandError& error) {
+      return error.traceback();
+    } catch (const Error& error) {
+      return failures_[python] = error.what();
+    }
+    return "";
+  }
+
+ private:
+  // The running worker of `python`; nullptr when it could not be started or has ended (the reason
+  // in failures_).
+  PythonWorker* started(const std::string& python) {
+    if (failures_.contains(python)) return nullptr;
+    auto& worker = workers_[python];
+    if (!worker) {
+      try {
+        worker = std::make_unique<PythonWorker>(PythonWorkerOptions{"ONNX Runtime's symbolic shape inference",
+                                                                    python, kSymbolicShapeInferenceCommands, {}});
+      } catch (const ProcessStartError& error) {
+        failures_[python] = fmt::format("could not start that Python: {}", std::strerror(error.error_number()));
+        return nullptr;
+      } catch (const Error& error) {
+        failures_[python] = error.what();
+        return nullptr;
+      }
+    }
+    return worker.get();
+  }
+
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<PythonWorker>> workers_;
+  std::map<std::string, std::string> failures_;
+};
 
 // The interpreter whose onnxruntime package has the library, else nullopt with every Python looked
 // at and why it did not do in `outcome`.
@@ -162,14 +194,16 @@ std::string infer_shapes_with_onnxruntime(onnx::Model& model) {
   auto python = python_with_onnxruntime(outcome);
   if (!python) return outcome;
   try {
+    Workers::instance().start(*python);  // its start overlaps the writing of the model
     TemporaryFolder folder("parity-symbolic-shapes", "ONNX Runtime's symbolic shape inference");
     fs::path input = folder.path() / "model.onnx", output = folder.path() / "inferred.onnx";
     onnx::save_model(model, input);
     log::verbose("Running ONNX Runtime's symbolic shape inference (onnxruntime.tools.symbolic_shape_infer, "
                  "auto_merge=True) with {}",
                  *python);
-    outcome = infer_in_worker(*python, {{"model", input.string()}, {"output", output.string()},
-                                        {"folder", folder.path().string()}});
+    outcome = Workers::instance().infer(*python, {{"model", input.string()},
+                                                  {"output", output.string()},
+                                                  {"folder", folder.path().string()}});
     if (!outcome.empty()) return outcome;
     onnx::LoadOptions options;
     options.ignore_external_data = true;  // only the types are read back
