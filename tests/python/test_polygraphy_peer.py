@@ -121,6 +121,57 @@ def test_compare_simple_verdicts_and_statistics(rng, options):
             assert getattr(result, stat) == pytest.approx(float(getattr(peer, stat)), rel=1e-6, abs=0), (name, stat)
 
 
+def _strict_on_scores(calls):
+    """A comparison function written by a user: "out" within 1e-2, "scores" exactly equal (so the
+    sample runs fail it); records every call's runner names and output names."""
+
+    def compare(result0, result1):
+        calls.append((result0.runner_name, result1.runner_name, list(result0.keys()), list(result1.keys())))
+        return {
+            "out": bool(np.allclose(result0["out"], result1["out"], atol=1e-2)),
+            "scores": np.array_equal(result0["scores"], result1["scores"]),  # a numpy bool: bool-like
+        }
+
+    return compare
+
+
+@pytest.mark.parametrize("fail_fast", [False, True])
+def test_compare_accuracy_takes_any_callable_as_polygraphy_does(rng, capsys, fail_fast):
+    runs = _sample_runs(rng)
+    runs.append(("runner-c", [dict(runs[0][1][0])]))  # a copy of runner-a: passes against it
+    parity_comparator = __import__("parity.comparator", fromlist=["x"])
+    comparisons = [(0, 1), (2, 0)]
+    ours_calls, theirs_calls = [], []
+    ours = Comparator.compare_accuracy(_results(parity_comparator, runs), fail_fast=fail_fast, comparisons=comparisons,
+                                       compare_func=_strict_on_scores(ours_calls))
+    ours_log = capsys.readouterr().out
+    theirs = pg_comparator.Comparator.compare_accuracy(_results(pg_comparator, runs), fail_fast=fail_fast,
+                                                       comparisons=comparisons,
+                                                       compare_func=_strict_on_scores(theirs_calls))
+    theirs_log = capsys.readouterr().out
+    # Called once per iteration of each pair, with the IterationResults in the comparison's order.
+    assert ours_calls == theirs_calls
+    assert [call[:2] for call in ours_calls] == ([("runner-a", "runner-b")] if fail_fast else
+                                                 [("runner-a", "runner-b"), ("runner-c", "runner-a")])
+    assert bool(ours) is bool(theirs) is False
+    assert list(ours.keys()) == list(theirs.keys())
+    for pair, iterations in ours.items():
+        assert [{name: bool(v) for name, v in it.items()} for it in iterations] == \
+               [{name: bool(v) for name, v in it.items()} for it in theirs[pair]]
+    assert dict(ours[("runner-a", "runner-b")][0]) == {"out": True, "scores": False}
+    assert ours.stats(("runner-a", "runner-b")) == theirs.stats(("runner-a", "runner-b")) == (0, 1, 1)
+    summaries = [line[line.index("Accuracy Summary"):] for line in theirs_log.splitlines() if "Accuracy Summary" in line]
+    assert summaries == [line[line.index("Accuracy Summary"):] for line in ours_log.splitlines()
+                         if "Accuracy Summary" in line]
+    assert len(summaries) == (0 if fail_fast else 2)
+
+
+def test_compare_accuracy_refuses_what_is_not_callable(rng):
+    results = _results(__import__("parity.comparator", fromlist=["x"]), _sample_runs(rng))
+    with pytest.raises(TypeError, match="callable"):
+        Comparator.compare_accuracy(results, compare_func=1e-3)
+
+
 def test_validate_matches_polygraphy(rng):
     clean = [("r", [{"out": rng.standard_normal((4, 4)).astype(np.float32)}])]
     with_nan = [("r", [{"out": np.array([1.0, np.nan], np.float32)}])]

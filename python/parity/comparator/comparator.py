@@ -6,7 +6,7 @@ from parity.common import TensorMetadata
 from parity.comparator.compare import CompareFunc
 from parity.comparator.data_loader import DataLoader
 from parity.comparator.layerwise import LayerwiseResult
-from parity.comparator.struct import AccuracyResult, RunResults
+from parity.comparator.struct import AccuracyResult, RunResults, _as_iteration
 from parity.constants import MARK_ALL
 
 
@@ -60,6 +60,47 @@ def _top_k_rules(postprocess_func):
         value, value_axis = value if isinstance(value, (tuple, list)) else (value, axis)
         rules.append((name, int(value), int(value_axis)))
     return rules
+
+
+def _compare_accuracy_with(compare_func, run_results, fail_fast, comparisons):
+    """Comparator.compare_accuracy with a comparison function written in Python, called as
+    Polygraphy calls it: with each pair's IterationResults, in the order of the comparison's
+    indices; what it returns is kept as it is in the AccuracyResult. Logs the lines the C++
+    comparator logs for CompareFunc's functions."""
+    from parity.exception import InvalidInputError
+    from parity.logger import G_LOGGER
+
+    entries = list(list.__iter__(run_results if isinstance(run_results, RunResults) else RunResults(run_results)))
+    if comparisons is None:
+        comparisons = [(index, index + 1) for index in range(len(entries) - 1)]
+    result = AccuracyResult()
+    for index0, index1 in comparisons:
+        if not (0 <= index0 < len(entries) and 0 <= index1 < len(entries)):
+            raise InvalidInputError(
+                f"comparison ({index0}, {index1}) names a runner beyond the {len(entries)} runner(s) that ran")
+        (name0, iterations0), (name1, iterations1) = entries[index0], entries[index1]
+        G_LOGGER.start(f"Accuracy Comparison | {name0} vs. {name1}")
+        pair = (name0, name1)
+        result[pair] = []
+        with G_LOGGER.indent():
+            count = min(len(iterations0), len(iterations1))
+            for index, (iteration0, iteration1) in enumerate(zip(iterations0, iterations1)):
+                if count > 1:
+                    G_LOGGER.info(f"Iteration: {index}")
+                with G_LOGGER.indent(1 if count > 1 else 0):
+                    matches = compare_func(_as_iteration(iteration0, name0), _as_iteration(iteration1, name1))
+                result[pair].append(matches)
+                if fail_fast and not all(bool(matched) for matched in matches.values()):
+                    return result
+            G_LOGGER.extra_verbose(f"Finished comparing {name0} with {name1}")
+        passed, _, total = result.stats(pair)
+        rate = passed / total * 100.0 if total else 100.0
+        message = f"Accuracy Summary | {name0} vs. {name1} | Passed: {passed}/{total} iterations | Pass Rate: {rate}%"
+        if passed == total:
+            G_LOGGER.finish(message)
+        else:
+            G_LOGGER.error(message)
+    return result
 
 
 def _refuse(**options):
@@ -127,10 +168,15 @@ class Comparator:
     @staticmethod
     def compare_accuracy(run_results, fail_fast=False, comparisons=None, compare_func=None):
         """Compares each runner with the next (or the given (i, j) index pairs) with compare_func
-        (CompareFunc.simple() by default); logs Polygraphy's comparison blocks."""
+        and logs Polygraphy's comparison blocks. compare_func: CompareFunc.simple() (the default)
+        or another CompareFunc, or as in Polygraphy any callable(IterationResult, IterationResult)
+        returning {output name: result} where bool(result) says whether the output matched."""
         compare_func = compare_func if compare_func is not None else CompareFunc.simple()
         if not hasattr(compare_func, "_native"):
-            raise TypeError("compare_func must come from parity.comparator.CompareFunc")
+            if not callable(compare_func):
+                raise TypeError("compare_func must be a CompareFunc or a callable(iteration_result0, "
+                                f"iteration_result1) -> {{output name: bool-like result}}, got {type(compare_func)}")
+            return _compare_accuracy_with(compare_func, run_results, fail_fast, comparisons)
         from parity.comparator.compare import OutputCompareResult
 
         pairs = _parity.compare_accuracy(
