@@ -241,6 +241,21 @@ IterationResult decode_iteration(dom::element value, const LongStrings& strings,
   return result;
 }
 
+// numpy.savez's archive of one iteration's outputs, keyed by output name (`--load-outputs
+// torch_out.npz`): one runner named after the file, one iteration, no runtime.
+RunResults npz_run_results(const std::filesystem::path& path) {
+  NamedTensors arrays = load_npz(path);
+  if (arrays.empty()) raise<InvalidInputError>("{}: the .npz archive holds no arrays (expected one per output)",
+                                              path.string());
+  IterationResult iteration;
+  iteration.runner_name = path.filename().string();
+  iteration.outputs = std::move(arrays);
+  RunnerResults runner;
+  runner.runner_name = iteration.runner_name;
+  runner.iterations.push_back(std::move(iteration));
+  return {std::move(runner)};
+}
+
 }  // namespace
 
 void save_run_results(const std::filesystem::path& path, const RunResults& results) {
@@ -308,6 +323,14 @@ RunResults load_run_results(const std::filesystem::path& path) {
   // decoded from the mapping, so it stays until every array is decoded.
   std::shared_ptr<Storage> file = map_file(path, simdjson::SIMDJSON_PADDING);
   std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
+  // Told apart by their leading bytes, as the array readers do: a zip archive is an .npz.
+  if (text.starts_with("PK\x03\x04") || text.starts_with("PK\x05\x06")) {
+    file.reset();
+    return npz_run_results(path);
+  }
+  if (text.starts_with("\x93NUMPY"))
+    raise<InvalidInputError>("{}: a .npy file holds one unnamed array; outputs must be named: save them with "
+                             "numpy.savez(path, **{{output_name: array}}) or as Polygraphy RunResults JSON", what);
   LongStrings strings;
   std::optional<std::string> shrunk = strings.shrink(text);
   std::string_view structure = shrunk ? std::string_view(*shrunk) : text;

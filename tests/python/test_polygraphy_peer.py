@@ -35,6 +35,24 @@ def _assert_same_feeds(options, entries, as_numpy=lambda array: array):
             assert mine[name].tobytes() == expected.tobytes(), name
 
 
+def test_run_results_load_takes_npz_of_named_outputs(tmp_path, rng):
+    """Beyond Polygraphy (whose RunResults.load reads JSON only): an .npz of one iteration's outputs,
+    as numpy.savez writes them, loads as one runner named after the file and compares like any other."""
+    runs = _sample_runs(rng)
+    np.savez(tmp_path / "torch_out.npz", **runs[0][1][0])
+    loaded = RunResults.load(str(tmp_path / "torch_out.npz"))
+    assert list(loaded.keys()) == ["torch_out.npz"]
+    [iteration] = loaded["torch_out.npz"]
+    assert list(iteration.keys()) == ["out", "scores"]
+    for name, array in runs[0][1][0].items():
+        assert np.array_equal(np.asarray(iteration[name]), array)
+    together = _results(__import__("parity.comparator", fromlist=["x"]), runs[1:])
+    together.append(list.__getitem__(loaded, 0))
+    verdict = Comparator.compare_accuracy(together, compare_func=CompareFunc.simple(atol=1e-3))
+    assert list(verdict.keys()) == [("runner-b", "torch_out.npz")] and bool(verdict)
+    assert not Comparator.compare_accuracy(together, compare_func=CompareFunc.simple(atol=1e-6, rtol=1e-6))
+
+
 @pytest.mark.parametrize(
     "options",
     [

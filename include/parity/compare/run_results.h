@@ -9,6 +9,8 @@
 // Written with Python's json.dumps(indent=4) layout, streamed (no whole-file buffer) and atomically
 // (temp file + rename). Reading accepts the legacy "__polygraphy_encoded_<Class>" markers and the
 // "LazyNumpyArray" alias, and a LazyArray's "values" may also be a bare ndarray object.
+// Beyond Polygraphy, load_run_results also reads an .npz archive (told by its leading bytes) as one
+// runner, named after the file, with one iteration whose outputs are the archive's arrays.
 #pragma once
 
 #include <filesystem>

@@ -28,7 +28,8 @@ void ComparisonArgs::add_to(CLI::App& app) {
                  "Compare every result against this one ('first', a runner name or prefix, or an index) "
                  "instead of adjacent pairs")->group(cmp);
   app.add_option("--load-outputs,--load-results", load_outputs_,
-                 "RunResults files whose results take part in the comparison like live runners")->group(cmp);
+                 "RunResults files (Polygraphy JSON, or an .npz of one iteration's outputs keyed by output "
+                 "name) whose results take part in the comparison like live runners")->group(cmp);
   app.add_option("--report", report_, "Write a JSON report of the comparisons")->group(cmp);
   app.add_option("--stats-style", stats_style_, "Statistics text: parity (default) or polygraphy")
       ->check(CLI::IsMember({"parity", "polygraphy"}))
