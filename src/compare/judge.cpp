@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <iterator>
 
 #include "parity/compare/layerwise_review.h"
@@ -149,6 +150,12 @@ void Judge::run_held(const DataLoaderFunc& data_loader, Verdict& verdict) {
 }
 
 void Judge::conclude(Verdict& verdict) {
+  // Layerwise comparisons run an ONNX model (never a compiled one): its nodes may name their modules.
+  const auto has_node = [](const LayerwiseResult& r) {
+    return std::any_of(r.entries.begin(), r.entries.end(), [](const auto& e) { return !e.node.empty(); });
+  };
+  if (options_.model && !live_.empty() && std::any_of(verdict.layerwise.begin(), verdict.layerwise.end(), has_node))
+    name_torch_modules(verdict.layerwise, options_.model()->graph());
   if (options_.describe_layers) options_.describe_layers(verdict.layerwise);
   for (const auto& result : verdict.layerwise) log_layerwise_summary(result, options_.worst_count);
   verdict.passed = !verdict.accuracy || verdict.accuracy->passed();

@@ -17,6 +17,7 @@
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/compare/layerwise_review.h"
+#include "parity/onnx/torch_module.h"
 
 namespace parity::compare {
 namespace {
@@ -331,6 +332,11 @@ std::string describe_node(const LayerwiseEntry& e) {
   return fmt::format("node '{}' [Op: {}]", e.node, e.op);
 }
 
+// " (module m.encoder.layer.0.attention.self.query: Linear)" after the node, or "".
+std::string describe_module(const LayerwiseEntry& e) {
+  return e.module.empty() ? std::string() : fmt::format(" (module {})", e.module);
+}
+
 std::string describe_error(const LayerwiseEntry& e) {
   const auto& c = e.comparison;
   if (!c.simple || !c.compared) return c.failure.empty() ? std::string("not compared") : c.failure;
@@ -341,6 +347,14 @@ std::string describe_error(const LayerwiseEntry& e) {
 }
 
 }  // namespace
+
+void name_torch_modules(std::vector<LayerwiseResult>& results, const ::onnx::GraphProto& graph) {
+  const auto modules = onnx::torch_modules(graph);
+  if (modules.empty()) return;
+  for (auto& result : results)
+    for (auto& entry : result.entries)
+      if (auto it = modules.find(entry.node); it != modules.end()) entry.module = it->second;
+}
 
 void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_count) {
   log::info("Layerwise Summary | {} vs. {} | {} tensor(s) compared", result.runner0, result.runner1,
@@ -356,7 +370,8 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
   for (const auto& e : result.entries)
     if (!e.comparison.passed && !e.not_a_divergence.empty()) {
       if (not_divergences++ == 0) log::warning("Failing, but no divergence (not ranked below):");
-      log::warning("    tensor '{}' produced by {}: {}", e.tensor, describe_node(e), e.not_a_divergence);
+      log::warning("    tensor '{}' produced by {}{}: {}", e.tensor, describe_node(e), describe_module(e),
+                   e.not_a_divergence);
     }
   const LayerwiseEntry* first = result.first_divergence();
   if (!first) {
@@ -365,17 +380,19 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
                    not_divergences);
     return;
   }
-  log::error("First divergence (topological order): tensor '{}' produced by {}{} | {}", first->tensor,
-             describe_node(*first), first->iteration ? fmt::format(" | iteration {}", first->iteration) : "",
-             describe_error(*first));
+  log::error("First divergence (topological order): tensor '{}' produced by {}{}{} | {}", first->tensor,
+             describe_node(*first), describe_module(*first),
+             first->iteration ? fmt::format(" | iteration {}", first->iteration) : "", describe_error(*first));
   if (!first->engine_layer.empty()) log::error("    written by {}", first->engine_layer);
   std::size_t failing = std::count_if(result.entries.begin(), result.entries.end(),
                                       [](const auto& e) { return !e.comparison.passed; });
   auto worst = result.worst(worst_count);
   std::string table = fmt::format("{} of {} tensor(s) exceed tolerance. Worst {} by error:\n", failing,
                                   result.entries.size(), worst.size());
+  const bool modules = std::any_of(worst.begin(), worst.end(), [](const auto* e) { return !e->module.empty(); });
   table += fmt::format("{:>5} | {:<32} | {:<40} | {:>11} | {:>11} | {:>10}", "order", "tensor", "node [op]",
                        "max abs err", "max rel err", "x tolerance");
+  if (modules) table += " | module";
   for (const auto* e : worst) {
     std::string node = e->node.empty() && e->op.empty() ? "-" : fmt::format("{} [{}]", e->node, e->op);
     double abs_err = e->max_abs_error();
@@ -385,6 +402,7 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
                                                                                  : std::to_string(e->order),
                          e->tensor, node, number(abs_err), number(rel_err),
                          e->comparison.passed ? std::string("ok") : number(e->excess()));
+    if (modules) table += " | " + (e->module.empty() ? std::string("-") : e->module);
   }
   log::info("{}", table);
 }
@@ -408,6 +426,7 @@ nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_
     }
     if (!e.comparison.failure.empty()) j["failure"] = e.comparison.failure;
     if (!e.engine_layer.empty()) j["engine_layer"] = e.engine_layer;
+    if (!e.module.empty()) j["module"] = e.module;
     return j;
   };
   nlohmann::ordered_json j;

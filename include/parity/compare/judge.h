@@ -13,9 +13,10 @@
 // over options.comparisons, and, layerwise, the pairs turned into layerwise results with each
 // tensor's producing node.
 //
-// Then, either way: options.describe_layers on the layerwise results, their summaries logged (first
-// divergence, worst tensors), validation (Comparator::validate and, streamed, every tensor's NaN/Inf
-// checks), and the verdict. Nothing here parses flags; the log lines are the Comparator's.
+// Then, either way: each layerwise entry's PyTorch module named from options.model's nodes (when a
+// runner is live; name_torch_modules), options.describe_layers on the layerwise results, their
+// summaries logged (first divergence, worst tensors), validation (Comparator::validate and,
+// streamed, every tensor's NaN/Inf checks), and the verdict. Nothing here parses flags; the log lines are the Comparator's.
 #pragma once
 
 #include <cstddef>

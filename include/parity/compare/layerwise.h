@@ -21,6 +21,10 @@
 
 #include "parity/compare/accuracy.h"
 
+namespace onnx {
+class GraphProto;
+}  // namespace onnx
+
 namespace parity::compare {
 
 // The first runner's tensors, waiting for their twins: kept in memory while the bytes held stay
@@ -99,6 +103,9 @@ struct LayerwiseEntry {
   // What the engine under test executed to produce the tensor, when the caller knows (OpenVINO's
   // fused layer and the ONNX nodes it covers, with --ov-outputs mark fused); "" otherwise.
   std::string engine_layer;
+  // The PyTorch module the producing node was exported from (onnx::torch_module: "m.encoder.layer.0
+  // .attention.self.query: Linear"), when the model records it; "" otherwise.
+  std::string module;
   OutputComparison comparison;
   // Set by review_layer (parity/compare/layerwise_review.h) for `simple` comparisons with NaN/Inf
   // errors: the largest errors with an infinity both runs produced counted as no error (Polygraphy's
@@ -155,8 +162,12 @@ struct TensorProducer {
 LayerwiseResult layerwise_from_pair(const PairResult& pair,
                                     const std::function<TensorProducer(const std::string&)>& producer);
 
-// Logs the first divergence (tensor, producing node and op, its errors and tolerances) and a table
-// of the `worst_count` worst tensors.
+// Sets each entry's module from the model's nodes (onnx::torch_modules), for models exported by
+// torch.onnx.export(dynamo=True), whose node names do not say it.
+void name_torch_modules(std::vector<LayerwiseResult>& results, const ::onnx::GraphProto& graph);
+
+// Logs the first divergence (tensor, producing node and op, its module when known, its errors and
+// tolerances) and a table of the `worst_count` worst tensors (with a module column when one is known).
 void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_count = 10);
 
 // {"runner0", "runner1", "passed", "compared", "first_divergence": {...} | null, "worst": [...]}.

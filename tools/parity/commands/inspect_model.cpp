@@ -56,7 +56,8 @@ class InspectModelCommand : public Command {
     app.add_option("--style", style_,
                    "Text layout: 'polygraphy' (default) prints exactly Polygraphy's text; 'parity' adds the IR "
                    "version and producer, functions and sparse initializers, summarises weights (min/max/mean), "
-                   "and shows subgraphs under their node without 'attrs'")
+                   "shows subgraphs under their node without 'attrs', and each node's PyTorch module when the "
+                   "model records it (torch.onnx.export(dynamo=True))")
         ->check(CLI::IsMember({"polygraphy", "parity"}))
         ->group("Display");
     app.add_flag("--ignore-external-data", ignore_external_data_,

@@ -9,6 +9,7 @@
 
 #include "parity/core/values.h"
 #include "parity/onnx/tensor_proto.h"
+#include "parity/onnx/torch_module.h"
 
 namespace parity::cli {
 namespace {
@@ -180,7 +181,9 @@ class ParityOnnxText {
   std::string node_entry(int index, const NodeProto& node, const ValueTable& values) {
     std::string op = node.domain().empty() || node.domain() == "ai.onnx" ? node.op_type()
                                                                           : node.domain() + "." + node.op_type();
-    std::string out = fmt::format("Node {:<4} | {} [Op: {}]\n", index, node.name(), op);
+    const auto module = onnx::torch_module(node);
+    std::string out = fmt::format("Node {:<4} | {} [Op: {}]{}\n", index, node.name(), op,
+                                  module ? " (module " + *module + ")" : std::string());
     std::string io = describe_list(node.input(), values) + "\n -> " + describe_list(node.output(), values);
     out += indent_lines(io, 1);
     const std::string owner = node.name().empty() ? node.op_type() : node.name();
