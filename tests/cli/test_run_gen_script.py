@@ -207,6 +207,48 @@ def test_script_runs_from_any_folder(parity_bin, tmp_path, runners):
     assert code == 0, output
 
 
+def test_every_file_the_script_reads_or_writes_is_found_from_any_folder(parity_bin, tmp_path):
+    """Inputs, outputs and a data loader script named relative to the working folder are written relative
+    to the script's own folder, as the model is: the script reads the same files and writes where the
+    command wrote, whatever folder it runs from."""
+    chain_model(tmp_path / "chain.onnx")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "loader.py").write_text(
+        "import numpy as np\n"
+        "def load_data():\n"
+        "    rng = np.random.default_rng(3)\n"
+        "    yield {'x': rng.random((2, 8), dtype=np.float32)}\n")
+    saved = run_binary(parity_bin, ["run", "chain.onnx", "--onnxrt", "--data-loader-script", "data/loader.py",
+                                    "--save-inputs", "data/in.json", "--save-outputs", "data/golden.json"],
+                       cwd=tmp_path)
+    assert saved.returncode == 0, saved.describe()
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    cases = {
+        "from_loader.py": ["--data-loader-script", "data/loader.py", "--save-inputs", "data/in2.json",
+                           "--save-outputs", "data/out2.json"],
+        "from_files.py": ["--load-inputs", "data/in.json", "--load-outputs", "data/golden.json"],
+    }
+    for name, args in cases.items():
+        generated = run_binary(parity_bin, ["run", "chain.onnx", "--onnxrt", *args, "--gen-script",
+                                            f"scripts/{name}"], cwd=tmp_path)
+        assert generated.returncode == 0, generated.describe()
+        text = (scripts / name).read_text()
+        for path in args[1::2]:
+            assert f"join(dirname(abspath(__file__)), '../{path}')" in text, text
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code, output = run_script(parity_bin, scripts / "from_loader.py", elsewhere)
+    assert code == 0, output
+    assert (tmp_path / "data" / "in2.json").is_file() and (tmp_path / "data" / "out2.json").is_file(), output
+    assert list(elsewhere.iterdir()) == [], "the script wrote into the folder it ran from"
+    assert json.loads((tmp_path / "data" / "in2.json").read_text()) == json.loads(
+        (tmp_path / "data" / "in.json").read_text()), "the script's loader gave other inputs than the command's"
+    code, output = run_script(parity_bin, scripts / "from_files.py", elsewhere)
+    assert code == 0, output
+    assert "PASSED" in output, output
+
+
 def test_standard_output(parity_bin, tmp_path):
     chain_model(tmp_path / "chain.onnx")
     run = run_binary(parity_bin, ["run", "chain.onnx", "--onnxrt", "--gen-script", "-"], cwd=tmp_path)

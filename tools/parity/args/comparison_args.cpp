@@ -250,7 +250,7 @@ void ComparisonArgs::add_layerwise_to_script(GeneratedScript& script, std::vecto
 void ComparisonArgs::add_to_script(GeneratedScript& script, bool compared) const {
   if (!load_outputs_.empty()) {
     script.add_import("parity.comparator", "RunResults");
-    script.add_section("Load results", {fmt::format("for load_output in {}:", python_string_list(load_outputs_)),
+    script.add_section("Load results", {fmt::format("for load_output in {}:", script.path_list(load_outputs_)),
                                         "    results.extend(RunResults.load(load_output))"});
   }
   if (!postprocess_rules_.empty())

@@ -208,14 +208,14 @@ std::vector<std::string> DataLoaderArgs::add_to_script(GeneratedScript& script) 
       if (file_extension(path) != ".json") script.cannot_express("--load-inputs " + path + " (only JSON input files)");
     script.add_import("parity.json", "load_json");
     script.add_section("Data Loader", {"data_loader = []",
-                                       fmt::format("for input_data_path in {}:", python_string_list(load_inputs_)),
+                                       fmt::format("for input_data_path in {}:", script.path_list(load_inputs_)),
                                        "    data_loader.extend(load_json(input_data_path, description='input data'))"});
     run_arguments.push_back("data_loader=data_loader");
   } else if (!data_loader_script_.empty()) {
     auto spec = parse_script_spec(data_loader_script_, "load_data");
     script.add_import("parity.backend.common", "invoke_from_script");
     script.add_section("Data Loader", {fmt::format("data_loader = invoke_from_script({}, name={})",
-                                                   python_string(spec.path), python_string(spec.function))});
+                                                   script.path(spec.path), python_string(spec.function))});
     run_arguments.push_back("data_loader=data_loader");
   } else if (random_flags_given() || backend_module_ != "numpy") {
     std::vector<std::string> arguments;
@@ -241,7 +241,7 @@ std::vector<std::string> DataLoaderArgs::add_to_script(GeneratedScript& script) 
     script.add_section("Data Loader", {fmt::format("data_loader = DataLoader({})", fmt::join(arguments, ", "))});
     run_arguments.push_back("data_loader=data_loader");
   }
-  if (!save_inputs_.empty()) run_arguments.push_back("save_inputs_path=" + python_string(save_inputs_));
+  if (!save_inputs_.empty()) run_arguments.push_back("save_inputs_path=" + script.path(save_inputs_));
   return run_arguments;
 }
 

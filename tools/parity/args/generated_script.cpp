@@ -23,6 +23,12 @@ std::string GeneratedScript::path(const std::string& path) {
                      python_string(relative.empty() ? absolute.string() : relative.string()));
 }
 
+std::string GeneratedScript::path_list(const std::vector<std::string>& paths) {
+  std::vector<std::string> expressions;
+  for (const auto& item : paths) expressions.push_back(path(item));
+  return fmt::format("[{}]", fmt::join(expressions, ", "));
+}
+
 void GeneratedScript::add_section(const std::string& title, const std::vector<std::string>& lines) {
   for (auto& [existing, body] : sections_)
     if (!title.empty() && existing == title) {

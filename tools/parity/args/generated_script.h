@@ -37,6 +37,8 @@ class GeneratedScript {
   // A file's path as a Python expression: the literal as given, or, with a folder set,
   // join(dirname(abspath(__file__)), '<path relative to the script>').
   std::string path(const std::string& path);
+  // A list of files' paths as a Python list of path(...) expressions.
+  std::string path_list(const std::vector<std::string>& paths);
 
   // The whole script; `command`: the generating command line.
   std::string text(const std::string& command) const;

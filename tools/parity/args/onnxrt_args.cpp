@@ -67,7 +67,7 @@ void OnnxrtArgs::add_script_loaders(GeneratedScript& script, const std::string& 
     if (intra_threads_ > 0) session.push_back(fmt::format("intra_op_threads={}", intra_threads_));
     if (!opt_level_.empty()) session.push_back("optimization_level=" + python_string(opt_level_));
     if (!profile_.empty()) session.push_back("profile_prefix=" + python_string(profile_));
-    if (!library_.empty()) session.push_back("library_path=" + python_string(library_));
+    if (!library_.empty()) session.push_back("library_path=" + script.path(library_));
     loaders.push_back(fmt::format("build_onnxrt_session = SessionFromOnnx({})", fmt::join(session, ", ")));
   }
   // Streamed layerwise runs only: the script holds its results, whatever the budget.

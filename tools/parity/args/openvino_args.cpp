@@ -114,7 +114,7 @@ std::string OpenvinoArgs::add_to_script(GeneratedScript& script) const {
   if (!precision_.empty()) arguments += ", precision=" + python_string(precision_);
   if (threads_ >= 0) arguments += fmt::format(", threads={}", threads_);
   if (!perf_hint_.empty()) arguments += ", performance_hint=" + python_string(perf_hint_);
-  if (!cache_dir_.empty()) arguments += ", cache_dir=" + python_string(cache_dir_);
+  if (!cache_dir_.empty()) arguments += ", cache_dir=" + script.path(cache_dir_);
   for (auto [flag, given] :
        {std::pair{"--ov-min-shapes", !min_shapes_.empty()}, std::pair{"--ov-opt-shapes", !opt_shapes_.empty()},
         std::pair{"--ov-max-shapes", !max_shapes_.empty()}, std::pair{"--ov-outputs", !outputs_.empty()},

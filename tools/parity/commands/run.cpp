@@ -225,7 +225,7 @@ class RunCommand : public Command {
     script.add_section("Runner Execution",
                        {fmt::format("results = Comparator.run({})", fmt::join(run_arguments, ", "))});
     if (!save_outputs_.empty())
-      script.add_section("Save results", {fmt::format("results.save({})", python_string(save_outputs_))});
+      script.add_section("Save results", {fmt::format("results.save({})", script.path(save_outputs_))});
     const std::size_t results = runners_.runner_count() + comparison_.load_outputs().size();
     comparison_.add_to_script(script, results > 1 || !comparison_.load_outputs().empty());
     return write_script_text(script);
