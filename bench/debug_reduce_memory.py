@@ -24,37 +24,20 @@ Polygraphy twin; the --check runs are side by side.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
-
-
-# Forks the command from a small process and writes its peak RSS (wait4's ru_maxrss: the process, or a
-# descendant it waited for if larger) to argv[1]; a child forked from this script would start with its RSS.
-LAUNCHER = """import os, sys
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-open(sys.argv[1], "w").write(str(usage.ru_maxrss * 1024))
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
+from run_util import peak_rss_bytes  # noqa: E402  (tests/cli is on the path from here)
 
 
 def peak_rss(command, cwd):
     """Runs `command`; returns (peak RSS in bytes, seconds, exit code, output)."""
-    peak_file = os.path.join(cwd, "peak_rss")
     start = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-c", LAUNCHER, peak_file, *command], cwd=cwd,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    seconds = time.perf_counter() - start
-    with open(peak_file) as file:
-        peak = int(file.read())
-    return peak, seconds, completed.returncode, completed.stdout.decode(errors="replace")
+    code, output, peak = peak_rss_bytes(command, cwd, timeout=None)
+    return peak, time.perf_counter() - start, code, output
 
 
 def planted_node(model_path):

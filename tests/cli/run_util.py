@@ -17,6 +17,27 @@ from conftest import REPO_ROOT, lines_with_prefix
 SHARED_MODELS = (REPO_ROOT / ".." / "shared" / "models").resolve()
 RUN_TIMEOUT = 180
 
+# Forks the command from a small process and writes its peak RSS (wait4's ru_maxrss: the process, or a
+# descendant it waited for if larger) to argv[1]: a child forked from pytest or a benchmark itself would
+# start with that process's RSS.
+PEAK_LAUNCHER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss * 1024))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def peak_rss_bytes(command, cwd, timeout=300):
+    """Runs `command` in `cwd`; returns (exit code, stdout + stderr, its peak resident set size in bytes)."""
+    peak_file = Path(cwd) / "peak_rss"
+    completed = subprocess.run([sys.executable, "-c", PEAK_LAUNCHER, peak_file, *map(str, command)], cwd=cwd,
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    return completed.returncode, (completed.stdout + completed.stderr).decode(errors="replace"), int(
+        peak_file.read_text())
+
 
 def polygraphy_exe() -> str:
     exe = Path(sys.executable).parent / "polygraphy"

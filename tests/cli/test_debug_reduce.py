@@ -17,6 +17,7 @@ import pytest
 
 from graph_tools_util import assert_one_error
 from reduce_models import PLANTED, branches_model, chain_model, peak_image, peak_model
+from run_util import peak_rss_bytes
 
 SHAPES = ["--input-shapes", "x:[2,16]", "y:[2,16]"]
 IN_PROCESS = ["--ref", "--onnxrt", "--atol", "0", "--rtol", "0"]
@@ -422,27 +423,6 @@ def weights_model(path: Path, rows=2048, columns=8192):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, columns])], [numpy_helper.from_array(weight, "w")])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
-
-
-# Forks the command from a small process and writes its peak RSS (wait4's, which also covers the
-# descendants it waited for) to argv[1]: a child forked from pytest itself would start with pytest's.
-PEAK_LAUNCHER = """import os, sys
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-open(sys.argv[1], "w").write(str(usage.ru_maxrss * 1024))
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-
-
-def peak_rss_bytes(command, cwd):
-    """Runs `command`; returns (exit code, output, its peak resident set size in bytes)."""
-    peak_file = Path(cwd) / "peak_rss"
-    completed = subprocess.run([sys.executable, "-c", PEAK_LAUNCHER, peak_file, *command], cwd=cwd,
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
-    return completed.returncode, (completed.stdout + completed.stderr).decode(errors="replace"), int(
-        peak_file.read_text())
 
 
 @pytest.mark.parametrize("check", ["command", "in-process"])

@@ -12,6 +12,7 @@ import onnxruntime as ort
 import pytest
 
 from exported_models import export
+from graph_tools_util import total_nodes
 from run_util import polygraphy
 
 MODELS = [(kind, exporter) for kind in ("gpt2", "bert") for exporter in ("torchscript", "dynamo")]
@@ -22,18 +23,6 @@ RUNNING_LINE = "Running ONNX Runtime's symbolic shape inference"
 def exported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("sanitize_exported")
     return {(kind, exporter): export(kind, folder / f"{kind}_{exporter}.onnx", exporter) for kind, exporter in MODELS}
-
-
-def total_nodes(graph):
-    count = 0
-    for node in graph.node:
-        count += 1
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                count += total_nodes(attribute.g)
-            for subgraph in attribute.graphs:
-                count += total_nodes(subgraph)
-    return count
 
 
 def outputs(path):
