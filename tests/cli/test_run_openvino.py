@@ -9,6 +9,8 @@ package, through the backend module built beside the binary).
 - OpenVINO missing: one clear error listing where Parity looked, exit 1; other runners still run.
 - Layerwise: --ov-outputs mark all against --onnx-outputs mark all finds the first divergence (bf16)
   or agrees (f32); tensors OpenVINO's model no longer has are skipped with one info line.
+- --ov-outputs mark fused on blazeface (convolutions fusing residual Adds) keeps at least 15 tensors
+  marked and the graph outputs byte for byte those of the plain run, at f32 and bf16.
 """
 
 import json
@@ -21,7 +23,7 @@ import onnx
 
 from conftest import blas_kernel_dependent
 
-from run_util import SHARED_MODELS, RUN_TIMEOUT, single_error_line
+from run_util import SHARED_MODELS, RUN_TIMEOUT, load_polygraphy_json, single_error_line
 
 PRECISION_LINE = re.compile(r"compiled .* for CPU \| inference precision: (f32|bf16|f16)( \(OpenVINO's default on this machine\))?")
 
@@ -241,6 +243,33 @@ def test_mark_fused_compares_the_tensors_of_the_plain_models_layers(run_parity, 
     assert sorted(layers) == ["flatten_out", "logits", "pool1_out", "pool2_out", "probabilities", "relu1_out",
                               "relu2_out"]
     assert "covering ONNX nodes conv2, bn2, relu2" in layers["relu2_out"]
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_mark_fused_keeps_the_marks_a_fused_residual_add_does_not_read(run_parity, tmp_path, precision):
+    """blazeface's 1x1 convolutions fuse a residual Add (and its Relu); a marked residual makes OpenVINO run the
+    Add on its own. mark fused leaves out only the marks of the tensors that Add reads and writes, not every
+    tensor around each such convolution: the depthwise convolutions' outputs, the poolings and the heads stay
+    marked (at least 15 tensors; 7 when every changed layer lost all its marks), no layer of the plain model
+    changes, and the graph outputs are byte for byte those of the plain run."""
+    model = SHARED_MODELS / "blazeface_front_128.onnx"
+    flags = ("--openvino", "--ov-precision", precision)
+    plain = run_parity("run", model, *flags, "--save-outputs", tmp_path / "plain.json", timeout=RUN_TIMEOUT)
+    assert plain.returncode == 0, plain.describe()
+    fused = run_parity("run", model, *flags, "--ov-outputs", "mark", "fused", "--save-outputs",
+                       tmp_path / "fused.json", timeout=RUN_TIMEOUT)
+    assert fused.returncode == 0, fused.describe()
+    marked = re.search(r"\| (\d+) tensor\(s\) marked as outputs \| --ov-outputs mark fused", fused.output)
+    assert marked and int(marked.group(1)) >= 15, fused.describe()
+    assert "marking still changes" not in fused.output, fused.describe()
+    for name in ("depthwise_conv2d_3/depthwise:0", "max_pooling2d_1/MaxPool:0"):
+        assert re.search(rf"'StatefulPartitionedCall/functional_1/{re.escape(name)}' <- layer '[^']+' \[[^\]]+\] "
+                         r"covering ONNX nodes? [^\n(]+\n", fused.output), f"{name} not marked\n{fused.describe()}"
+    expected = load_polygraphy_json(tmp_path / "plain.json")[0][1][0]
+    got = load_polygraphy_json(tmp_path / "fused.json")[0][1][0]
+    assert list(expected.keys())
+    for name in expected.keys():
+        assert got[name].dtype == expected[name].dtype and got[name].tobytes() == expected[name].tobytes(), name
 
 
 @pytest.mark.parametrize("command", ["convert", "mix"])

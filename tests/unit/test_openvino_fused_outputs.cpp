@@ -51,7 +51,9 @@ TEST(OpenvinoFusedOutputs, APrecisionKernelOrFusionChangeIsReported) {
   changed = changed_layers(plain_model(), marked);
   ASSERT_EQ(changed.size(), 2u);
   EXPECT_EQ(changed[0].change, "fused ops Multiply_3695,relu1 -> Multiply_3707");
+  EXPECT_EQ(changed[0].lost_ops, std::vector<std::string>{"relu1"});  // Multiply_3695 renumbered, not lost
   EXPECT_EQ(changed[1].change, "the marked model executes 'relu1' [Eltwise] before it");
+  EXPECT_TRUE(changed[1].lost_ops.empty());
 }
 
 TEST(OpenvinoFusedOutputs, AMissingLayerIsReported) {

@@ -56,6 +56,9 @@ std::vector<FusedLayerOutput> fused_layer_outputs(const EngineReport& report, co
 struct ChangedLayer {
   std::string layer;   // the plain model's layer name
   std::string change;  // "kernel brgconv_avx512_bf16 -> jit_avx512_bf16", "not executed", ...
+  // The original ops the plain layer fuses and the marked one no longer does (an Add a convolution
+  // fused, executed on its own once a tensor it reads is marked).
+  std::vector<std::string> lost_ops;
 };
 
 // The compute layers of `plain` (not inputs, outputs, constants, reorders) that `marked` does not

@@ -216,7 +216,7 @@ std::vector<ChangedLayer> changed_layers(const std::vector<openvino::ExecutedLay
     while (next < after.size() && plain_of[next] == kNone) ++next;
     if (next == after.size())
       only_marked.push_back(
-          {after[m]->name, fmt::format("executed in the marked model only [{}]", after[m]->layer_type)});
+          {after[m]->name, fmt::format("executed in the marked model only [{}]", after[m]->layer_type), {}});
     else
       extras[plain_of[next]].push_back(
           fmt::format("the marked model executes '{}' [{}] before it", after[m]->name, after[m]->layer_type));
@@ -225,7 +225,7 @@ std::vector<ChangedLayer> changed_layers(const std::vector<openvino::ExecutedLay
   for (std::size_t p = 0; p < before.size(); ++p) {
     const openvino::ExecutedLayer& layer = *before[p];
     if (match[p] == kNone) {
-      changed.push_back({layer.name, "not executed in the marked model"});
+      changed.push_back({layer.name, "not executed in the marked model", {}});
       continue;
     }
     std::vector<std::string> changes = std::move(extras[p]);
@@ -250,10 +250,17 @@ std::vector<ChangedLayer> changed_layers(const std::vector<openvino::ExecutedLay
       for (const auto& name : names) result.insert(without_digits(name));
       return result;
     };
-    if (digitless(fused) != digitless(fused_marked))
+    std::vector<std::string> lost_ops;
+    if (digitless(fused) != digitless(fused_marked)) {
       changes.push_back(fmt::format("fused ops {} -> {}", fmt::join(layer.original_layers, ","),
                                     fmt::join(other.original_layers, ",")));
-    if (!changes.empty()) changed.push_back({layer.name, fmt::format("{}", fmt::join(changes, "; "))});
+      std::multiset<std::string> kept = digitless(fused_marked);
+      for (const auto& name : fused)
+        if (auto it = kept.find(without_digits(name)); it != kept.end()) kept.erase(it);
+        else lost_ops.push_back(name);
+    }
+    if (!changes.empty())
+      changed.push_back({layer.name, fmt::format("{}", fmt::join(changes, "; ")), std::move(lost_ops)});
   }
   changed.insert(changed.end(), only_marked.begin(), only_marked.end());
   return changed;

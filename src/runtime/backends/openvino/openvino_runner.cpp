@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -154,9 +155,10 @@ std::set<std::string> marks_downstream(const std::string& layer, const std::vect
 // on its own).
 bool only_extra_layers(const ChangedLayer& layer) {
   if (layer.change.rfind("executed in the marked model only", 0) == 0) return true;
+  static constexpr std::string_view kExtra = "the marked model executes '";
   std::size_t start = 0;
   while (start < layer.change.size()) {
-    if (layer.change.compare(start, 29, "the marked model executes '") != 0) return false;
+    if (layer.change.compare(start, kExtra.size(), kExtra) != 0) return false;
     std::size_t end = layer.change.find("; ", start);
     start = end == std::string::npos ? layer.change.size() : end + 2;
   }
@@ -471,6 +473,12 @@ void OpenvinoRunner::compile_fusion_preserving() {
   for (const auto& [tensor, why] : left_out) dropped.insert(tensor);
   std::vector<ChangedLayer> changed;
   std::map<std::string, int> hops_of;  // changed layer -> the dataflow steps its next drop starts from
+  std::set<std::string> narrowed;      // changed layers that lost fused ops, once dropped the marks of those ops
+  std::unordered_map<std::string, const ::onnx::NodeProto*> node_named;  // by node name and by output name
+  for (const auto& node : model->graph().node()) {
+    node_named.emplace(node.name(), &node);
+    for (const auto& output : node.output()) node_named.emplace(output, &node);
+  }
   int compiles = 1;
   for (int round = 0;; ++round) {
     fused_marks_.clear();
@@ -499,6 +507,24 @@ void OpenvinoRunner::compile_fusion_preserving() {
         continue;
       const std::size_t before_layer = dropped.size();
       const std::set<std::string> dropped_before = dropped;
+      // A layer that lost fused ops first loses only the marks those ops read and write (a marked
+      // residual keeps a convolution from fusing the Add that reads it, while the convolution's own
+      // input and output stay markable), and none more where this round already drops one of them;
+      // left changed, the marks around it, ever wider.
+      if (!layer.lost_ops.empty() && narrowed.insert(layer.layer).second) {
+        bool dropped_by_round = false;
+        for (const auto& op : layer.lost_ops) {
+          auto node = node_named.find(op);
+          if (node == node_named.end()) continue;
+          std::vector<std::string> tensors(node->second->input().begin(), node->second->input().end());
+          tensors.insert(tensors.end(), node->second->output().begin(), node->second->output().end());
+          for (const auto& tensor : tensors) {
+            if (candidates.count(tensor)) dropped.insert(tensor);
+            dropped_by_round = dropped_by_round || dropped_now.count(tensor);
+          }
+        }
+        if (dropped_by_round && dropped.size() == before_layer) continue;
+      }
       int& hops = hops_of[layer.layer];
       for (; hops <= kMaxHops && dropped.size() == before_layer; ++hops)
         for (const auto& tensor : marks_around({layer}, fused_outputs_, hops))
