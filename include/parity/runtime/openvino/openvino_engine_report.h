@@ -75,6 +75,11 @@ struct EngineReport {
   // matched by name (an imported model keeps its compute layers' names), has_onnx set. FileError
   // naming `file` when the text is not such a map.
   void apply_onnx_map(const std::string& text, const std::string& file);
+
+ private:
+  // The ONNX coverage fields (compute nodes, covered, dataflow-covered, folded, removed) into `json`:
+  // to_json's summary and onnx_map_text's map share them.
+  void add_onnx_coverage(nlohmann::ordered_json& json) const;
 };
 
 // The runner must be active. `onnx_model`: the ONNX model it was compiled from (nullptr for a

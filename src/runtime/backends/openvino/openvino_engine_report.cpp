@@ -205,6 +205,14 @@ std::string EngineReport::to_text(bool show_layers, bool show_attrs) const {
   return out;
 }
 
+void EngineReport::add_onnx_coverage(nlohmann::ordered_json& json) const {
+  json["onnx_compute_nodes"] = onnx_compute_nodes;
+  json["covered_nodes"] = covered_nodes;
+  json["dataflow_covered"] = dataflow_covered;
+  json["folded_nodes"] = folded_nodes;
+  json["removed_nodes"] = removed_nodes;
+}
+
 nlohmann::ordered_json EngineReport::to_json() const {
   nlohmann::ordered_json json;
   json["model"] = model;
@@ -233,24 +241,14 @@ nlohmann::ordered_json EngineReport::to_json() const {
   summary["executed_layers"] = executed_layers();
   summary["layers_per_precision"] = layers_per_precision();
   summary["layers_per_kernel"] = layers_per_kernel();
-  if (has_onnx) {
-    summary["onnx_compute_nodes"] = onnx_compute_nodes;
-    summary["covered_nodes"] = covered_nodes;
-    summary["dataflow_covered"] = dataflow_covered;
-    summary["folded_nodes"] = folded_nodes;
-    summary["removed_nodes"] = removed_nodes;
-  }
+  if (has_onnx) add_onnx_coverage(summary);
   json["summary"] = std::move(summary);
   return json;
 }
 
 std::string EngineReport::onnx_map_text() const {
   nlohmann::ordered_json map;
-  map["onnx_compute_nodes"] = onnx_compute_nodes;
-  map["covered_nodes"] = covered_nodes;
-  map["dataflow_covered"] = dataflow_covered;
-  map["folded_nodes"] = folded_nodes;
-  map["removed_nodes"] = removed_nodes;
+  add_onnx_coverage(map);
   nlohmann::ordered_json per_layer = nlohmann::ordered_json::object();
   for (const auto& layer : layers) {
     if (layer.kind == EngineLayer::Kind::kConstant ||
