@@ -141,7 +141,8 @@ nb::list iteration_to_python(const compare::IterationComparison& iteration) {
 }
 
 // One layerwise comparison: its entries in comparison order, each a comparison dict with the
-// tensor's iteration, topological position, producing node and op.
+// tensor's iteration, topological position, producing node and op, and the PyTorch module the
+// node was exported from ("" when the model does not record it).
 nb::dict layerwise_to_python(const compare::LayerwiseResult& result) {
   nb::list entries;
   for (const auto& entry : result.entries) {
@@ -151,6 +152,7 @@ nb::dict layerwise_to_python(const compare::LayerwiseResult& result) {
     d["tensor"] = entry.tensor;
     d["node"] = entry.node;
     d["op"] = entry.op;
+    d["module"] = entry.module;
     entries.append(d);
   }
   nb::dict converted;

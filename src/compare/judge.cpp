@@ -28,6 +28,8 @@ nlohmann::ordered_json Verdict::report(std::size_t worst_count) const {
 Judge::Judge(std::vector<runtime::Runner*> live, RunResults held, JudgeOptions options)
     : live_(std::move(live)), held_(std::move(held)), options_(std::move(options)) {
   if (!options_.comparisons) options_.comparisons = default_comparisons;
+  // A caller that gives no model (the Python API) judges the model the first live runner runs.
+  for (std::size_t i = 0; i < live_.size() && !options_.model; ++i) options_.model = live_[i]->source_model();
   RunResults names_only(live_.size() + held_.size());
   for (std::size_t i = 0; i < live_.size(); ++i) names_only[i].runner_name = live_[i]->name();
   for (std::size_t i = 0; i < held_.size(); ++i) names_only[live_.size() + i].runner_name = held_[i].runner_name;

@@ -83,3 +83,43 @@ def test_postprocess_and_refusals(tmp_path):
     with pytest.raises(TypeError, match="PostprocessFunc.top_k"):
         Comparator.run_layerwise(runners, postprocess_func=lambda result: result)
     assert Comparator.run_layerwise(runners, outputs=constants.MARK_ALL, worst_count=2)
+
+
+def test_first_divergence_names_the_pytorch_module(tmp_path):
+    """A dynamo export records each node's module in its metadata; the Python API names it as the CLI does
+    (the judge reads it from the model the runners run, as no command hands it a model)."""
+    import ast
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cli"))
+    from exported_models import export
+
+    source = export("bert", tmp_path / "bert.onnx", "dynamo")
+    model = onnx.load(str(source))
+
+    def module_of(node):  # "path: Class" of the innermost module, from the exporter's other metadata keys
+        props = {p.key: p.value for p in node.metadata_props}
+        scopes = ast.literal_eval(props.get("pkg.torch.onnx.name_scopes", "[]"))
+        classes = ast.literal_eval(props.get("pkg.torch.onnx.class_hierarchy", "[]"))
+        if len(scopes) < 2 or scopes[0] != "":
+            return ""
+        return f"{scopes[-2]}: {classes[-2].rsplit('.', 1)[-1]}" if scopes[-2] else classes[-2].rsplit(".", 1)[-1]
+
+    scope = "m.encoder.layer.1.attention.self.query: Linear"
+    [node] = [n for n in model.graph.node if n.op_type == "MatMul" and module_of(n) == scope]
+    inits = {init.name: init for init in model.graph.initializer}
+    [weight] = [inits[i] for i in node.input if i in inits]
+    weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * np.float32(1.01), weight.name))
+    planted = tmp_path / "planted.onnx"
+    onnx.save(model, str(planted))
+
+    result = Comparator.run_layerwise([OnnxrtRunner(SessionFromOnnx(str(source))),
+                                       OnnxrtRunner(SessionFromOnnx(str(planted)))])
+    assert not result
+    divergence = result.first_divergence
+    assert (divergence.tensor, divergence.node, divergence.module) == (node.output[0], node.name, scope)
+    assert result.report["layerwise"][0]["first_divergence"]["module"] == scope
+    modules = {n.name: module_of(n) for n in model.graph.node}
+    assert all(entry.module == modules.get(entry.node, "") for entry in result.entries)
+    assert any(entry.module for entry in result.entries)

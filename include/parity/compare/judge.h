@@ -44,7 +44,8 @@ struct JudgeOptions {
   std::set<std::string> exclude;
   // The model the runners run, asked for only in layerwise runs: its graph outputs (compared with
   // a list of tensors, streamed; unset: only the listed tensors) and the nodes producing each
-  // tensor (held layerwise summaries; required there).
+  // tensor (held layerwise summaries; required there). Unset: the first live runner's
+  // Runner::source_model(), if any.
   std::function<onnx::Model()> model;
 
   CompareFunc compare_func = simple();

@@ -12,6 +12,7 @@
 
 #include "parity/core/array_io.h"
 #include "parity/core/tensor_metadata.h"
+#include "parity/runtime/loader.h"
 
 namespace parity::runtime {
 
@@ -74,6 +75,11 @@ class Runner {
   // The engine layer that wrote a tensor ("OpenVINO <layer> ..."), for a runner that marks the
   // outputs of the layers its engine fused (OpenVINO's --ov-outputs mark fused); nullopt otherwise.
   virtual std::optional<std::string> engine_layer(const std::string& /*tensor*/) const { return std::nullopt; }
+  // The ONNX model the runner runs, as a loader (the judge names each compared tensor's PyTorch
+  // module from its nodes when the caller gave no model, as the Python API does); empty for a
+  // runner that runs no ONNX model it can give back (a compiled model file, a session made
+  // elsewhere).
+  virtual ModelLoader source_model() const { return {}; }
   // Whether the model's element types decide what the runner computes in (a float16 node computes
   // in float16). False for a runner whose precision is one setting for the whole model (OpenVINO's
   // inference precision hint): debug precision cuts the model into subgraphs for it instead.

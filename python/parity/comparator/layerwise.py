@@ -8,10 +8,13 @@ from parity.comparator.struct import AccuracyResult, RunResults
 
 class LayerwiseEntry(OutputCompareResult):
     """One compared tensor: OutputCompareResult's attributes (passed, max_absdiff, ...) plus tensor,
-    iteration, order (its topological position), node and op (the node that produced it)."""
+    iteration, order (its topological position), node and op (the node that produced it), and module:
+    the PyTorch module that node was exported from ("path: Class", from torch.onnx.export(dynamo=True)'s
+    node metadata; "" when the model does not record it)."""
 
     def __repr__(self):
-        return (f"LayerwiseEntry({self.tensor} (node {self.node}, {self.op}): "
+        module = f", module {self.module}" if self.module else ""
+        return (f"LayerwiseEntry({self.tensor} (node {self.node}, {self.op}{module}): "
                 f"{'passed' if self.passed else 'FAILED'})")
 
 

@@ -155,6 +155,8 @@ class OnnxrtRunner : public Runner {
   OnnxrtRunner(ModelLoader model, OnnxrtOptions options);
   ~OnnxrtRunner() override;
 
+  ModelLoader source_model() const override { return model_; }
+
   // ONNX Runtime runs the last infer() took: 1, or the number of graph pieces of a layerwise run.
   std::size_t last_run_count() const { return last_run_count_; }
   // The profile ONNX Runtime wrote at the last deactivation (empty without --ort-profile).
@@ -172,6 +174,7 @@ class OnnxrtRunner : public Runner {
   NamedTensors infer_layerwise(const NamedTensors& feed);
 
   SessionLoader loader_;
+  ModelLoader model_;  // empty for a runner given a session loader
   std::shared_ptr<OnnxrtSession> session_;
   std::unique_ptr<Layerwise> layerwise_;
   std::size_t last_run_count_ = 0;

@@ -97,6 +97,8 @@ class OpenvinoRunner : public Runner {
   OpenvinoRunner(ModelLoader model, OpenvinoOptions options);
   ~OpenvinoRunner() override;
 
+  ModelLoader source_model() const override { return options_.compiled_file.empty() ? loader_ : ModelLoader{}; }
+
   // After activation: the precision OpenVINO infers in ("f32", "bf16", "f16").
   const std::string& inference_precision() const { return inference_precision_; }
   // After activation: the requested tensors OpenVINO folded away and that could not be returned.

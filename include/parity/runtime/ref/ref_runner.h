@@ -22,6 +22,8 @@ class RefRunner : public Runner {
   explicit RefRunner(ModelLoader loader, RefOptions options = {});
   ~RefRunner() override;
 
+  ModelLoader source_model() const override { return loader_; }
+
  protected:
   void activate_impl() override;
   void deactivate_impl() override;

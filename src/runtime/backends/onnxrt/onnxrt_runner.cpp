@@ -255,7 +255,9 @@ OnnxrtRunner::OnnxrtRunner(SessionLoader loader)
     : Runner("onnxrt-runner"), loader_(std::move(loader)) {}
 
 OnnxrtRunner::OnnxrtRunner(ModelLoader model, OnnxrtOptions options)
-    : OnnxrtRunner(SessionFromModel(std::move(model), std::move(options))) {}
+    : OnnxrtRunner(SessionFromModel(model, std::move(options))) {
+  model_ = std::move(model);
+}
 
 OnnxrtRunner::~OnnxrtRunner() {
   if (is_active()) deactivate();
