@@ -18,6 +18,14 @@ from parity.backend.pyt import _torch_model
 from parity.common import TensorMetadata
 
 
+def _loaded(load, *args):
+    """load(*args), its TorchModelError (a missing file or function, a non-module) an InvalidInputError."""
+    try:
+        return load(*args)
+    except _torch_model.TorchModelError as error:
+        raise _parity.InvalidInputError(str(error)) from None
+
+
 class ModuleFromScript(BaseLoader):
     """The torch.nn.Module that `function` (default "load_model") of the Python file `path` returns;
     the file's example_inputs() (when it has one) gives PytRunner its inputs when no input metadata
@@ -28,7 +36,7 @@ class ModuleFromScript(BaseLoader):
         self.function = function
 
     def call_impl(self):
-        return _torch_model.load_module_from_script(self.path, self.function)
+        return _loaded(_torch_model.load_module_from_script, self.path, self.function)
 
     def _source(self):
         return {"kind": "script", "path": self.path, "function": self.function}
@@ -42,7 +50,7 @@ class ModuleFromTorchScript(BaseLoader):
         self.device = device
 
     def call_impl(self):
-        return _torch_model.load_torchscript(self.path, self.device)
+        return _loaded(_torch_model.load_torchscript, self.path, self.device)
 
     def _source(self):
         return {"kind": "torchscript", "path": self.path}
@@ -55,7 +63,7 @@ class ModuleFromTorchExport(BaseLoader):
         self.path = os.fspath(path)
 
     def call_impl(self):
-        return _torch_model.load_torch_export(self.path)
+        return _loaded(_torch_model.load_torch_export, self.path)
 
     def _source(self):
         return {"kind": "export", "path": self.path}
