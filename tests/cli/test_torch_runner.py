@@ -310,6 +310,8 @@ def test_compiled_matches_eager(run_parity, block):
     assert run.returncode == 0, run.describe()
     assert "torch.compile: inductor, mode default" in run.output
     assert "torch.compile: off (eager)" in run.output
+    # Compiled or not, the module runs in eval() mode under inference_mode, and the log says so for both.
+    assert run.output.count("eval() mode, torch.inference_mode()") == 2, run.describe()
 
 
 @pytest.mark.parametrize("command", [["debug", "reduce"], ["debug", "precision"]])

@@ -321,8 +321,7 @@ class TorchModel:
         self._tf32(options.tf32)
         self.messages.append(f"threads: {torch.get_num_threads()} intra-op")
         if options.compile_mode is not None:
-            mode = None if options.compile_mode == "default" else options.compile_mode
-            module = torch.compile(module, mode=mode)
+            module = torch.compile(module, mode=None if options.compile_mode == "default" else options.compile_mode)
             self.messages.append(f"torch.compile: inductor, mode {options.compile_mode} (compiled at the first "
                                  "inference)")
         else:
