@@ -1,5 +1,7 @@
 #include "parity/onnx/torch_module_pairing.h"
 
+#include <onnx/onnx_pb.h>
+
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -227,7 +229,34 @@ std::string module_label(const TorchModule& module) {
   return (module.name.empty() ? std::string("the top module") : module.name) + ": " + module.class_name;
 }
 
+size_t depth(const std::string& module) {
+  return module.empty() ? 0 : 1 + static_cast<size_t>(std::count(module.begin(), module.end(), '.'));
+}
+
 }  // namespace
+
+std::vector<const TorchModulePairing*> TorchModulePairings::tensors() const {
+  std::vector<const TorchModulePairing*> out;
+  std::unordered_map<std::string, size_t> position;
+  for (const auto& pairing : modules) {
+    if (!pairing.paired()) continue;
+    const auto [it, added] = position.emplace(pairing.tensor, out.size());
+    if (added) out.push_back(&pairing);
+    else if (depth(pairing.module) > depth(out[it->second]->module)) out[it->second] = &pairing;
+  }
+  return out;
+}
+
+bool TorchModulePairings::unpair(const std::string& module, std::string reason) {
+  for (auto& pairing : modules)
+    if (pairing.module == module && pairing.paired()) {
+      pairing.tensor.clear();
+      pairing.node.clear();
+      pairing.reason = std::move(reason);
+      return true;
+    }
+  return false;
+}
 
 const char* torch_exporter_label(TorchExporter exporter) {
   switch (exporter) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <onnx/onnx_pb.h>
+
 #include "parity/onnx/torch_module_pairing.h"
 
 namespace parity::onnx {
@@ -104,6 +106,23 @@ TEST(TorchModulePairing, TorchScriptScopePaths) {
   EXPECT_NE(p["m.conv"].reason.find("BatchNorm folded into it (weight 'onnx::Conv_7' instead of 'm.conv.weight')"),
             std::string::npos)
       << p["m.conv"].reason;
+}
+
+TEST(TorchModulePairing, EachTensorOnceWithItsInnermostModule) {
+  auto pairings = pair_torch_modules(torchscript_graph().graph, kTorchScriptModules);
+  std::vector<std::pair<std::string, std::string>> tensors;
+  for (const auto* p : pairings.tensors()) tensors.emplace_back(p->tensor, p->module);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"y", "m"}, {"/m/layer/layer.0/Add_output_0", "m.layer.0"}, {"/m/ln_1/LN_output_0", "m.ln_1"}};
+  EXPECT_EQ(tensors, expected);
+
+  EXPECT_TRUE(pairings.unpair("m.ln_1", "called 2 times in the forward pass"));
+  EXPECT_FALSE(pairings.unpair("m.ln_1", "again"));
+  EXPECT_FALSE(pairings.unpair("m.act", "not paired in the first place"));
+  auto p = by_name(pairings);
+  EXPECT_FALSE(p["m.ln_1"].paired());
+  EXPECT_TRUE(p["m.ln_1"].node.empty());
+  EXPECT_EQ(p["m.ln_1"].reason, "called 2 times in the forward pass");
 }
 
 TEST(TorchModulePairing, TorchScriptConvWithItsOwnWeightIsPaired) {

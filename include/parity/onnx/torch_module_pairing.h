@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
-#include <onnx/onnx_pb.h>
+namespace onnx {
+class GraphProto;
+}  // namespace onnx
 
 namespace parity::onnx {
 
@@ -47,6 +49,13 @@ struct TorchModulePairing {
 struct TorchModulePairings {
   TorchExporter exporter = TorchExporter::none;
   std::vector<TorchModulePairing> modules;  // in the order of the given modules
+
+  // The paired tensors, each once, with the innermost module outputting it (the deepest qualified
+  // name: a Sequential and its last layer share a tensor; hooking the layer is enough), in module order.
+  std::vector<const TorchModulePairing*> tensors() const;
+  // Unpairs `module` with `reason` (what only the run tells: called twice, a tuple returned); false
+  // when no module of that name is paired.
+  bool unpair(const std::string& module, std::string reason);
 };
 
 // Pairs each module with its output tensor in `graph` (the main graph; nodes inside subgraphs count
