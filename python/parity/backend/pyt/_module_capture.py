@@ -12,15 +12,24 @@ interpreter with torch) runs it as it is.
 The hooks are removed when the `with` block ends, even by an exception. Each kept output is detached
 and copied: a CUDA tensor once to the host; a CPU tensor cloned, because a later in-place operation
 (nn.ReLU(inplace=True)) would otherwise change the kept value.
-"""
 
-import torch
+PairedOutputsHook is the PyTorch runner's capture hook (TorchModel.capture_hook in _torch_model.py):
+the module outputs the C++ runner asks for, under the ONNX tensor names paired with them. The runner's
+worker runs this file's text before _torch_model.py's, so torch is imported only when used (the worker
+first reports whether its Python has torch at all).
+"""
+import contextlib
+
+
+def underlying_module(model):
+    """The module torch.compile wrapped (its OptimizedModule keeps it as _orig_mod), else the model."""
+    return getattr(model, "_orig_mod", model)
 
 
 def named_module_list(model):
     """[(qualified name, class name)] of model.named_modules(), in its order (the top module's name is
-    ''); what the ONNX pairing takes."""
-    return [(name, type(module).__name__) for name, module in model.named_modules()]
+    ''), of the module under a torch.compile wrapper; what the ONNX pairing takes."""
+    return [(name, type(module).__name__) for name, module in underlying_module(model).named_modules()]
 
 
 def _describe(value):
@@ -42,7 +51,7 @@ class ModuleCapture:
     """Forward hooks on the modules of `model` named in `names` (qualified names; None for every module)."""
 
     def __init__(self, model, names=None):
-        modules = dict(model.named_modules())
+        modules = dict(underlying_module(model).named_modules())
         if names is None:
             names = list(modules)
         missing = [n for n in names if n not in modules]
@@ -56,6 +65,8 @@ class ModuleCapture:
         self.not_tensor = {}
 
     def _hook(self, name):
+        import torch
+
         def hook(module, args, output):
             self.calls[name] += 1
             if isinstance(output, torch.Tensor):
@@ -93,3 +104,29 @@ class ModuleCapture:
         if name in self.not_tensor:
             return None, f"its output is {self.not_tensor[name]}, not one tensor"
         return self.outputs[name][0], None
+
+
+class PairedOutputsHook:
+    """TorchModel.capture_hook for module outputs under ONNX tensor names. Called with (model, request),
+    request = {"modules": {qualified name: tensor name}}, it is a context manager around the forward pass
+    whose value, a dict, holds {tensor name: CPU tensor} once the block ends: each requested module's
+    output, where the module ran once and returned one tensor (modules sharing a tensor give it once).
+    `not_captured`: {module: reason} of the last forward pass, for the others."""
+
+    def __init__(self):
+        self.not_captured = {}
+
+    @contextlib.contextmanager
+    def __call__(self, model, request):
+        targets = dict(request["modules"])
+        captured = {}
+        capture = ModuleCapture(model, list(targets))
+        with capture:
+            yield captured
+        self.not_captured = {}
+        for name, tensor in targets.items():
+            value, why = capture.single_output(name)
+            if why is not None:
+                self.not_captured[name] = why
+            elif tensor not in captured:
+                captured[tensor] = value
