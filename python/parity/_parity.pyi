@@ -116,6 +116,9 @@ class OpenvinoRunner(Runner):
     @property
     def inference_precision(self) -> str: ...
 
+class TorchRunner(Runner):
+    def __init__(self, kind: str, path: str, function: str, onnx_model: object | None, device: str, dtype: str, dtype_mode: str, tf32: bool | None, compile_mode: str | None, python: str, input_shapes: Sequence[tuple[str, Sequence[int]]]) -> None: ...
+
 class DataLoader:
     def __init__(self, seed: int, iterations: int, val_ranges: Sequence[tuple[str, tuple[float, float]]], input_shapes: Sequence[tuple[str, Sequence[int]]], backend_module: str = 'numpy') -> None: ...
 

@@ -177,7 +177,10 @@ void bind_runtime(nb::module_& m) {
 
   // Each backend's runner classes (python/src/bind_<name>_runner.cpp), by its registry name.
   const std::map<std::string, void (*)(nb::module_&)> bind_backend{
-      {"ref", bind_ref_runner}, {"onnxrt", bind_onnxrt_runner}, {"openvino", bind_openvino_runner}};
+      {"ref", bind_ref_runner},
+      {"onnxrt", bind_onnxrt_runner},
+      {"openvino", bind_openvino_runner},
+      {"torch", bind_torch_runner}};
   for (const auto& backend : runtime::backends()) {
     auto bind = bind_backend.find(backend.name);
     if (bind == bind_backend.end()) raise<InternalError>("the backend '{}' has no Python bindings", backend.name);

@@ -32,5 +32,6 @@ runtime::ModelLoader model_loader_from(nb::object source);
 void bind_ref_runner(nb::module_& m);
 void bind_onnxrt_runner(nb::module_& m);
 void bind_openvino_runner(nb::module_& m);
+void bind_torch_runner(nb::module_& m);
 
 }  // namespace parity::python

@@ -8,9 +8,11 @@ namespace parity::runtime {
 BackendDescriptor ref_descriptor();
 BackendDescriptor onnxrt_descriptor();
 BackendDescriptor openvino_descriptor();
+BackendDescriptor torch_descriptor();
 
 const std::vector<BackendDescriptor>& backends() {
-  static const std::vector<BackendDescriptor> registry{ref_descriptor(), onnxrt_descriptor(), openvino_descriptor()};
+  static const std::vector<BackendDescriptor> registry{ref_descriptor(), onnxrt_descriptor(), openvino_descriptor(),
+                                                          torch_descriptor()};
   return registry;
 }
 

@@ -1,4 +1,4 @@
-// The backends Parity runs models on (`--ref`, `--onnxrt`, `--openvino`), each described once by
+// The backends Parity runs models on (`--ref`, `--onnxrt`, `--openvino`, `--torch`), each described once by
 // a BackendDescriptor: its name, what it can do, and how to ask it which nodes it supports. Each
 // backend's descriptor is defined in its folder (src/runtime/backends/<name>/<name>_descriptor.cpp)
 // and listed once in src/runtime/backend_registry.cpp; the CLI (tools/parity/args/backend_args.h)
@@ -32,9 +32,12 @@ struct BackendDescriptor {
   bool hybrid_primary = false;
   // It can be a hybrid run's fallback, running the subgraphs the primary refuses.
   bool hybrid_fallback = false;
+  // It loads a model of its own (PyTorch's module): a run may give it no ONNX model, which then
+  // only tells it the inputs and output names when given.
+  bool runs_without_onnx_model = false;
 };
 
-// Every backend, in the order their flags are listed (--ref, --onnxrt, --openvino).
+// Every backend, in the order their flags are listed (--ref, --onnxrt, --openvino, --torch).
 const std::vector<BackendDescriptor>& backends();
 // The backend called `name`; InternalError when there is none.
 const BackendDescriptor& find_backend(std::string_view name);

@@ -3,6 +3,7 @@
 #include "args/onnxrt_args.h"
 #include "args/openvino_args.h"
 #include "args/ref_args.h"
+#include "args/torch_args.h"
 
 namespace parity::cli {
 
@@ -14,6 +15,7 @@ std::vector<std::unique_ptr<BackendArgs>> make_backend_args() {
   groups.push_back(std::make_unique<RefArgs>());
   groups.push_back(std::make_unique<OnnxrtArgs>());
   groups.push_back(std::make_unique<OpenvinoArgs>());
+  groups.push_back(std::make_unique<TorchArgs>());
   return groups;
 }
 

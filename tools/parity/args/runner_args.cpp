@@ -68,6 +68,12 @@ int RunnerArgs::runner_count() const {
   return count;
 }
 
+bool RunnerArgs::needs_onnx_model() const {
+  for (const auto& backend : backends_)
+    if (backend.count > 0 && !backend.args->descriptor().runs_without_onnx_model) return true;
+  return false;
+}
+
 std::string RunnerArgs::runner_flags() {
   std::vector<std::string> flags;
   for (const auto& backend : runtime::backends()) flags.push_back(flag_of(backend));
@@ -138,8 +144,9 @@ void RunnerArgs::add_to_script(GeneratedScript& script, const ScriptModel& model
   bool onnx_loader = edits || !model.external_data_dir.empty();
   for (const auto& backend : backends_)
     onnx_loader = onnx_loader || (backend.count > 0 && backend.args->script_reads_onnx_loader());
-  std::string onnx_model = script.path(model.path);
-  if (onnx_loader) {
+  // Without a model (runners that load their own), runners get none.
+  std::string onnx_model = model.path.empty() ? "" : script.path(model.path);
+  if (onnx_loader && !model.path.empty()) {
     script.add_import("parity.backend.onnx", "OnnxFromPath");
     std::string external_data;
     if (!model.external_data_dir.empty())
@@ -169,10 +176,11 @@ void RunnerArgs::add_to_script(GeneratedScript& script, const ScriptModel& model
         runners.push_back(backend.args->add_script_runner(script, onnx_model));
         names.push_back(backend.args->script_name());
       }
-  if (names.size() == 1) script.add_summary(fmt::format("This script runs {} using {}.", model.path, names[0]));
+  const std::string subject = model.path.empty() ? "the model" : model.path;
+  if (names.size() == 1) script.add_summary(fmt::format("This script runs {} using {}.", subject, names[0]));
   if (names.size() > 1) {
     std::vector<std::string> first(names.begin(), names.end() - 1);
-    script.add_summary(fmt::format("This script compares {} between {} and {}.", model.path, fmt::join(first, ", "),
+    script.add_summary(fmt::format("This script compares {} between {} and {}.", subject, fmt::join(first, ", "),
                                    names.back()));
   }
   if (!loaders.empty()) script.add_section("Loaders", loaders);

@@ -30,6 +30,9 @@ class RunnerArgs {
                                                              const std::string& compiled_file = "") const;
   // How many runners the command line selects.
   int runner_count() const;
+  // Whether a selected runner needs an ONNX model (every backend but those that load a model of
+  // their own, BackendDescriptor::runs_without_onnx_model).
+  bool needs_onnx_model() const;
   // The flags that select runners, for messages ("--ref, --onnxrt, --openvino").
   static std::string runner_flags();
   // --gen-script: what the loaders start from and change before the runners get the model.

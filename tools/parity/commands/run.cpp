@@ -250,9 +250,10 @@ class RunCommand : public Command {
     return 0;
   }
 
-  // Without a model, as in Polygraphy: no runner is a no-op that passes (`run --silent`), a runner is an error.
+  // Without a model, as in Polygraphy: no runner is a no-op that passes (`run --silent`), a runner is an error,
+  // unless every runner loads a model of its own (--torch).
   void check_model_given() const {
-    if (model_.path().empty() && runners_.runner_count() > 0)
+    if (model_.path().empty() && runners_.needs_onnx_model())
       raise<InvalidInputError>("One or more runners was specified, but no model file was provided. Make sure you've "
                                "specified the model path, and also that it's not being consumed as an argument for "
                                "another parameter");
@@ -280,7 +281,10 @@ class RunCommand : public Command {
                                "ONNX model",
                                compiled_file);
     if (!save_onnx_.empty()) save_onnx(compiled_file);
-    auto live = runners_.make_runners([this] { return model_.load_once(kRunnerLoad); }, compiled_file);
+    // Runners that load a model of their own get no loader when no model was given.
+    runtime::ModelLoader model;
+    if (!model_.path().empty()) model = [this] { return model_.load_once(kRunnerLoad); };
+    auto live = runners_.make_runners(model, compiled_file);
     if (live.empty() && loaded.empty())
       log::warning("No runners were given ({}) and no results loaded; nothing to run or compare",
                    RunnerArgs::runner_flags());
@@ -308,7 +312,7 @@ class RunCommand : public Command {
     compare::JudgeOptions options;
     options.tensors = compared_;
     options.exclude = excluded_;
-    options.model = [this] { return model_.load_once(kRunnerLoad); };
+    if (!model_.path().empty()) options.model = [this] { return model_.load_once(kRunnerLoad); };
     options.compare_func = comparison_.compare_func();
     if (comparison_.is_plain_simple()) options.streamable_simple = comparison_.simple_options();
     options.postprocess = comparison_.postprocess_rules();

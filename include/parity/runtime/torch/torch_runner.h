@@ -1,0 +1,96 @@
+// `--torch`: a PyTorch model as a runner. The model runs in a Python worker (python_worker.h) whose
+// commands are python/parity/backend/pyt/_torch_model.py, built into Parity, so any interpreter with
+// torch runs it ($PARITY_PYTHON, else python3 on PATH, or TorchOptions::python); the Python API's
+// PytRunner runs the same file in-process. Feeds and outputs cross in the worker's shared memory.
+//
+// The model is an nn.Module from a script's function, a TorchScript file or a torch.export program.
+// With an ONNX model (the module's export), its graph inputs are the runner's input metadata and its
+// graph outputs name the module's flattened outputs; without one, the inputs come from
+// TorchOptions::input_shapes (float32) or the script's example_inputs() function, and the outputs
+// keep the module's own names ("output", "output_<i>", a dict's keys).
+//
+// What ran is logged at activation: torch and Python versions, device, precision mode, TF32 state,
+// torch.compile mode. eval() and torch.inference_mode() always.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "parity/runtime/loader.h"
+#include "parity/runtime/runner.h"
+
+namespace parity::runtime {
+
+class PythonWorker;
+
+struct TorchModelSource {
+  enum class Kind {
+    kScript,       // an nn.Module returned by `function` of the Python file `path`
+    kTorchScript,  // torch.jit.load(path)
+    kExport,       // torch.export.load(path).module() (a .pt2 file)
+  };
+  Kind kind = Kind::kScript;
+  std::string path;
+  std::string function;  // kScript: the function; empty: "load_model"
+
+  // kExport for a .pt2 file, else kTorchScript.
+  static TorchModelSource from_model_file(std::string path);
+  // "net.py" or "net.py:build".
+  static TorchModelSource from_script(const std::string& path_and_function);
+  // "net.py:build", "model.pt": for messages.
+  std::string describe() const;
+  bool operator==(const TorchModelSource&) const = default;
+};
+
+struct TorchOptions {
+  TorchModelSource model;
+  std::string device = "cpu";     // cpu, cuda, cuda:N
+  std::string dtype = "fp32";     // fp32, fp16, bf16
+  std::string dtype_mode = "cast";  // cast: a cast copy of the module; autocast: torch.autocast
+  std::optional<bool> tf32;       // CUDA only; nullopt: torch's defaults
+  std::optional<std::string> compile_mode;  // torch.compile's mode ("default", "max-autotune", ...); nullopt: eager
+  std::string python;             // the worker's interpreter; empty: configured_python()
+  // Without an ONNX model: the inputs (float32, these shapes), in order; empty: the script's
+  // example_inputs().
+  std::vector<std::pair<std::string, std::vector<int64_t>>> input_shapes;
+};
+
+class TorchRunner : public Runner {
+ public:
+  // `onnx_model`: the ONNX model the module was exported to, whose inputs and output names the runner
+  // takes; an empty loader when the run has none.
+  TorchRunner(ModelLoader onnx_model, TorchOptions options);
+  ~TorchRunner() override;
+
+  // Module outputs to return besides the model's outputs: `request` is passed as the worker's
+  // infer() argument "capture" to the capture hook of _torch_model.py (TorchModel.capture_hook),
+  // whose {tensor name: tensor} follow the outputs. Without it, intermediate tensors asked of the
+  // runner (--onnx-outputs, a layerwise stream) are refused with an error.
+  void set_capture(nlohmann::json request) { capture_ = std::move(request); }
+
+  const TorchOptions& options() const { return options_; }
+
+ protected:
+  void activate_impl() override;
+  void deactivate_impl() override;
+  TensorMetadata input_metadata_impl() override;
+  NamedTensors infer_impl(const NamedTensors& feed) override;
+
+ private:
+  std::string worker_name() const;
+  void check_intermediates() const;
+
+  ModelLoader onnx_model_;
+  TorchOptions options_;
+  nlohmann::json capture_;
+  std::unique_ptr<PythonWorker> worker_;
+  TensorMetadata inputs_;
+  std::vector<std::string> output_names_;  // from the ONNX model; empty without one
+};
+
+}  // namespace parity::runtime

@@ -1,0 +1,180 @@
+// The PyTorch runner: a Python worker running _torch_model.py's commands (describe, activate, infer),
+// the ONNX model's inputs and output names, and the errors a user can act on.
+#include "parity/runtime/torch/torch_runner.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+#include "parity/core/process.h"
+#include "parity/core/python_interpreter.h"
+#include "parity/onnx/model.h"
+#include "parity/runtime/python_worker.h"
+#include "torch_model_source.h"  // generated from python/parity/backend/pyt/_torch_model.py
+
+namespace parity::runtime {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kChooseInterpreter = "choose an interpreter with torch through $PARITY_PYTHON or --torch-python";
+
+json source_json(const TorchModelSource& source) {
+  switch (source.kind) {
+    case TorchModelSource::Kind::kScript:
+      return {{"kind", "script"}, {"path", source.path}, {"function", source.function.empty() ? json() : json(source.function)}};
+    case TorchModelSource::Kind::kTorchScript:
+      return {{"kind", "torchscript"}, {"path", source.path}};
+    case TorchModelSource::Kind::kExport:
+      return {{"kind", "export"}, {"path", source.path}};
+  }
+  raise<InternalError>("unknown PyTorch model source");
+}
+
+json options_json(const TorchOptions& options) {
+  return {{"device", options.device},
+          {"dtype", options.dtype},
+          {"dtype_mode", options.dtype_mode},
+          {"tf32", options.tf32 ? json(*options.tf32) : json()},
+          {"compile_mode", options.compile_mode ? json(*options.compile_mode) : json()}};
+}
+
+}  // namespace
+
+TorchModelSource TorchModelSource::from_model_file(std::string path) {
+  TorchModelSource source;
+  source.kind = path.size() >= 4 && path.ends_with(".pt2") ? Kind::kExport : Kind::kTorchScript;
+  source.path = std::move(path);
+  return source;
+}
+
+TorchModelSource TorchModelSource::from_script(const std::string& path_and_function) {
+  TorchModelSource source;
+  source.kind = Kind::kScript;
+  // "net.py:build"; a colon followed by no ".py" is the function's separator.
+  const auto colon = path_and_function.rfind(':');
+  if (colon != std::string::npos && path_and_function.find(".py", colon) == std::string::npos) {
+    source.path = path_and_function.substr(0, colon);
+    source.function = path_and_function.substr(colon + 1);
+    if (source.function.empty())
+      raise<InvalidInputError>("model script '{}': give a function after the colon, or leave the colon out (the "
+                               "function 'load_model')",
+                               path_and_function);
+  } else {
+    source.path = path_and_function;
+  }
+  return source;
+}
+
+std::string TorchModelSource::describe() const {
+  return kind == Kind::kScript && !function.empty() ? path + ":" + function : path;
+}
+
+TorchRunner::TorchRunner(ModelLoader onnx_model, TorchOptions options)
+    : Runner("pytorch-runner"), onnx_model_(std::move(onnx_model)), options_(std::move(options)) {}
+
+TorchRunner::~TorchRunner() = default;
+
+std::string TorchRunner::worker_name() const { return fmt::format("the PyTorch runner ({})", options_.model.describe()); }
+
+void TorchRunner::activate_impl() {
+  const std::string interpreter = options_.python.empty() ? configured_python() : options_.python;
+  PythonWorkerOptions worker;
+  worker.name = worker_name();
+  worker.interpreter = interpreter;
+  worker.commands = std::string(kTorchModelSource) + "\nserve_commands(command, Reply, CommandFailed)\n";
+  try {
+    worker_ = std::make_unique<PythonWorker>(worker);
+  } catch (const ProcessStartError& error) {
+    raise<InvalidInputError>("{}: cannot start its Python '{}' ({}); {}", worker.name, interpreter, error.what(),
+                             kChooseInterpreter);
+  }
+
+  const json python = worker_->call("describe").result;
+  if (python.at("torch").is_null())
+    raise<InvalidInputError>("{}: the Python {} ({}) cannot import torch ({}); {}", worker.name,
+                             python.at("python").get<std::string>(), python.at("python_version").get<std::string>(),
+                             python.at("error").get<std::string>(), kChooseInterpreter);
+
+  json arguments = {{"source", source_json(options_.model)}, {"options", options_json(options_)},
+                    {"output_names", json()}, {"inputs_from_script", false}};
+  inputs_ = TensorMetadata();
+  output_names_.clear();
+  if (onnx_model_) {
+    const onnx::Model model = onnx_model_();
+    inputs_ = onnx::graph_inputs(model->graph());
+    for (const auto& output : model->graph().output()) output_names_.push_back(output.name());
+    arguments["output_names"] = output_names_;
+  } else if (!options_.input_shapes.empty()) {
+    for (const auto& [name, dims] : options_.input_shapes) {
+      std::vector<Dim> shape;
+      for (int64_t dim : dims) shape.push_back(Dim::fixed(dim));
+      inputs_.add(name, DType::kFloat32, shape);
+    }
+  } else {
+    arguments["inputs_from_script"] = true;
+  }
+
+  json activated;
+  try {
+    activated = worker_->call("activate", arguments).result;
+  } catch (const PythonCommandError& error) {
+    log::verbose("{}", error.traceback());
+    throw;
+  }
+  for (const auto& message : activated.at("messages")) log::info("{:35} | {}", name(), message.get<std::string>());
+  if (!activated.at("inputs").is_null()) {
+    for (const auto& entry : activated.at("inputs")) {
+      const std::string input = entry.at(0).get<std::string>();
+      const std::string descr = entry.at(1).get<std::string>();
+      auto dtype = dtype_from_numpy_descr(descr);
+      if (!dtype)
+        raise<UnsupportedError>("{}: example input '{}' has numpy dtype '{}', which Parity has no type for",
+                                worker.name, input, descr);
+      std::vector<Dim> shape;
+      for (const auto& dim : entry.at(2)) shape.push_back(Dim::fixed(dim.get<int64_t>()));
+      inputs_.add(input, *dtype, shape);
+    }
+  }
+}
+
+void TorchRunner::deactivate_impl() { worker_.reset(); }
+
+TensorMetadata TorchRunner::input_metadata_impl() { return inputs_; }
+
+// Intermediate tensors (--onnx-outputs, a layerwise stream) need module capture (set_capture):
+// the module's forward() produces only its outputs.
+void TorchRunner::check_intermediates() const {
+  if (!capture_.is_null()) return;
+  const bool listed_others =
+      intermediates_.mode == IntermediateOutputs::Mode::kList &&
+      std::any_of(intermediates_.names.begin(), intermediates_.names.end(), [&](const std::string& tensor) {
+        return std::find(output_names_.begin(), output_names_.end(), tensor) == output_names_.end();
+      });
+  if (callback_ || intermediates_.mode == IntermediateOutputs::Mode::kAll || listed_others)
+    raise<UnsupportedError>("{} returns the module's outputs only, not the ONNX model's intermediate tensors "
+                            "(--onnx-outputs): compare intermediates between the other runners",
+                            worker_name());
+}
+
+NamedTensors TorchRunner::infer_impl(const NamedTensors& feed) {
+  check_intermediates();
+  // In the order of the input metadata: a module whose forward() parameters are not the inputs'
+  // names takes them positionally.
+  NamedTensors ordered;
+  for (const auto& [input, info] : inputs_)
+    for (const auto& entry : feed)
+      if (entry.first == input) ordered.push_back(entry);
+  json arguments = {{"capture", capture_}};
+  try {
+    return worker_->call("infer", arguments, ordered).tensors;
+  } catch (const PythonCommandError& error) {
+    log::verbose("{}", error.traceback());
+    throw;
+  }
+}
+
+}  // namespace parity::runtime
