@@ -365,7 +365,7 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
   auto log_missing = [&](const std::vector<std::string>& tensors, const std::string& of, const std::string& by) {
     if (tensors.empty()) return;
     // A PyTorch runner produces its paired modules' outputs only: the other tensors are expected to be missing.
-    if (result.torch_modules && result.torch_modules->runner == by) {
+    if (result.torch_modules && result.torch_modules->runner.find(by) != std::string::npos) {
       log::info("{} tensor(s) of {} are no paired module's output, so {} does not produce them (listed with -v)",
                 tensors.size(), of, by);
       log::verbose("    {}", fmt::join(tensors, ", "));

@@ -20,8 +20,16 @@ std::string module_label(const onnx::TorchModulePairing& module) {
 }
 
 void name_module_outputs(LayerwiseResult& result, const std::string& runner, const onnx::TorchModulePairings& pairings) {
+  if (result.torch_modules) {
+    // Both runners are PyTorch's (no ONNX model): a module either could not capture is not compared.
+    for (const auto& module : pairings.modules)
+      if (!module.paired()) result.torch_modules->pairings.unpair(module.module, runner + ": " + module.reason);
+    result.torch_modules->runner += ", " + runner;
+  } else {
+    result.torch_modules = LayerwiseResult::TorchModules{runner, pairings};
+  }
   std::unordered_map<std::string, std::vector<const onnx::TorchModulePairing*>> by_tensor;
-  for (const auto& module : pairings.modules)
+  for (const auto& module : result.torch_modules->pairings.modules)
     if (module.paired()) by_tensor[module.tensor].push_back(&module);
   for (auto& [tensor, modules] : by_tensor)
     std::stable_sort(modules.begin(), modules.end(),
@@ -31,7 +39,6 @@ void name_module_outputs(LayerwiseResult& result, const std::string& runner, con
     if (const auto it = by_tensor.find(entry.tensor); it != by_tensor.end())
       for (const auto* module : it->second) entry.module_outputs.push_back(module_label(*module));
   }
-  result.torch_modules = LayerwiseResult::TorchModules{runner, pairings};
 }
 
 const LayerwiseEntry* first_diverging_module(const LayerwiseResult& result) {
@@ -46,10 +53,16 @@ const LayerwiseEntry* first_diverging_module(const LayerwiseResult& result) {
 void log_torch_modules(const LayerwiseResult::TorchModules& modules) {
   const auto& list = modules.pairings.modules;
   const auto paired = std::count_if(list.begin(), list.end(), [](const auto& m) { return m.paired(); });
-  log::info("PyTorch modules of {}: {} of {} paired with the ONNX tensor holding their output ({} export){}",
-            modules.runner, paired, list.size(), onnx::torch_exporter_label(modules.pairings.exporter),
-            static_cast<std::size_t>(paired) < list.size() ? "; the others are listed with -v and in --report" : "");
+  const char* others =
+      static_cast<std::size_t>(paired) < list.size() ? "; the others are listed with -v and in --report" : "";
+  if (modules.pairings.exporter == onnx::TorchExporter::by_name)
+    log::info("PyTorch modules of {}: {} of {} compared by qualified name (no ONNX model){}", modules.runner, paired,
+              list.size(), others);
+  else
+    log::info("PyTorch modules of {}: {} of {} paired with the ONNX tensor holding their output ({} export){}",
+              modules.runner, paired, list.size(), onnx::torch_exporter_label(modules.pairings.exporter), others);
   Logger::Indent indent;
+  if (paired == 0) log::info("No module output to compare: only the final outputs are compared");
   for (const auto& module : list)
     if (!module.paired()) log::verbose("not paired: {} | {}", module_label(module), module.reason);
 }

@@ -262,6 +262,7 @@ const char* torch_exporter_label(TorchExporter exporter) {
   switch (exporter) {
     case TorchExporter::torchscript: return "TorchScript (dynamo=False)";
     case TorchExporter::dynamo: return "dynamo (dynamo=True)";
+    case TorchExporter::by_name: return "no ONNX model: by qualified name";
     case TorchExporter::none: break;
   }
   return "no PyTorch exporter recognised";
@@ -274,6 +275,16 @@ TorchExporter detect_torch_exporter(const ::onnx::GraphProto& graph) {
     if (node.name().starts_with('/')) scope_paths = true;
   }
   return scope_paths ? TorchExporter::torchscript : TorchExporter::none;
+}
+
+TorchModulePairings pair_torch_modules_by_name(const std::vector<TorchModule>& modules) {
+  TorchModulePairings result;
+  result.exporter = TorchExporter::by_name;
+  for (const auto& module : modules) {
+    if (module.name.empty()) result.modules.push_back({"", module.class_name, {}, {}, "the top module: its outputs are the runner's outputs"});
+    else result.modules.push_back({module.name, module.class_name, module.name, {}, {}});
+  }
+  return result;
 }
 
 TorchModulePairings pair_torch_modules(const ::onnx::GraphProto& graph, const std::vector<TorchModule>& modules) {

@@ -8,7 +8,8 @@ LayerNorm, a module returning a tuple, and an nn.Identity (no node).
     build(seed=0) -> (model in eval mode, example inputs)
     export_model(model, inputs, path, exporter) -> path
 As a runner script (--torch-model-script conv_attention_model.py:load): `load()` returns the model,
-with one module's weights changed when PARITY_TEST_CHANGED_MODULE names it.
+`load_changed()` the model with the weights of the module PARITY_TEST_CHANGED_MODULE names changed,
+`example_inputs()` the inputs.
 """
 
 import math
@@ -79,14 +80,22 @@ def build(seed=0):
 
 
 def load():
-    """The runner script's entry: the model, with the weights of the module PARITY_TEST_CHANGED_MODULE
-    names (after the ONNX export was made) scaled by 1.5."""
-    model, _ = build()
-    changed = os.environ.get("PARITY_TEST_CHANGED_MODULE")
-    if changed:
-        with torch.no_grad():
-            dict(model.named_modules())[changed].weight.mul_(1.5)
+    """The runner script's entry: the model as exported."""
+    return build()[0]
+
+
+def load_changed():
+    """The model with the weights of the module PARITY_TEST_CHANGED_MODULE names scaled by 1.5 (after
+    the ONNX export was made)."""
+    model = load()
+    with torch.no_grad():
+        dict(model.named_modules())[os.environ["PARITY_TEST_CHANGED_MODULE"]].weight.mul_(1.5)
     return model
+
+
+def example_inputs():
+    """The inputs of a run without an ONNX model."""
+    return build()[1]
 
 
 def export_model(model, inputs, path, exporter):

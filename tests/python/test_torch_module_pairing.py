@@ -156,3 +156,34 @@ def test_capture_removes_its_hooks_and_copies_outputs():
     assert not model[0]._forward_hooks
     with pytest.raises(ValueError, match="no module named 'missing'"):
         ModuleCapture(model, ["missing"])
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+def test_api_run_layerwise_names_the_changed_module(exports, exporter, monkeypatch):
+    """Comparator.run_layerwise with the C++ PyTorch runner (PytWorkerRunner) against ONNX Runtime names the
+    module whose weights changed after the export as the first divergence."""
+    from parity.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
+    from parity.backend.pyt import ModuleFromScript, PytWorkerRunner
+    from parity.comparator import Comparator, CompareFunc
+
+    path = str(exports("conv_attention", exporter))
+    monkeypatch.setenv("PARITY_TEST_CHANGED_MODULE", "attention.query")
+    runners = [PytWorkerRunner(ModuleFromScript(conv_attention_model.__file__, "load_changed"), onnx_model=path),
+               OnnxrtRunner(SessionFromOnnx(path))]
+    result = Comparator.run_layerwise(runners, compare_func=CompareFunc.simple(atol=1e-4, rtol=1e-4))
+    assert not result
+    [layerwise] = result.report["layerwise"]
+    assert layerwise["first_diverging_module"]["module_outputs"][0] == "attention.query: Linear", layerwise
+    assert {m["module"] for m in layerwise["torch_modules"]["unpaired"]} >= {"act", "skip"}
+
+
+def test_capture_of_a_torchscript_module_says_why_its_submodules_are_missing():
+    model = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval())
+    with ModuleCapture(model) as capture, torch.no_grad():
+        model(torch.ones(1, 4))
+    value, why = capture.single_output("")
+    assert value is None and "register_forward_hook is not supported on ScriptModules" in why, why
+    # A submodule either refuses the hook, or takes it and never runs it (scripted code calls it).
+    value, why = capture.single_output("0")
+    assert value is None and ("not supported on ScriptModules" in why
+                              or "TorchScript module calls its submodules without Python's hooks" in why), why

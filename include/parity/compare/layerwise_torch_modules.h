@@ -16,7 +16,8 @@ std::string module_label(const onnx::TorchModulePairing& module);
 
 // Sets module_outputs on each entry whose tensor the pairing's modules output (innermost first:
 // the deepest qualified name) and keeps the pairing in result.torch_modules, with `runner`, the
-// runner whose modules they are.
+// runner whose modules they are. Called for both runners of a result (two PyTorch runs without an
+// ONNX model), a module either could not capture is unpaired, its reason prefixed by the runner.
 void name_module_outputs(LayerwiseResult& result, const std::string& runner, const onnx::TorchModulePairings& pairings);
 
 // The failing entry with the smallest (iteration, order) that is a divergence and the output of a

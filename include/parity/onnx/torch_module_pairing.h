@@ -28,9 +28,11 @@ struct TorchModule {
   std::string class_name;
 };
 
-enum class TorchExporter { torchscript, dynamo, none };
+// by_name: no ONNX model; two PyTorch runs compare module outputs under the modules' qualified names.
+enum class TorchExporter { torchscript, dynamo, none, by_name };
 
-// "TorchScript (dynamo=False)", "dynamo (dynamo=True)" or "no PyTorch exporter recognised".
+// "TorchScript (dynamo=False)", "dynamo (dynamo=True)", "no PyTorch exporter recognised" or "no ONNX
+// model: by qualified name".
 const char* torch_exporter_label(TorchExporter exporter);
 
 // dynamo when a node carries "namespace" metadata; TorchScript when node names are scope paths
@@ -57,6 +59,10 @@ struct TorchModulePairings {
   // when no module of that name is paired.
   bool unpair(const std::string& module, std::string reason);
 };
+
+// Without an ONNX model: every module but the top one (whose outputs are the runner's) paired with a
+// tensor named by its qualified name, for comparing two PyTorch runs module by module.
+TorchModulePairings pair_torch_modules_by_name(const std::vector<TorchModule>& modules);
 
 // Pairs each module with its output tensor in `graph` (the main graph; nodes inside subgraphs count
 // as the node that holds them).

@@ -13,9 +13,12 @@
 // torch.compile mode. eval() and torch.inference_mode() always.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -75,6 +78,15 @@ class TorchRunner : public Runner {
 
   const TorchOptions& options() const { return options_; }
 
+  // With an ONNX model, the module's submodules are paired with the tensors of that export at
+  // activation (onnx/torch_module_pairing.h); when intermediate tensors are asked of the runner (mark
+  // all, a layerwise stream), it returns the paired modules' outputs under those tensors' names, each
+  // streamed with the ONNX node that produces it, in the graph's order. Without an ONNX model, each
+  // submodule's output is named by its qualified name, for another PyTorch run to compare. The
+  // pairing, once used, with the modules the run could not capture (called twice, a tuple returned,
+  // a hook that did not run) unpaired; nullptr before.
+  const onnx::TorchModulePairings* torch_module_pairings() const override;
+
  protected:
   void activate_impl() override;
   void deactivate_impl() override;
@@ -84,6 +96,9 @@ class TorchRunner : public Runner {
  private:
   std::string worker_name() const;
   void check_intermediates() const;
+  void pair_modules();
+  bool captures_modules() const;
+  NamedTensors module_outputs(NamedTensors tensors, const std::unordered_set<std::string>& captured);
 
   ModelLoader onnx_model_;
   TorchOptions options_;
@@ -91,6 +106,13 @@ class TorchRunner : public Runner {
   std::unique_ptr<PythonWorker> worker_;
   TensorMetadata inputs_;
   std::vector<std::string> output_names_;  // from the ONNX model; empty without one
+  std::optional<onnx::TorchModulePairings> pairings_;
+  bool pairings_used_ = false;
+  struct Producer {
+    std::size_t position;
+    std::string node, op;
+  };
+  std::unordered_map<std::string, Producer> producers_;  // the ONNX model's tensors by name
 };
 
 }  // namespace parity::runtime

@@ -59,16 +59,22 @@ class ModuleCapture:
             raise ValueError(f"the model has no module named {', '.join(repr(n) for n in missing[:5])}"
                              + (" ..." if len(missing) > 5 else ""))
         self._targets = [(n, modules[n]) for n in names]
+        self._compiled = model is not underlying_module(model)
+        import torch
+        self._scripted = isinstance(underlying_module(model), torch.jit.ScriptModule)
         self._handles = []
         self.outputs = {n: [] for n in names}
         self.calls = {n: 0 for n in names}
         self.not_tensor = {}
+        self.unhookable = {}  # module name -> why its hook could not be registered
+        self.finished = []  # module names in the order their calls returned (one entry per call)
 
     def _hook(self, name):
         import torch
 
         def hook(module, args, output):
             self.calls[name] += 1
+            self.finished.append(name)
             if isinstance(output, torch.Tensor):
                 self.outputs[name].append(_host_copy(output))
             else:
@@ -79,7 +85,10 @@ class ModuleCapture:
     def __enter__(self):
         try:
             for name, module in self._targets:
-                self._handles.append(module.register_forward_hook(self._hook(name)))
+                try:
+                    self._handles.append(module.register_forward_hook(self._hook(name)))
+                except RuntimeError as error:  # "register_forward_hook is not supported on ScriptModules"
+                    self.unhookable[name] = str(error)
         except BaseException:
             self.remove()
             raise
@@ -97,7 +106,15 @@ class ModuleCapture:
     def single_output(self, name):
         """(tensor, None) when `name` was called once and returned one tensor; else (None, reason)."""
         calls = self.calls[name]
+        if name in self.unhookable:
+            return None, f"its forward hook cannot be registered ({self.unhookable[name]})"
         if calls == 0:
+            if self._scripted and name:
+                return None, ("its forward hook did not run: a TorchScript module calls its submodules without "
+                              "Python's hooks")
+            if self._compiled and name:
+                return None, ("its forward hook did not run under torch.compile (the compiled graph runs its "
+                              "operations without calling the module)")
             return None, "never called in the forward pass"
         if calls > 1:
             return None, f"called {calls} times in the forward pass"
@@ -110,7 +127,8 @@ class PairedOutputsHook:
     """TorchModel.capture_hook for module outputs under ONNX tensor names. Called with (model, request),
     request = {"modules": {qualified name: tensor name}}, it is a context manager around the forward pass
     whose value, a dict, holds {tensor name: CPU tensor} once the block ends: each requested module's
-    output, where the module ran once and returned one tensor (modules sharing a tensor give it once).
+    output, where the module ran once and returned one tensor (modules sharing a tensor give it once),
+    in the order the modules returned.
     `not_captured`: {module: reason} of the last forward pass, for the others."""
 
     def __init__(self):
@@ -124,7 +142,10 @@ class PairedOutputsHook:
         with capture:
             yield captured
         self.not_captured = {}
-        for name, tensor in targets.items():
+        # In the order the modules returned (a submodule before the module calling it), then the rest.
+        names = list(dict.fromkeys(capture.finished + list(targets)))
+        for name in names:
+            tensor = targets[name]
             value, why = capture.single_output(name)
             if why is not None:
                 self.not_captured[name] = why
