@@ -131,3 +131,71 @@ def test_hooks_a_compiled_module_skips_say_so():
             compiled(*inputs)
     value, why = capture.single_output("conv2")
     assert value is None and "did not run under torch.compile" in why, why
+
+
+MODELS_SCRIPT = '''
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, {folder!r})
+import exported_models
+
+
+def load(kind):
+    model = exported_models.build(kind)[0]
+    changed = os.environ.get("PARITY_TEST_CHANGED_MODULE")
+    if changed:
+        with torch.no_grad():
+            dict(model.named_modules())[changed].weight.mul_(1.5)
+    return model
+
+
+def bert():
+    return load("bert")
+
+
+def resnet():
+    return load("resnet")
+'''
+
+
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory):
+    from exported_models import export
+    folder = tmp_path_factory.mktemp("torch_modules_exported")
+    script = folder / "models.py"
+    script.write_text(MODELS_SCRIPT.format(folder=str(Path(__file__).resolve().parent)))
+    files = {"script": script}
+    for kind in ("bert", "resnet"):
+        for exporter in EXPORTERS:
+            files[kind, exporter] = export(kind, folder / f"{kind}_{exporter}.onnx", exporter)
+    return files
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("kind, changed, label", [
+    ("bert", "m.encoder.layer.1.attention.self.query", "m.encoder.layer.1.attention.self.query: Linear"),
+    ("resnet", "m.fc", "m.fc: Linear"),
+])
+def test_exported_models_module_outputs(run_parity, exported, tmp_path, exporter, kind, changed, label):
+    """The tiny BERT and ResNet of exported_models.py: as exported, every paired module output equals its ONNX
+    tensor under ONNX Runtime; with one module changed, that module is named first."""
+    def run(changed_module):
+        report = tmp_path / f"report_{bool(changed_module)}.json"
+        result = run_parity("run", exported[kind, exporter], "--torch", "--torch-model-script",
+                            f"{exported['script']}:{kind}", "--onnxrt", "--onnx-outputs", "mark", "all", *TOLERANCES,
+                            "--report", report, timeout=TIMEOUT, env={"PARITY_TEST_CHANGED_MODULE": changed_module})
+        return result, json.loads(report.read_text())["layerwise"][0]
+
+    same, layerwise = run("")
+    assert same.returncode == 0, same.describe()
+    paired = {m["module"]: m["tensor"] for m in layerwise["torch_modules"]["paired"]}
+    assert len(paired) >= 10 and changed in paired, layerwise["torch_modules"]
+    assert layerwise["compared"] >= len(set(paired.values()) - {"logits", "last_hidden_state", "pooler_output"})
+
+    different, layerwise = run(changed)
+    assert different.returncode == 1, different.describe()
+    first = layerwise["first_diverging_module"]
+    assert first["module_outputs"][0] == label and first["tensor"] == paired[changed], first
