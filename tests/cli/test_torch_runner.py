@@ -301,3 +301,12 @@ def test_compiled_matches_eager(run_parity, block):
     assert run.returncode == 0, run.describe()
     assert "torch.compile: inductor, mode default" in run.output
     assert "torch.compile: off (eager)" in run.output
+
+
+@pytest.mark.parametrize("command", [["debug", "reduce"], ["debug", "precision"]])
+def test_commands_that_change_the_onnx_model_refuse_torch(run_parity, block, tmp_path, command):
+    """debug reduce and debug precision run cut or changed ONNX models, which the module cannot follow."""
+    run = run_parity(*command, block["dynamo"], "-o", tmp_path / "out.onnx", "--torch", "--torch-model", block["pt"],
+                     "--onnxrt", timeout=TIMEOUT)
+    assert run.returncode != 0
+    assert f"{' '.join(command)}: --torch runs PyTorch's own model" in single_error_line(run)

@@ -30,6 +30,9 @@ class BackendArgs {
   // Checks the values (before anything runs); `runners`: how many times --<name> was given;
   // `hybrid`: whether the run is hybrid (--fallback).
   virtual void parse_runner_options(int runners, bool hybrid) = 0;
+  // Called before RunnerArgs makes the runners, or writes their script lines, in command-line order
+  // (a command may make them more than once: debug reduce makes them for every candidate).
+  virtual void start_runners() const {}
   // A runner loading its model through `model` when it activates; `compiled_file`: a compiled
   // model file to run instead (given only to a backend that runs compiled files).
   virtual std::unique_ptr<runtime::Runner> make_runner(const runtime::ModelLoader& model,

@@ -68,6 +68,15 @@ int RunnerArgs::runner_count() const {
   return count;
 }
 
+void RunnerArgs::refuse_runners_without_onnx_model(const std::string& command) const {
+  for (const auto& backend : backends_)
+    if (backend.count > 0 && backend.args->descriptor().runs_without_onnx_model)
+      raise<InvalidInputError>("{}: --{} runs {}'s own model, whose outputs are the whole model's: it cannot run the "
+                               "ONNX models {} makes; compare {} with `run` instead",
+                               command, backend.args->descriptor().name, backend.args->descriptor().label, command,
+                               backend.args->descriptor().label);
+}
+
 bool RunnerArgs::needs_onnx_model() const {
   for (const auto& backend : backends_)
     if (backend.count > 0 && !backend.args->descriptor().runs_without_onnx_model) return true;
@@ -115,6 +124,7 @@ std::vector<std::unique_ptr<runtime::Runner>> RunnerArgs::make_runners(const run
                                compiled_file, join_alternatives(labels, "or"));
   }
   std::vector<std::unique_ptr<runtime::Runner>> runners;
+  for (const auto& backend : backends_) backend.args->start_runners();
   for (const CLI::Option* option : app_->parse_order()) {
     for (const auto& backend : backends_) {
       if (option != backend.flag) continue;
@@ -168,8 +178,10 @@ void RunnerArgs::add_to_script(GeneratedScript& script, const ScriptModel& model
       onnx_model = "modify_outputs";
     }
   }
-  for (const auto& backend : backends_)
+  for (const auto& backend : backends_) {
+    backend.args->start_runners();
     backend.args->add_script_loaders(script, onnx_model, onnx_loader, backend.count, loaders);
+  }
   for (const CLI::Option* option : app_->parse_order())
     for (const auto& backend : backends_)
       if (option == backend.flag) {

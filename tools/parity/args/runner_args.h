@@ -30,6 +30,9 @@ class RunnerArgs {
                                                              const std::string& compiled_file = "") const;
   // How many runners the command line selects.
   int runner_count() const;
+  // Throws InvalidInputError naming `command` when a selected runner loads a model of its own
+  // (--torch): commands that run changed or cut ONNX models (debug reduce, debug precision) cannot use it.
+  void refuse_runners_without_onnx_model(const std::string& command) const;
   // Whether a selected runner needs an ONNX model (every backend but those that load a model of
   // their own, BackendDescriptor::runs_without_onnx_model).
   bool needs_onnx_model() const;

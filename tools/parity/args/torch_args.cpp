@@ -110,8 +110,6 @@ void TorchArgs::parse_runner_options(int runners, bool) {
   runners_.clear();
   sources_.clear();
   source_of_.clear();
-  made_ = 0;
-  scripted_ = 0;
   const std::vector<std::pair<const char*, const std::vector<std::string>*>> options{
       {"--torch-model-script", &scripts_}, {"--torch-model", &models_},      {"--torch-device", &devices_},
       {"--torch-dtype", &dtypes_},         {"--torch-dtype-mode", &dtype_modes_}, {"--torch-tf32", &tf32_},

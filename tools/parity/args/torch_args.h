@@ -18,6 +18,10 @@ class TorchArgs : public BackendArgs {
   std::string flag_help() const override;
   void add_runner_options(CLI::App& app) override;
   void parse_runner_options(int runners, bool hybrid) override;
+  void start_runners() const override {
+    made_ = 0;
+    scripted_ = 0;
+  }
   // A runner for the next --torch in command-line order (runners are made in that order).
   std::unique_ptr<runtime::Runner> make_runner(const runtime::ModelLoader& model,
                                                const std::string& compiled_file) const override;
@@ -39,8 +43,8 @@ class TorchArgs : public BackendArgs {
   std::vector<runtime::TorchOptions> runners_;  // parsed, one per --torch
   std::vector<runtime::TorchModelSource> sources_;  // the distinct models, in order
   std::vector<std::size_t> source_of_;              // each runner's index in sources_
-  mutable std::size_t made_ = 0;                // runners made so far (make_runner)
-  mutable std::size_t scripted_ = 0;            // runners written so far (add_script_runner)
+  mutable std::size_t made_ = 0;                // runners made since start_runners() (make_runner)
+  mutable std::size_t scripted_ = 0;            // runners written since start_runners() (add_script_runner)
 };
 
 }  // namespace parity::cli

@@ -105,6 +105,7 @@ class DebugPrecisionCommand : public Command {
     data_loader_.parse();
     comparison_.parse();
     runners_.parse();
+    runners_.refuse_runners_without_onnx_model("debug precision");
     if (max_iterations_ < 0) raise<InvalidInputError>("--max-iterations must be >= 0");
     if (latency_runs_ < 0) raise<InvalidInputError>("--latency-runs must be >= 0");
     auto runners = runners_.make_runners([]() -> onnx::Model { raise<Error>("not activated"); });

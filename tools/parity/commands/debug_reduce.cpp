@@ -223,6 +223,7 @@ class DebugReduceCommand : public Command {
     data_loader_.parse();
     comparison_.parse();
     runners_.parse();
+    runners_.refuse_runners_without_onnx_model("debug reduce");
     auto runners = runners_.make_runners([] { return onnx::Model{}; });
     if (checks_.given()) {
       if (!runners.empty())

@@ -272,7 +272,13 @@ class ForwardError(Exception):
 
 class TorchModel:
     """A module prepared to run with TorchRunOptions; `output_names`: the names of its flattened outputs
-    (None: their own names, see flatten_outputs). `messages`: one line per option, as applied."""
+    (None: their own names, see flatten_outputs). `messages`: one line per option, as applied.
+
+    capture_hook: how module outputs are captured besides the outputs (None: not available, and a
+    capture request is an error). A callable (module, capture) -> context manager whose value is a dict
+    it fills with {tensor name: tensor} while forward() runs inside it; `capture` is what the caller
+    asked for (the C++ runner passes TorchRunner::set_capture's JSON through the worker's infer
+    command unchanged). The captured tensors follow the outputs, copied to the host like them."""
 
     def __init__(self, module, options=None, output_names=None):
         torch = _torch()
