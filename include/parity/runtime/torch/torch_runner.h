@@ -70,12 +70,6 @@ class TorchRunner : public Runner {
   TorchRunner(ModelLoader onnx_model, TorchOptions options);
   ~TorchRunner() override;
 
-  // Module outputs to return besides the model's outputs: `request` is passed as the worker's
-  // infer() argument "capture" to the capture hook of _torch_model.py (TorchModel.capture_hook),
-  // whose {tensor name: tensor} follow the outputs. Without it, intermediate tensors asked of the
-  // runner (--onnx-outputs, a layerwise stream) are refused with an error.
-  void set_capture(nlohmann::json request) { capture_ = std::move(request); }
-
   const TorchOptions& options() const { return options_; }
 
   // With an ONNX model, the module's submodules are paired with the tensors of that export at
@@ -95,14 +89,12 @@ class TorchRunner : public Runner {
 
  private:
   std::string worker_name() const;
-  void check_intermediates() const;
   void pair_modules();
   bool captures_modules() const;
   NamedTensors module_outputs(NamedTensors tensors, const std::unordered_set<std::string>& captured);
 
   ModelLoader onnx_model_;
   TorchOptions options_;
-  nlohmann::json capture_;
   std::unique_ptr<PythonWorker> worker_;
   TensorMetadata inputs_;
   std::vector<std::string> output_names_;  // from the ONNX model; empty without one

@@ -277,8 +277,9 @@ class TorchModel:
     capture_hook: how module outputs are captured besides the outputs (None: not available, and a
     capture request is an error). A callable (module, capture) -> context manager whose value is a dict
     it fills with {tensor name: tensor} while forward() runs inside it; `capture` is what the caller
-    asked for (the C++ runner passes TorchRunner::set_capture's JSON through the worker's infer
-    command unchanged). The captured tensors follow the outputs, copied to the host like them."""
+    asked for (the C++ runner's {modules: {module name: tensor name}} through the worker's infer
+    command, for _module_capture.PairedOutputsHook, which fills the dict as the block ends). The
+    captured tensors follow the outputs, copied to the host like them."""
 
     def __init__(self, module, options=None, output_names=None):
         torch = _torch()

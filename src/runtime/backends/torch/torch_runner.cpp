@@ -177,7 +177,7 @@ const onnx::TorchModulePairings* TorchRunner::torch_module_pairings() const {
 
 // Intermediate tensors asked of the runner are its paired modules' outputs.
 bool TorchRunner::captures_modules() const {
-  return capture_.is_null() && pairings_ && (callback_ || intermediates_.mode != IntermediateOutputs::Mode::kNone);
+  return pairings_ && (callback_ || intermediates_.mode != IntermediateOutputs::Mode::kNone);
 }
 
 // The worker's outputs then module outputs (in the order the modules returned): streamed in the ONNX
@@ -215,23 +215,7 @@ void TorchRunner::deactivate_impl() { worker_.reset(); }
 
 TensorMetadata TorchRunner::input_metadata_impl() { return inputs_; }
 
-// Intermediate tensors (--onnx-outputs, a layerwise stream) need module capture (set_capture):
-// the module's forward() produces only its outputs.
-void TorchRunner::check_intermediates() const {
-  if (!capture_.is_null() || captures_modules()) return;
-  const bool listed_others =
-      intermediates_.mode == IntermediateOutputs::Mode::kList &&
-      std::any_of(intermediates_.names.begin(), intermediates_.names.end(), [&](const std::string& tensor) {
-        return std::find(output_names_.begin(), output_names_.end(), tensor) == output_names_.end();
-      });
-  if (callback_ || intermediates_.mode == IntermediateOutputs::Mode::kAll || listed_others)
-    raise<UnsupportedError>("{} returns the module's outputs only, not the ONNX model's intermediate tensors "
-                            "(--onnx-outputs): compare intermediates between the other runners",
-                            worker_name());
-}
-
 NamedTensors TorchRunner::infer_impl(const NamedTensors& feed) {
-  check_intermediates();
   // In the order of the input metadata: a module whose forward() parameters are not the inputs'
   // names takes them positionally.
   NamedTensors ordered;
@@ -239,7 +223,7 @@ NamedTensors TorchRunner::infer_impl(const NamedTensors& feed) {
     for (const auto& entry : feed)
       if (entry.first == input) ordered.push_back(entry);
   const bool modules = captures_modules();
-  json arguments = {{"capture", capture_}};
+  json arguments = {{"capture", json()}};
   std::unordered_set<std::string> captured;  // the module outputs' tensor names
   if (modules) {
     // Each paired module whose tensor is not a graph output (those the forward pass returns anyway).
