@@ -3,6 +3,7 @@
 // Parity's C++ passes on them.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -13,6 +14,7 @@
 #include "parity/onnx/model.h"
 #include "parity/onnx/passes.h"
 #include "parity/onnx/reduced_precision.h"
+#include "parity/onnx/torch_module_pairing.h"
 #include "parity/runtime/passes/fold_constants.h"
 
 namespace parity::python {
@@ -143,6 +145,33 @@ void bind_onnx(nb::module_& m) {
         },
         "model"_a, "precision"_a = "float16", "keep_io_types"_a = true, "keep_fp32"_a = std::vector<std::string>{},
         "default_keep"_a = true);
+  // The ONNX tensor holding each PyTorch module's output (onnx/torch_module_pairing.h): modules as
+  // (qualified name, class name) in named_modules() order; returns the exporter's label and, per
+  // module, a dict of module, class_name, tensor, node, reason (tensor and node empty when unpaired).
+  m.def("pair_torch_modules",
+        [](nb::bytes model_bytes, const std::vector<std::pair<std::string, std::string>>& modules) {
+          std::string bytes = bytes_of(model_bytes);
+          onnx::TorchModulePairings pairings;
+          {
+            nb::gil_scoped_release release;
+            onnx::Model model = from_bytes(bytes);
+            std::vector<onnx::TorchModule> list;
+            for (const auto& [name, class_name] : modules) list.push_back({name, class_name});
+            pairings = onnx::pair_torch_modules(model->graph(), list);
+          }
+          nb::list out;
+          for (const auto& p : pairings.modules) {
+            nb::dict entry;
+            entry["module"] = p.module;
+            entry["class_name"] = p.class_name;
+            entry["tensor"] = p.tensor;
+            entry["node"] = p.node;
+            entry["reason"] = p.reason;
+            out.append(entry);
+          }
+          return nb::make_tuple(std::string(onnx::torch_exporter_label(pairings.exporter)), out);
+        },
+        "model"_a, "modules"_a);
 }
 
 }  // namespace parity::python

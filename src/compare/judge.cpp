@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "parity/compare/layerwise_review.h"
+#include "parity/compare/layerwise_torch_modules.h"
 #include "parity/core/error.h"
 #include "parity/onnx/passes.h"
 
@@ -158,6 +159,12 @@ void Judge::conclude(Verdict& verdict) {
   };
   if (options_.model && !live_.empty() && std::any_of(verdict.layerwise.begin(), verdict.layerwise.end(), has_node))
     name_torch_modules(verdict.layerwise, options_.model()->graph());
+  // A PyTorch runner's module outputs, named by module in the comparisons it is part of.
+  for (const runtime::Runner* runner : live_)
+    if (const auto* pairings = runner->torch_module_pairings())
+      for (auto& result : verdict.layerwise)
+        if (result.runner0 == runner->name() || result.runner1 == runner->name())
+          name_module_outputs(result, runner->name(), *pairings);
   if (options_.describe_layers) options_.describe_layers(verdict.layerwise);
   for (const auto& result : verdict.layerwise) log_layerwise_summary(result, options_.worst_count);
   verdict.passed = !verdict.accuracy || verdict.accuracy->passed();

@@ -17,6 +17,7 @@
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/compare/layerwise_review.h"
+#include "parity/compare/layerwise_torch_modules.h"
 #include "parity/onnx/torch_module.h"
 
 namespace parity::compare {
@@ -360,12 +361,20 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
   log::info("Layerwise Summary | {} vs. {} | {} tensor(s) compared", result.runner0, result.runner1,
             result.entries.size());
   Logger::Indent indent;
-  if (!result.only_in_runner0.empty())
-    log::warning("{} tensor(s) of {} were not produced by {}: {}", result.only_in_runner0.size(), result.runner0,
-                 result.runner1, fmt::join(result.only_in_runner0, ", "));
-  if (!result.only_in_runner1.empty())
-    log::warning("{} tensor(s) of {} were not produced by {}: {}", result.only_in_runner1.size(), result.runner1,
-                 result.runner0, fmt::join(result.only_in_runner1, ", "));
+  if (result.torch_modules) log_torch_modules(*result.torch_modules);
+  auto log_missing = [&](const std::vector<std::string>& tensors, const std::string& of, const std::string& by) {
+    if (tensors.empty()) return;
+    // A PyTorch runner produces its paired modules' outputs only: the other tensors are expected to be missing.
+    if (result.torch_modules && result.torch_modules->runner.find(by) != std::string::npos) {
+      log::info("{} tensor(s) of {} are no paired module's output, so {} does not produce them (listed with -v)",
+                tensors.size(), of, by);
+      log::verbose("    {}", fmt::join(tensors, ", "));
+      return;
+    }
+    log::warning("{} tensor(s) of {} were not produced by {}: {}", tensors.size(), of, by, fmt::join(tensors, ", "));
+  };
+  log_missing(result.only_in_runner0, result.runner0, result.runner1);
+  log_missing(result.only_in_runner1, result.runner1, result.runner0);
   std::size_t not_divergences = 0;
   for (const auto& e : result.entries)
     if (!e.comparison.passed && !e.not_a_divergence.empty()) {
@@ -379,6 +388,15 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
     else log::info("No tensor diverges beyond tolerance: the run fails only through the {} tensor(s) above",
                    not_divergences);
     return;
+  }
+  if (const LayerwiseEntry* module = first_diverging_module(result)) {
+    const auto& names = module->module_outputs;
+    log::error("First diverging module: {}{} | its output is tensor '{}'{} | {}", names.front(),
+               names.size() > 1 ? fmt::format(" (also the output of {})",
+                                              fmt::join(names.begin() + 1, names.end(), ", "))
+                                : std::string(),
+               module->tensor, module->iteration ? fmt::format(" | iteration {}", module->iteration) : "",
+               describe_error(*module));
   }
   log::error("First divergence (topological order): tensor '{}' produced by {}{}{} | {}", first->tensor,
              describe_node(*first), describe_module(*first),
@@ -427,6 +445,7 @@ nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_
     if (!e.comparison.failure.empty()) j["failure"] = e.comparison.failure;
     if (!e.engine_layer.empty()) j["engine_layer"] = e.engine_layer;
     if (!e.module.empty()) j["module"] = e.module;
+    if (!e.module_outputs.empty()) j["module_outputs"] = e.module_outputs;
     return j;
   };
   nlohmann::ordered_json j;
@@ -438,6 +457,11 @@ nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_
                                [](const auto& e) { return !e.comparison.passed; });
   const LayerwiseEntry* first = result.first_divergence();
   j["first_divergence"] = first ? entry_json(*first) : nlohmann::ordered_json(nullptr);
+  if (result.torch_modules) {
+    const LayerwiseEntry* module = first_diverging_module(result);
+    j["first_diverging_module"] = module ? entry_json(*module) : nlohmann::ordered_json(nullptr);
+    j["torch_modules"] = to_json(*result.torch_modules);
+  }
   j["worst"] = nlohmann::ordered_json::array();
   for (const auto* e : result.worst(worst_count)) j["worst"].push_back(entry_json(*e));
   // Each compared tensor's engine layer, where the caller gave them (--ov-outputs mark fused).

@@ -294,15 +294,6 @@ def test_bad_flags(run_parity, block, flags, message):
     assert message in single_error_line(run), run.describe()
 
 
-def test_intermediates_are_refused(run_parity, block):
-    """Until module outputs are paired with ONNX tensors, asking the PyTorch runner for intermediate tensors
-    is an error, not a silent comparison of outputs only."""
-    run = run_parity("run", block["dynamo"], "--torch", "--torch-model-script", block["script"], "--onnxrt",
-                     "--onnx-outputs", "mark", "all", timeout=TIMEOUT)
-    error = single_error_line(run)
-    assert "returns the module's outputs only, not the ONNX model's intermediate tensors" in error
-
-
 def test_compiled_matches_eager(run_parity, block):
     """torch.compile (inductor) on the CPU against eager, no ONNX model: the compiled module runs and agrees."""
     run = run_parity("run", "--torch", "--torch", "--torch-model-script", block["script"], "--torch-compile", "none",

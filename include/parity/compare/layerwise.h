@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "parity/compare/accuracy.h"
+#include "parity/onnx/torch_module_pairing.h"
 
 namespace onnx {
 class GraphProto;
@@ -106,6 +107,10 @@ struct LayerwiseEntry {
   // The PyTorch module the producing node was exported from (onnx::torch_module: "m.encoder.layer.0
   // .attention.self.query: Linear"), when the model records it; "" otherwise.
   std::string module;
+  // The PyTorch modules whose output the tensor is ("m.conv2: Conv2d"), innermost first, when one
+  // runner produced module outputs under ONNX tensor names (--torch with mark all; set by
+  // name_module_outputs, layerwise_torch_modules.h); empty otherwise.
+  std::vector<std::string> module_outputs;
   OutputComparison comparison;
   // Set by review_layer (parity/compare/layerwise_review.h) for `simple` comparisons with NaN/Inf
   // errors: the largest errors with an infinity both runs produced counted as no error (Polygraphy's
@@ -134,6 +139,12 @@ struct LayerwiseResult {
   std::vector<std::string> only_in_runner1;     // tensors the first run never produced
   std::vector<std::string> skipped;             // not comparable (string, complex)
   uint64_t spilled_bytes = 0;                   // bytes that went through the spill file
+  // The pairing behind the entries' module_outputs and the runner whose modules they are.
+  struct TorchModules {
+    std::string runner;
+    onnx::TorchModulePairings pairings;
+  };
+  std::optional<TorchModules> torch_modules;
 
   bool passed() const;
   // The failing entry with the smallest (iteration, order) that is a divergence (not_a_divergence

@@ -12,6 +12,7 @@
 
 #include "parity/core/array_io.h"
 #include "parity/core/tensor_metadata.h"
+#include "parity/onnx/torch_module_pairing.h"
 #include "parity/runtime/loader.h"
 
 namespace parity::runtime {
@@ -84,6 +85,10 @@ class Runner {
   // in float16). False for a runner whose precision is one setting for the whole model (OpenVINO's
   // inference precision hint): debug precision cuts the model into subgraphs for it instead.
   virtual bool precision_follows_model() const { return true; }
+  // The PyTorch modules whose outputs the runner returns under the ONNX tensor names holding them
+  // (onnx/torch_module_pairing.h), for a PyTorch runner asked for the intermediates of its model's
+  // ONNX export; nullptr otherwise.
+  virtual const onnx::TorchModulePairings* torch_module_pairings() const { return nullptr; }
 
  protected:
   explicit Runner(std::string_view prefix);

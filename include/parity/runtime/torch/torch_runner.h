@@ -13,9 +13,12 @@
 // torch.compile mode. eval() and torch.inference_mode() always.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -67,13 +70,18 @@ class TorchRunner : public Runner {
   TorchRunner(ModelLoader onnx_model, TorchOptions options);
   ~TorchRunner() override;
 
-  // Module outputs to return besides the model's outputs: `request` is passed as the worker's
-  // infer() argument "capture" to the capture hook of _torch_model.py (TorchModel.capture_hook),
-  // whose {tensor name: tensor} follow the outputs. Without it, intermediate tensors asked of the
-  // runner (--onnx-outputs, a layerwise stream) are refused with an error.
-  void set_capture(nlohmann::json request) { capture_ = std::move(request); }
-
   const TorchOptions& options() const { return options_; }
+
+  // With an ONNX model, the module's submodules are paired with the tensors of that export at
+  // activation (onnx/torch_module_pairing.h); when intermediate tensors are asked of the runner (mark
+  // all, a layerwise stream), it returns the paired modules' outputs under those tensors' names, each
+  // streamed with the ONNX node that produces it, in the graph's order. Without an ONNX model, each
+  // submodule's output is named by its qualified name, for another PyTorch run to compare. The
+  // pairing, once used, with the modules the run could not capture (called twice, a tuple returned,
+  // a hook that did not run) unpaired; nullptr before.
+  const onnx::TorchModulePairings* torch_module_pairings() const override;
+  // The ONNX model that names its inputs and outputs, when one was given.
+  ModelLoader source_model() const override { return onnx_model_; }
 
  protected:
   void activate_impl() override;
@@ -83,14 +91,22 @@ class TorchRunner : public Runner {
 
  private:
   std::string worker_name() const;
-  void check_intermediates() const;
+  void pair_modules();
+  bool captures_modules() const;
+  NamedTensors module_outputs(NamedTensors tensors, const std::unordered_set<std::string>& captured);
 
   ModelLoader onnx_model_;
   TorchOptions options_;
-  nlohmann::json capture_;
   std::unique_ptr<PythonWorker> worker_;
   TensorMetadata inputs_;
   std::vector<std::string> output_names_;  // from the ONNX model; empty without one
+  std::optional<onnx::TorchModulePairings> pairings_;
+  bool pairings_used_ = false;
+  struct Producer {
+    std::size_t position;
+    std::string node, op;
+  };
+  std::unordered_map<std::string, Producer> producers_;  // the ONNX model's tensors by name
 };
 
 }  // namespace parity::runtime

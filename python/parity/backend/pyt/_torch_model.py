@@ -277,8 +277,9 @@ class TorchModel:
     capture_hook: how module outputs are captured besides the outputs (None: not available, and a
     capture request is an error). A callable (module, capture) -> context manager whose value is a dict
     it fills with {tensor name: tensor} while forward() runs inside it; `capture` is what the caller
-    asked for (the C++ runner passes TorchRunner::set_capture's JSON through the worker's infer
-    command unchanged). The captured tensors follow the outputs, copied to the host like them."""
+    asked for (the C++ runner's {modules: {module name: tensor name}} through the worker's infer
+    command, for _module_capture.PairedOutputsHook, which fills the dict as the block ends). The
+    captured tensors follow the outputs, copied to the host like them."""
 
     def __init__(self, module, options=None, output_names=None):
         torch = _torch()
@@ -444,8 +445,13 @@ def serve_commands(command, Reply, CommandFailed):
     activate {source, options, output_names (None: the module's own), inputs_from_script}
              -> {messages, inputs: [[name, dtype, shape]] of the script's example inputs or None,
                  outputs: the output names (known once the module ran, else None)}
-    infer    {capture: [module names]} + the feeds in input order -> the outputs by name (then
-             the captured module outputs, through TorchModel.capture_hook)
+    modules  {} -> [[qualified name, class name]] of the module's named_modules()
+    infer    {capture: {modules: {module name: tensor name}} or None} + the feeds in input order ->
+             the outputs by name, then the captured module outputs by tensor name (through
+             TorchModel.capture_hook); result: {not_captured: {module name: reason}} with a capture
+
+    The worker runs python/parity/backend/pyt/_module_capture.py's text before this file's: its
+    PairedOutputsHook and named_module_list are this program's globals.
     """
     state = {}
 
@@ -481,13 +487,20 @@ def serve_commands(command, Reply, CommandFailed):
                                           f"{EXAMPLE_INPUTS_FUNCTION}() returning a tuple or dict of tensors")
                 inputs = [list(entry) for entry in example_metadata(module, examples)]
             state["model"] = TorchModel(module, options, arguments.get("output_names"))
+            state["model"].capture_hook = state["capture"] = PairedOutputsHook()  # noqa: F821 (see above)
             return {"messages": state["model"].messages, "inputs": inputs}
         except (TorchModelError, ForwardError) as error:
             raise failed(error) from None
 
+    @command("modules")
+    def modules(arguments, tensors):
+        return [list(entry) for entry in named_module_list(state["model"].module)]  # noqa: F821 (see above)
+
     @command("infer")
     def infer(arguments, tensors):
+        capture = arguments.get("capture")
         try:
-            return Reply(None, state["model"].infer(tensors, arguments.get("capture"), copy=False))
+            outputs = state["model"].infer(tensors, capture, copy=False)
         except (TorchModelError, ForwardError) as error:
             raise failed(error) from None
+        return Reply({"not_captured": state["capture"].not_captured} if capture else None, outputs)

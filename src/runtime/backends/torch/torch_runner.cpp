@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "parity/core/python_interpreter.h"
 #include "parity/onnx/model.h"
 #include "parity/runtime/python_worker.h"
+#include "module_capture_source.h"  // generated from python/parity/backend/pyt/_module_capture.py
 #include "torch_model_source.h"  // generated from python/parity/backend/pyt/_torch_model.py
 
 namespace parity::runtime {
@@ -85,7 +87,8 @@ void TorchRunner::activate_impl() {
   PythonWorkerOptions worker;
   worker.name = worker_name();
   worker.interpreter = interpreter;
-  worker.commands = std::string(kTorchModelSource) + "\nserve_commands(command, Reply, CommandFailed)\n";
+  worker.commands = std::string(kModuleCaptureSource) + "\n" + kTorchModelSource +
+                    "\nserve_commands(command, Reply, CommandFailed)\n";
   try {
     worker_ = std::make_unique<PythonWorker>(worker);
   } catch (const ProcessStartError& error) {
@@ -139,42 +142,112 @@ void TorchRunner::activate_impl() {
       inputs_.add(input, *dtype, shape);
     }
   }
+  pair_modules();
+}
+
+// The module's submodules and the tensors of its ONNX export that hold their outputs (without an ONNX
+// model, tensors named by the modules' qualified names).
+void TorchRunner::pair_modules() {
+  pairings_.reset();
+  pairings_used_ = false;
+  producers_.clear();
+  std::vector<onnx::TorchModule> modules;
+  for (const auto& entry : worker_->call("modules").result)
+    modules.push_back({entry.at(0).get<std::string>(), entry.at(1).get<std::string>()});
+  if (!onnx_model_) {
+    // Without an ONNX model, module outputs are compared by qualified name, against another PyTorch run.
+    pairings_ = onnx::pair_torch_modules_by_name(modules);
+    return;
+  }
+  const onnx::Model model = onnx_model_();
+  pairings_ = onnx::pair_torch_modules(model->graph(), modules);
+  const auto& nodes = model->graph().node();
+  for (int i = 0; i < nodes.size(); ++i)
+    for (const auto& output : nodes[i].output())
+      if (!output.empty()) producers_.emplace(output, Producer{static_cast<std::size_t>(i), nodes[i].name(), nodes[i].op_type()});
+  const auto paired = std::count_if(pairings_->modules.begin(), pairings_->modules.end(),
+                                    [](const auto& m) { return m.paired(); });
+  log::verbose("{:35} | {} of {} module(s) paired with tensors of the ONNX model ({} export)", name(), paired,
+               pairings_->modules.size(), onnx::torch_exporter_label(pairings_->exporter));
+}
+
+const onnx::TorchModulePairings* TorchRunner::torch_module_pairings() const {
+  return pairings_ && pairings_used_ ? &*pairings_ : nullptr;
+}
+
+// Intermediate tensors asked of the runner are its paired modules' outputs.
+bool TorchRunner::captures_modules() const {
+  return pairings_ && (callback_ || intermediates_.mode != IntermediateOutputs::Mode::kNone);
+}
+
+// The worker's outputs then module outputs (in the order the modules returned): streamed in the ONNX
+// graph's order with their nodes (without an ONNX model, the module outputs in the order they
+// returned, then the outputs); returned are the graph outputs, and the module outputs asked for when
+// nothing streams them.
+NamedTensors TorchRunner::module_outputs(NamedTensors tensors, const std::unordered_set<std::string>& captured) {
+  const auto is_output = [&](const std::string& tensor) { return !captured.contains(tensor); };
+  std::vector<std::size_t> order(tensors.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto position = [&](std::size_t i) {
+    if (const auto it = producers_.find(tensors[i].first); it != producers_.end()) return it->second.position;
+    return producers_.empty() && !is_output(tensors[i].first) ? i : SIZE_MAX;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return position(a) < position(b); });
+  if (callback_) {
+    static const std::string kNone;
+    for (std::size_t i : order) {
+      const auto it = producers_.find(tensors[i].first);
+      callback_(ProducedTensor{tensors[i].first, tensors[i].second, it == producers_.end() ? kNone : it->second.node,
+                               it == producers_.end() ? kNone : it->second.op, true});
+    }
+  }
+  const auto listed = [&](const std::string& tensor) {
+    return intermediates_.mode == IntermediateOutputs::Mode::kAll ||
+           std::find(intermediates_.names.begin(), intermediates_.names.end(), tensor) != intermediates_.names.end();
+  };
+  NamedTensors returned;
+  for (auto& entry : tensors)
+    if (is_output(entry.first) || (!callback_ && listed(entry.first))) returned.push_back(std::move(entry));
+  return returned;
 }
 
 void TorchRunner::deactivate_impl() { worker_.reset(); }
 
 TensorMetadata TorchRunner::input_metadata_impl() { return inputs_; }
 
-// Intermediate tensors (--onnx-outputs, a layerwise stream) need module capture (set_capture):
-// the module's forward() produces only its outputs.
-void TorchRunner::check_intermediates() const {
-  if (!capture_.is_null()) return;
-  const bool listed_others =
-      intermediates_.mode == IntermediateOutputs::Mode::kList &&
-      std::any_of(intermediates_.names.begin(), intermediates_.names.end(), [&](const std::string& tensor) {
-        return std::find(output_names_.begin(), output_names_.end(), tensor) == output_names_.end();
-      });
-  if (callback_ || intermediates_.mode == IntermediateOutputs::Mode::kAll || listed_others)
-    raise<UnsupportedError>("{} returns the module's outputs only, not the ONNX model's intermediate tensors "
-                            "(--onnx-outputs): compare intermediates between the other runners",
-                            worker_name());
-}
-
 NamedTensors TorchRunner::infer_impl(const NamedTensors& feed) {
-  check_intermediates();
   // In the order of the input metadata: a module whose forward() parameters are not the inputs'
   // names takes them positionally.
   NamedTensors ordered;
   for (const auto& [input, info] : inputs_)
     for (const auto& entry : feed)
       if (entry.first == input) ordered.push_back(entry);
-  json arguments = {{"capture", capture_}};
+  const bool modules = captures_modules();
+  json arguments = {{"capture", json()}};
+  std::unordered_set<std::string> captured;  // the module outputs' tensor names
+  if (modules) {
+    // Each paired module whose tensor is not a graph output (those the forward pass returns anyway).
+    json requested = json::object();
+    for (const auto& module : pairings_->modules)
+      if (module.paired() &&
+          std::find(output_names_.begin(), output_names_.end(), module.tensor) == output_names_.end()) {
+        requested[module.module] = module.tensor;
+        captured.insert(module.tensor);
+      }
+    arguments["capture"] = {{"modules", std::move(requested)}};
+  }
+  PythonReply reply;
   try {
-    return worker_->call("infer", arguments, ordered).tensors;
+    reply = worker_->call("infer", arguments, ordered);
   } catch (const PythonCommandError& error) {
     log::verbose("{}", error.traceback());
     throw;
   }
+  if (!modules) return std::move(reply.tensors);
+  pairings_used_ = true;
+  for (const auto& [module, reason] : reply.result.at("not_captured").items())
+    pairings_->unpair(module, reason.get<std::string>());
+  return module_outputs(std::move(reply.tensors), captured);
 }
 
 }  // namespace parity::runtime
