@@ -98,7 +98,30 @@ std::shared_ptr<Storage> map_file(const fs::path& path, std::size_t padding) {
   return std::make_shared<MappedFile>(data, size, mapped);
 }
 
-AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
+fs::path follow_symlinks(const fs::path& path) {
+  fs::path current = path;
+  for (int links = 0; links <= 40; ++links) {
+    struct stat st {};
+    if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return current;
+    std::error_code ec;
+    fs::path target = fs::read_symlink(current, ec);
+    if (ec) raise<FileError>("'{}': cannot read the symbolic link: {}", current.string(), ec.message());
+    current = target.is_absolute() ? target : current.parent_path() / target;
+  }
+  raise<FileError>("'{}': too many levels of symbolic links", path.string());
+}
+
+AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(follow_symlinks(path)) {
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) raise<FileError>("'{}': is a directory, expected a file", path.string());
+    // A device, FIFO or socket is written to as it is: replacing it would swap a system file
+    // such as /dev/null for a regular one, or leave a FIFO's reader waiting.
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) raise<FileError>("'{}': cannot open for writing: {}", path.string(), std::strerror(errno));
+    in_place_ = true;
+    return;
+  }
   std::random_device random;
   for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
     temp_ = path_;
@@ -112,7 +135,7 @@ AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
 
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temp_.c_str());
+  if (!committed_ && !in_place_) ::unlink(temp_.c_str());
 }
 
 namespace {
@@ -157,7 +180,7 @@ void AtomicFileWriter::commit() {
     raise<FileError>("'{}': fsync failed: {}", path_.string(), std::strerror(errno));
   ::close(fd_);
   fd_ = -1;
-  if (::rename(temp_.c_str(), path_.c_str()) != 0)
+  if (!in_place_ && ::rename(temp_.c_str(), path_.c_str()) != 0)
     raise<FileError>("'{}': cannot move the finished file into place: {}", path_.string(), std::strerror(errno));
   committed_ = true;
 }

@@ -243,8 +243,10 @@ std::string serialize_model(const ModelProto& model) {
   return bytes;
 }
 
-void save_model(const Model& model, const fs::path& path, const SaveOptions& options) {
-  with_context(path.string(), [&] {
+void save_model(const Model& model, const fs::path& requested_path, const SaveOptions& options) {
+  with_context(requested_path.string(), [&] {
+    // A symbolic link is saved through: external data goes beside the file the link names.
+    const fs::path path = follow_symlinks(requested_path);
     ModelProto proto = *model.proto;
     // Bytes of every tensor that will carry data, external ones read through their memory map.
     uint64_t external_bytes = 0;

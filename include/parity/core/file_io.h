@@ -21,13 +21,22 @@ class Storage;
 // up front (a file about to be read whole) and the mapping is read-only.
 std::shared_ptr<Storage> map_file(const std::filesystem::path& path, std::size_t padding = 0);
 
+// The file a write to `path` lands in: `path` itself, or, through any chain of symbolic links, the
+// path the last link names (which need not exist yet). A chain longer than the kernel follows
+// (40 links) is refused as a loop (FileError).
+std::filesystem::path follow_symlinks(const std::filesystem::path& path);
+
 // Writes `path.parity-tmp-XXXX` beside `path`, then renames it over `path`. On any failure the
-// temp file is removed and FileError is thrown; `path` is untouched.
+// temp file is removed and FileError is thrown; `path` is untouched. A symbolic link is followed:
+// the temp file is written beside its target and renamed onto the target, so the link stays.
+// A path that exists and is not a regular file (a device such as /dev/null, a FIFO) is written
+// through, never replaced; such a write is not atomic.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
 // Streaming version: write() as often as needed, then commit(). Small writes are gathered in a
 // 1 MiB buffer so the file sees large ones; a write at least that large goes straight through.
-// Destroyed without commit(), it removes the temp file.
+// Destroyed without commit(), it removes the temp file. Symbolic links, devices and FIFOs are
+// handled as write_file_atomic says.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::filesystem::path path);
@@ -40,7 +49,6 @@ class AtomicFileWriter {
     write(std::string_view(static_cast<const char*>(data), size));
   }
   void commit();
-  const std::filesystem::path& temp_path() const { return temp_; }
 
  private:
   void write_through(std::string_view bytes);
@@ -50,6 +58,7 @@ class AtomicFileWriter {
   std::string buffer_;
   int fd_ = -1;
   bool committed_ = false;
+  bool in_place_ = false;  // a device or FIFO, written through: no temp file
 };
 
 }  // namespace parity

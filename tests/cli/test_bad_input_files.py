@@ -1,0 +1,166 @@
+"""Hostile or careless output paths, files and flags (issue 39): every output path that is not a
+plain regular file is written the way a shell redirect would write it, never replaced; a failed
+save leaves what was there; bad flags and files end with one clear "[E]" line and exit code 1.
+
+Every model and file is built here, in tmp_path; none is committed.
+"""
+
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SMALL_CNN = REPO_ROOT / "examples" / "models" / "small_cnn.onnx"
+
+
+def assert_one_error(run, *names):
+    """Exit code 1, no crash, exactly one [E] line, naming each of `names`."""
+    assert run.returncode >= 0, f"killed by signal {-run.returncode}\n{run.describe()}"
+    assert not run.crash_markers(), f"crash markers {run.crash_markers()}\n{run.describe()}"
+    assert run.returncode == 1, f"expected exit code 1\n{run.describe()}"
+    errors = run.lines("[E]")
+    assert len(errors) == 1, f"expected exactly one [E] line, got {len(errors)}\n{run.describe()}"
+    for name in names:
+        assert str(name) in errors[0], f"the [E] line does not name {name}\n{run.describe()}"
+    return errors[0]
+
+
+# --- item 1: output paths that are symbolic links, FIFOs and devices ----------------------------
+# Each writer: the flags that make `parity` write the file at PATH, and how to read what it wrote.
+OUTPUT_WRITERS = {
+    "save_inputs": (("run", SMALL_CNN, "--ref", "--save-inputs", "PATH"), "json"),
+    "save_outputs": (("run", SMALL_CNN, "--ref", "--save-outputs", "PATH"), "json"),
+    "sanitize": (("surgeon", "sanitize", SMALL_CNN, "-o", "PATH"), "onnx"),
+}
+
+
+def writer_args(writer, path):
+    return [path if arg == "PATH" else arg for arg in OUTPUT_WRITERS[writer][0]]
+
+
+def read_written(writer, data: bytes):
+    """What the file holds, in a form that compares equal between two runs of the same command."""
+    if OUTPUT_WRITERS[writer][1] == "json":
+        parsed = json.loads(data)
+        # RunResults name the runner with the time it ran: compare the arrays only.
+        text = json.dumps(parsed, sort_keys=True)
+        return "".join(ch for ch in text if not ch.isdigit()) if writer == "save_outputs" else text
+    model = onnx.load_from_string(data)
+    return [numpy_helper.to_array(t).tobytes() for t in model.graph.initializer]
+
+
+@pytest.mark.parametrize("writer", list(OUTPUT_WRITERS))
+def test_symlinked_output_writes_the_target_and_keeps_the_link(run_parity, tmp_path, writer):
+    plain = tmp_path / f"plain.{OUTPUT_WRITERS[writer][1]}"
+    run = run_parity(*writer_args(writer, plain))
+    assert run.returncode == 0, run.describe()
+
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / plain.name
+    target.write_bytes(b"stale")
+    (tmp_path / "links").mkdir()
+    link = tmp_path / "links" / plain.name
+    link.symlink_to(Path("..") / "real" / plain.name)  # relative to the link's folder, not the cwd
+    run = run_parity(*writer_args(writer, link))
+    assert run.returncode == 0, run.describe()
+    assert link.is_symlink(), f"the link was replaced by a regular file\n{run.describe()}"
+    assert os.readlink(link) == str(Path("..") / "real" / plain.name)
+    assert read_written(writer, target.read_bytes()) == read_written(writer, plain.read_bytes()), \
+        f"the link's target was not written\n{run.describe()}"
+    leftovers = [p.name for p in tmp_path.rglob("*parity-tmp*")]
+    assert not leftovers, f"temp files left behind: {leftovers}"
+
+
+def test_dangling_symlink_output_creates_its_target(run_parity, tmp_path):
+    link = tmp_path / "inputs.json"
+    link.symlink_to("created.json")
+    run = run_parity(*writer_args("save_inputs", link))
+    assert run.returncode == 0, run.describe()
+    assert link.is_symlink() and (tmp_path / "created.json").is_file(), run.describe()
+    json.loads((tmp_path / "created.json").read_bytes())
+
+
+def test_symlink_loop_output_is_one_clear_error(run_parity, tmp_path):
+    (tmp_path / "a.json").symlink_to("b.json")
+    (tmp_path / "b.json").symlink_to("a.json")
+    run = run_parity(*writer_args("save_inputs", tmp_path / "a.json"))
+    assert_one_error(run, "a.json")
+
+
+@pytest.mark.parametrize("writer", list(OUTPUT_WRITERS))
+def test_fifo_output_is_written_through(run_parity, tmp_path, writer):
+    plain = tmp_path / f"plain.{OUTPUT_WRITERS[writer][1]}"
+    run = run_parity(*writer_args(writer, plain))
+    assert run.returncode == 0, run.describe()
+
+    fifo = tmp_path / f"fifo.{OUTPUT_WRITERS[writer][1]}"
+    os.mkfifo(fifo)
+    received = []
+
+    def read_fifo():
+        with open(fifo, "rb") as reader:  # blocks until the writer opens it
+            received.append(reader.read())
+
+    reader = threading.Thread(target=read_fifo, daemon=True)
+    reader.start()
+    try:
+        run = run_parity(*writer_args(writer, fifo), timeout=60)
+    finally:
+        if reader.is_alive():  # the writer never opened the FIFO: release the reader
+            with open(fifo, "wb"):
+                pass
+        reader.join(10)
+    assert run.returncode == 0, run.describe()
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), f"the FIFO was replaced\n{run.describe()}"
+    assert received and read_written(writer, received[0]) == read_written(writer, plain.read_bytes()), \
+        f"the FIFO's reader got {len(received[0]) if received else 0} bytes\n{run.describe()}"
+
+
+def test_character_device_output_is_written_through_not_replaced(run_parity, tmp_path):
+    """`--save-inputs /dev/null` must leave /dev/null the system's character device. As root a
+    broken writer would replace it, so the same write first goes to a copy of /dev/null's device
+    node made in tmp_path (mknod, root only); /dev/null is written only when that copy survives.
+    Without root, /dev cannot be replaced and the write to /dev/null is harmless either way."""
+    null = os.stat("/dev/null")
+    assert stat.S_ISCHR(null.st_mode)
+    if os.geteuid() == 0:
+        copy = tmp_path / "null"
+        os.mknod(copy, stat.S_IFCHR | 0o666, null.st_rdev)
+        run = run_parity(*writer_args("save_inputs", copy))
+        assert run.returncode == 0, run.describe()
+        after = os.lstat(copy)
+        assert stat.S_ISCHR(after.st_mode) and after.st_rdev == null.st_rdev, \
+            f"the device node was replaced by a regular file of {after.st_size} bytes\n{run.describe()}"
+    for writer in ("save_inputs", "save_outputs"):
+        run = run_parity(*writer_args(writer, "/dev/null"))
+        assert run.returncode == 0, run.describe()
+        after = os.lstat("/dev/null")
+        assert stat.S_ISCHR(after.st_mode) and after.st_rdev == null.st_rdev, \
+            f"/dev/null is no longer the character device\n{run.describe()}"
+
+
+def test_full_device_output_is_one_clear_error(run_parity, tmp_path):
+    """/dev/full (writes fail with ENOSPC) is written to and the failure reported, never replaced."""
+    full = os.stat("/dev/full")
+    if os.geteuid() == 0:  # the same guard as for /dev/null above
+        copy = tmp_path / "full"
+        os.mknod(copy, stat.S_IFCHR | 0o666, full.st_rdev)
+        assert_one_error(run_parity("run", SMALL_CNN, "--ref", "--gen-script", copy), "full")
+        assert stat.S_ISCHR(os.lstat(copy).st_mode), "the device node was replaced by a regular file"
+    assert_one_error(run_parity("run", SMALL_CNN, "--ref", "--gen-script", "/dev/full"), "/dev/full")
+    after = os.lstat("/dev/full")
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == full.st_rdev
+
+
+def test_directory_output_is_one_clear_error(run_parity, tmp_path):
+    folder = tmp_path / "outputs.json"
+    folder.mkdir()
+    assert_one_error(run_parity(*writer_args("save_outputs", folder)), "outputs.json")
+    assert folder.is_dir()
