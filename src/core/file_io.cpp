@@ -173,13 +173,20 @@ void AtomicFileWriter::write_through(std::string_view bytes) {
   }
 }
 
-void AtomicFileWriter::commit() {
-  if (committed_) return;
+void AtomicFileWriter::finish() {
+  if (fd_ < 0) return;
   flush();
   if (::fsync(fd_) != 0 && errno != EINVAL)
     raise<FileError>("'{}': fsync failed: {}", path_.string(), std::strerror(errno));
-  ::close(fd_);
+  int closed = ::close(fd_);
   fd_ = -1;
+  if (closed != 0 && errno != EINTR)
+    raise<FileError>("'{}': write failed: {}", path_.string(), std::strerror(errno));
+}
+
+void AtomicFileWriter::commit() {
+  if (committed_) return;
+  finish();
   if (!in_place_ && ::rename(temp_.c_str(), path_.c_str()) != 0)
     raise<FileError>("'{}': cannot move the finished file into place: {}", path_.string(), std::strerror(errno));
   committed_ = true;

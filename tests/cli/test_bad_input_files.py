@@ -164,3 +164,104 @@ def test_directory_output_is_one_clear_error(run_parity, tmp_path):
     folder.mkdir()
     assert_one_error(run_parity(*writer_args("save_outputs", folder)), "outputs.json")
     assert folder.is_dir()
+
+
+# --- item 2: a failed in-place save with external data ------------------------------------------
+def external_data_model(folder, one_file):
+    """m.onnx: y = x + small + big + inline_0 + ... + inline_7, with `small` (128 bytes) and `big`
+    (64 KiB) external and eight 60 KiB tensors inline. With `one_file`, both are in m.onnx.data at
+    offsets 0 and 128 as onnx writes them (no alignment): saved again with a 64 KiB threshold,
+    `small` moves inline and `big` to offset 0 of a new m.onnx.data, which the old model would read
+    at the wrong offsets. Without, each is in a file named after it, the files a save with
+    --no-save-all-tensors-to-one-file writes again. The model file (8 x 60 KiB) is larger than its
+    data (64 KiB), so a per-file size limit between the two fails the model's write after the
+    data's has succeeded."""
+    rng = np.random.default_rng(39)
+    small = rng.standard_normal(32).astype(np.float32)
+    big = rng.standard_normal(16384).astype(np.float32)
+    if one_file:
+        (folder / "m.onnx.data").write_bytes(small.tobytes() + big.tobytes())
+        places = (("m.onnx.data", 0), ("m.onnx.data", small.nbytes))
+    else:
+        (folder / "small").write_bytes(small.tobytes())
+        (folder / "big").write_bytes(big.tobytes())
+        places = (("small", 0), ("big", 0))
+    external = []
+    for (name, array), (location, offset) in zip((("small", small), ("big", big)), places):
+        tensor = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=[array.size])
+        for key, value in (("location", location), ("offset", str(offset)), ("length", str(array.nbytes))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        tensor.data_location = TensorProto.EXTERNAL
+        external.append(tensor)
+    inline = [numpy_helper.from_array(rng.standard_normal(15360).astype(np.float32), f"inline_{i}")
+              for i in range(8)]
+    # x has 32 elements: `big` and the inline tensors enter through a ReduceSum each, so every
+    # weight reaches the output.
+    nodes, total = [helper.make_node("Add", ["x", "small"], ["sum_0"])], "sum_0"
+    for i, name in enumerate(["big"] + [t.name for t in inline]):
+        nodes.append(helper.make_node("ReduceSum", [name], [f"r_{i}"], keepdims=1))
+        nodes.append(helper.make_node("Add", [total, f"r_{i}"], [f"sum_{i + 1}"]))
+        total = f"sum_{i + 1}"
+    nodes.append(helper.make_node("Identity", [total], ["y"]))
+    graph = helper.make_graph(nodes, "external", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32])],
+                              initializer=external + inline)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = folder / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def run_with_file_size_limit(parity_bin, args, limit):
+    """Runs parity with RLIMIT_FSIZE = limit bytes (writes past it fail with EFBIG; SIGXFSZ ignored,
+    which the child keeps across exec)."""
+    import resource
+    import signal
+    import subprocess
+
+    from conftest import Run
+
+    def limit_file_size():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    command = [str(parity_bin), *map(str, args)]
+    completed = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                               preexec_fn=limit_file_size, env=dict(os.environ, NO_COLOR="1"))
+    return Run(completed.returncode, completed.stdout.decode(errors="replace"),
+               completed.stderr.decode(errors="replace"), tuple(command))
+
+
+def reference_outputs(run_parity, model, folder, tag):
+    inputs, outputs = folder / "inputs.json", folder / f"outputs_{tag}.json"
+    if not inputs.exists():
+        run = run_parity("run", model, "--ref", "--save-inputs", inputs)
+        assert run.returncode == 0, run.describe()
+    run = run_parity("run", model, "--ref", "--load-inputs", inputs, "--save-outputs", outputs)
+    assert run.returncode == 0, f"{model.name} does not run\n{run.describe()}"
+    results = json.loads(outputs.read_text())
+    return json.dumps(results["lst"][0][1][0]["outputs"], sort_keys=True)
+
+
+@pytest.mark.parametrize("one_file", [True, False], ids=["one_data_file", "file_per_tensor"])
+def test_failed_in_place_save_with_external_data_keeps_the_old_model(parity_bin, run_parity, tmp_path, one_file):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    model = external_data_model(folder, one_file)
+    before = reference_outputs(run_parity, model, tmp_path, "before")
+    files_before = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    save = ["surgeon", "sanitize", model, "--save-external-data", "--external-data-size-threshold", "64K",
+            "-o", model] + ([] if one_file else ["--no-save-all-tensors-to-one-file"])
+    run = run_with_file_size_limit(parity_bin, save, 256 * 1024)
+    assert_one_error(run, "m.onnx")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files_before, \
+        f"the failed save changed the model's folder: {sorted(p.name for p in folder.iterdir())}\n{run.describe()}"
+    assert reference_outputs(run_parity, model, tmp_path, "after_failure") == before
+
+    # Control: the same save without the limit succeeds, and the saved model gives the same outputs.
+    run = run_parity(*save)
+    assert run.returncode == 0, run.describe()
+    assert reference_outputs(run_parity, model, tmp_path, "after_save") == before

@@ -48,6 +48,11 @@ class AtomicFileWriter {
   void write(const void* data, std::size_t size) {
     write(std::string_view(static_cast<const char*>(data), size));
   }
+  // Writes out what is buffered, syncs and closes the temp file, leaving it unrenamed: the
+  // files of one save (a model and its external data) are all finished before any is committed,
+  // so a write that fails (a full disk) leaves every old file as it was. No write() after it.
+  void finish();
+  // finish(), then renames the temp file over the path.
   void commit();
 
  private:
