@@ -265,3 +265,17 @@ def test_failed_in_place_save_with_external_data_keeps_the_old_model(parity_bin,
     run = run_parity(*save)
     assert run.returncode == 0, run.describe()
     assert reference_outputs(run_parity, model, tmp_path, "after_save") == before
+
+
+# --- item 10: NaN tolerances ----------------------------------------------------------------------
+@pytest.mark.parametrize("flags", [("--atol", "nan"), ("--rtol", "NaN"), ("--atol", "1e-3", "--rtol", "-nan"),
+                                   ("--atol", "probabilities:nan"), ("--rtol", "1e-3", "probabilities:nan")],
+                         ids=["atol", "rtol", "negative_nan", "atol_per_output", "rtol_per_output"])
+def test_nan_tolerance_is_refused(run_parity, flags):
+    """A NaN tolerance passes every comparison (the failure test `difference > NaN` is false), so
+    outputs 100x apart would be called equal: refused before anything runs."""
+    run = run_parity("run", SMALL_CNN, "--ref", "--onnxrt", *flags)
+    flag = "--atol" if "nan" in flags[1].lower() and flags[0] == "--atol" else "--rtol"
+    error = assert_one_error(run, flag)
+    assert "nan" in error.lower(), run.describe()
+    assert "Completed" not in run.output and "PASSED" not in run.output, f"the runners ran\n{run.describe()}"
