@@ -279,3 +279,30 @@ def test_nan_tolerance_is_refused(run_parity, flags):
     error = assert_one_error(run, flag)
     assert "nan" in error.lower(), run.describe()
     assert "Completed" not in run.output and "PASSED" not in run.output, f"the runners ran\n{run.describe()}"
+
+
+# --- item 6: count flags out of range ---------------------------------------------------------------
+@pytest.mark.parametrize("flags", [("--onnxrt", "--ort-intra-op-threads", "1000000"),
+                                   ("--onnxrt", "--ort-intra-op-threads", "-1"),
+                                   ("--openvino", "--ov-threads", "1000000"),
+                                   ("--openvino", "--ov-threads", "-2")],
+                         ids=["ort_intra_huge", "ort_intra_negative", "ov_threads_huge", "ov_threads_negative"])
+def test_thread_count_out_of_range_is_one_clear_error(run_parity, flags):
+    """A backend asked for a million threads failed inside it (std::system_error, exit 134) or
+    ran for minutes: refused before anything runs, the allowed range named."""
+    run = run_parity("run", SMALL_CNN, *flags, timeout=60)
+    error = assert_one_error(run, flags[1], flags[2])
+    limit = 4 * os.cpu_count()
+    assert f"between 0 (the backend's default) and {limit}" in error, run.describe()
+    assert "Completed" not in run.output, f"the runner ran\n{run.describe()}"
+
+
+def test_thread_count_at_the_limit_runs(run_parity):
+    """Control: the largest allowed count runs."""
+    run = run_parity("run", SMALL_CNN, "--onnxrt", "--ort-intra-op-threads", str(4 * os.cpu_count()), timeout=120)
+    assert run.returncode == 0, run.describe()
+
+
+@pytest.mark.parametrize("flags", [("--iterations", "-1"), ("--warm-up", "-3")])
+def test_negative_iteration_counts_are_one_clear_error(run_parity, flags):
+    assert_one_error(run_parity("run", SMALL_CNN, "--ref", *flags), flags[0])

@@ -22,3 +22,19 @@ def test_nan_tolerance_is_refused(tolerances):
 def test_nan_tolerance_refusal_names_the_output():
     with pytest.raises(InvalidInputError, match="atol for output 'y' is NaN"):
         CompareFunc.simple(atol={"x": 1e-3, "y": math.nan})
+
+
+@pytest.mark.parametrize("threads", [{"intra_op_threads": 10**6}, {"inter_op_threads": 10**6},
+                                     {"inter_op_threads": -1}])
+def test_onnxrt_thread_count_out_of_range_is_refused(models, threads):
+    """A million ONNX Runtime threads failed inside ONNX Runtime (std::system_error ends the process)."""
+    from parity.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
+    with pytest.raises(InvalidInputError, match=r"threads must be between 0 .* and \d+"):
+        with OnnxrtRunner(SessionFromOnnx(models["identity"], **threads)):
+            pass
+
+
+def test_openvino_thread_count_out_of_range_is_refused(models):
+    from parity.backend.openvino import OpenVINORunner
+    with pytest.raises(InvalidInputError, match=r"threads .* must be between 0 .* and \d+"):
+        OpenVINORunner(models["identity"], threads=10**6)
