@@ -17,6 +17,7 @@
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
+#include "parity/core/json_depth.h"
 #include "parity/core/tensor.h"
 
 namespace parity::compare {
@@ -345,6 +346,8 @@ RunResults load_run_results(const std::filesystem::path& path) {
     error = parser.parse(reinterpret_cast<const uint8_t*>(text.data()), text.size(), /*realloc_if_needed=*/false)
                 .get(document);
   }
+  static_assert(simdjson::DEFAULT_MAX_DEPTH == kMaxJsonDepth, "one nesting limit for every JSON reader");
+  if (error == simdjson::DEPTH_ERROR) raise_json_too_deep(what);
   if (error) raise<InvalidInputError>("{}: not valid JSON: {}", what, simdjson::error_message(error));
   expect_class(document, "RunResults", what + ": top level");
   dom::element list = member(document, "lst", what);

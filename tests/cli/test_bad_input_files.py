@@ -306,3 +306,47 @@ def test_thread_count_at_the_limit_runs(run_parity):
 @pytest.mark.parametrize("flags", [("--iterations", "-1"), ("--warm-up", "-3")])
 def test_negative_iteration_counts_are_one_clear_error(run_parity, flags):
     assert_one_error(run_parity("run", SMALL_CNN, "--ref", *flags), flags[0])
+
+
+# --- item 4: deeply nested JSON -------------------------------------------------------------------
+DEEP = 100_000  # levels; the recursive copy of a parsed document overflowed the stack (SIGSEGV)
+
+
+def deep_json(kind):
+    nested = "[" * DEEP + "]" * DEEP
+    return {
+        "replay": '{"steps": [' + nested + '], "model_nodes": []}',
+        "inputs": '[{"x": {"polygraphy_class": "ndarray", "array": ' + nested + '}}]',
+        "objects": '[{"x": ' + '{"a": ' * DEEP + "1" + "}" * DEEP + "}]",
+        "run_results": '{"lst": [' + nested + '], "polygraphy_class": "RunResults"}',
+    }[kind]
+
+
+DEEP_JSON_READERS = {
+    "debug_reduce_replay": ("replay", ("debug", "reduce", SMALL_CNN, "-o", "OUT", "--onnxrt",
+                                       "--load-debug-replay", "PATH")),
+    "inspect_data": ("inputs", ("inspect", "data", "PATH")),
+    "inspect_data_objects": ("objects", ("inspect", "data", "PATH")),
+    "data_to_input": ("objects", ("data", "to-input", "PATH", "-o", "OUT")),
+    "run_load_inputs": ("inputs", ("run", SMALL_CNN, "--ref", "--load-inputs", "PATH")),
+    "run_load_outputs": ("run_results", ("run", SMALL_CNN, "--ref", "--load-outputs", "PATH")),
+    "inspect_data_run_results": ("run_results", ("inspect", "data", "PATH")),
+}
+
+
+@pytest.mark.parametrize("reader", list(DEEP_JSON_READERS))
+def test_deeply_nested_json_is_one_clear_error(run_parity, tmp_path, reader):
+    kind, args = DEEP_JSON_READERS[reader]
+    path = tmp_path / f"deep_{kind}.json"
+    path.write_text(deep_json(kind))
+    args = [path if a == "PATH" else tmp_path / "out" if a == "OUT" else a for a in args]
+    error = assert_one_error(run_parity(*args, timeout=120), path.name)
+    assert "nested deeper than 1024 levels" in error
+
+
+def test_json_at_the_depth_limit_is_read(run_parity, tmp_path):
+    """Control: 1024 levels pass the limit (the file is then refused for what it holds, not its depth)."""
+    path = tmp_path / "limit.json"
+    path.write_text("[" * 1024 + "]" * 1024)
+    run = run_parity("inspect", "data", path)
+    assert "nested deeper" not in run.output and not run.crash_markers(), run.describe()
