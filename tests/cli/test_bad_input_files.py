@@ -350,3 +350,37 @@ def test_json_at_the_depth_limit_is_read(run_parity, tmp_path):
     path.write_text("[" * 1024 + "]" * 1024)
     run = run_parity("inspect", "data", path)
     assert "nested deeper" not in run.output and not run.crash_markers(), run.describe()
+
+
+# --- item 11: names of 4,096 characters and more ------------------------------------------------------
+def long_name_run_results(path, runner_name, output_name, values):
+    """A RunResults file written by Polygraphy (the peer) with one runner, one iteration, one output."""
+    from polygraphy.comparator import RunResults
+    from polygraphy.comparator.struct import IterationResult
+    results = RunResults()
+    results.append((runner_name, [IterationResult({output_name: values}, runner_name=runner_name)]))
+    results.save(str(path))
+    return path
+
+
+@pytest.mark.parametrize("length", [4096, 20000])
+def test_long_names_survive_run_results_and_data_to_input(run_parity, tmp_path, length):
+    """The RunResults reader sets strings of 4,096+ characters aside before parsing (the base64
+    arrays); names that long came back as its placeholder `parity-long-string-<random>-0`."""
+    output_name = ("o" * length)[:-3] + "end"
+    runner_name = ("r" * length)[:-3] + "end"
+    values = np.arange(6, dtype=np.float32).reshape(2, 3)
+    path = long_name_run_results(tmp_path / "outputs.json", runner_name, output_name, values)
+
+    run = run_parity("inspect", "data", path, "--show-values")
+    assert run.returncode == 0, run.describe()
+    assert output_name in run.stdout and runner_name in run.stdout, f"names lost\n{run.describe()[:3000]}"
+    assert "parity-long-string" not in run.output
+
+    converted = tmp_path / "inputs.json"
+    run = run_parity("data", "to-input", path, "-o", converted)
+    assert run.returncode == 0, run.describe()
+    from polygraphy.json import load_json
+    feeds = load_json(str(converted))
+    assert [list(feed) for feed in feeds] == [[output_name]], f"keys: {[k[:40] for f in feeds for k in f]}"
+    assert np.array_equal(feeds[0][output_name], values)
