@@ -1,11 +1,15 @@
 #include "parity/core/file_io.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -98,6 +102,53 @@ std::shared_ptr<Storage> map_file(const fs::path& path, std::size_t padding) {
   return std::make_shared<MappedFile>(data, size, mapped);
 }
 
+namespace {
+
+// The live temp files: each slot holds a heap copy of a path (owned by the slot) or null. Slots
+// are claimed and released with atomic exchanges, and the handler only reads them, so it needs
+// no lock. A save with more live temp files than slots (a file per tensor of a large model)
+// leaves the rest unlisted: a signal may leave those behind.
+constexpr std::size_t kTempFileSlots = 4096;
+std::array<std::atomic<char*>, kTempFileSlots> temp_file_slots{};
+std::atomic<pid_t> temp_file_owner{0};  // the process whose handler removes them
+
+int list_temp_file(const fs::path& path) {
+  char* copy = ::strdup(path.c_str());
+  if (!copy) return -1;
+  for (std::size_t i = 0; i < kTempFileSlots; ++i) {
+    char* empty = nullptr;
+    if (temp_file_slots[i].compare_exchange_strong(empty, copy)) return static_cast<int>(i);
+  }
+  std::free(copy);
+  return -1;
+}
+
+void unlist_temp_file(int slot) {
+  if (slot >= 0) std::free(temp_file_slots[static_cast<std::size_t>(slot)].exchange(nullptr));
+}
+
+void remove_temp_files_and_reraise(int signal_number) {
+  if (::getpid() == temp_file_owner.load())
+    for (auto& slot : temp_file_slots)
+      if (const char* path = slot.load()) ::unlink(path);
+  ::signal(signal_number, SIG_DFL);
+  ::raise(signal_number);
+}
+
+}  // namespace
+
+void remove_temp_files_on_signals() {
+  temp_file_owner = ::getpid();
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction current {};
+    if (::sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler == SIG_IGN) continue;
+    struct sigaction action {};
+    action.sa_handler = remove_temp_files_and_reraise;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(signal_number, &action, nullptr);
+  }
+}
+
 fs::path follow_symlinks(const fs::path& path) {
   fs::path current = path;
   for (int links = 0; links <= 40; ++links) {
@@ -129,6 +180,7 @@ AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(follow_symlinks(path))
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd_ < 0 && errno != EEXIST) break;
   }
+  if (fd_ >= 0) listed_slot_ = list_temp_file(temp_);
   if (fd_ < 0)
     raise<FileError>("'{}': cannot create a file there: {}", path_.string(), std::strerror(errno));
 }
@@ -136,6 +188,7 @@ AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(follow_symlinks(path))
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) ::close(fd_);
   if (!committed_ && !in_place_) ::unlink(temp_.c_str());
+  unlist_temp_file(listed_slot_);
 }
 
 namespace {
@@ -190,6 +243,8 @@ void AtomicFileWriter::commit() {
   if (!in_place_ && ::rename(temp_.c_str(), path_.c_str()) != 0)
     raise<FileError>("'{}': cannot move the finished file into place: {}", path_.string(), std::strerror(errno));
   committed_ = true;
+  unlist_temp_file(listed_slot_);
+  listed_slot_ = -1;
 }
 
 void write_file_atomic(const fs::path& path, std::string_view bytes) {

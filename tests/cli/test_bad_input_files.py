@@ -384,3 +384,47 @@ def test_long_names_survive_run_results_and_data_to_input(run_parity, tmp_path, 
     feeds = load_json(str(converted))
     assert [list(feed) for feed in feeds] == [[output_name]], f"keys: {[k[:40] for f in feeds for k in f]}"
     assert np.array_equal(feeds[0][output_name], values)
+
+
+# --- item 7: signals during a save ------------------------------------------------------------------
+def big_output_model(path, elements):
+    """y = x + zeros(elements): a float32 output of `elements` values, so that saving it takes a while."""
+    graph = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["shape"], ["zeros"]),
+         helper.make_node("Add", ["x", "zeros"], ["y"])], "big_output",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [elements])],
+        initializer=[numpy_helper.from_array(np.array([elements], np.int64), "shape")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_signal_during_save_removes_the_temp_file(parity_bin, tmp_path, signal_name):
+    """The signal arrives while `--save-outputs` writes its temp file (watched for, then sent):
+    the process ends by that signal, as before, and leaves no `*.parity-tmp-*` file."""
+    import signal
+    import subprocess
+    import time
+
+    model = big_output_model(tmp_path / "big.onnx", 64 * 1024 * 1024)  # 256 MB of float32, ~350 MB of JSON
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    process = subprocess.Popen([str(parity_bin), "run", model, "--ref", "--save-outputs", out_dir / "outputs.json"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        seen = None
+        while process.poll() is None and not seen:
+            seen = next(out_dir.glob("*.parity-tmp-*"), None)
+            time.sleep(0.001)
+        assert seen, f"the save ended before its temp file was seen (exit code {process.returncode})"
+        process.send_signal(getattr(signal, signal_name))
+        returncode = process.wait(60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert returncode == -getattr(signal, signal_name), f"exit status {returncode}"
+    assert not list(out_dir.iterdir()), f"left behind: {[p.name for p in out_dir.iterdir()]}"

@@ -64,6 +64,17 @@ class AtomicFileWriter {
   int fd_ = -1;
   bool committed_ = false;
   bool in_place_ = false;  // a device or FIFO, written through: no temp file
+  int listed_slot_ = -1;   // the temp file's entry in the table remove_temp_files_on_signals reads
 };
+
+// Temp files left by a signal. Every AtomicFileWriter's temp file is listed, from its creation
+// until it is renamed or removed, in a fixed table a signal handler may read. After this call,
+// SIGINT, SIGTERM and SIGHUP (those not ignored when it is made) remove the listed temp files of
+// this process and then end it as the signal would have (its default action, re-raised), so an
+// interrupted save leaves neither a half-written output nor a `*.parity-tmp-*` file. A process
+// forked from this one removes nothing of its parent's. The CLI calls it first thing; the Python
+// module does not (Python's own SIGINT handler raises KeyboardInterrupt, which unwinds the
+// writers, and they remove their temp files).
+void remove_temp_files_on_signals();
 
 }  // namespace parity
