@@ -428,3 +428,46 @@ def test_signal_during_save_removes_the_temp_file(parity_bin, tmp_path, signal_n
             process.wait()
     assert returncode == -getattr(signal, signal_name), f"exit status {returncode}"
     assert not list(out_dir.iterdir()), f"left behind: {[p.name for p in out_dir.iterdir()]}"
+
+
+# --- item 7: a Loop that would run for ever -------------------------------------------------------------
+def endless_loop_model(path):
+    """A Loop named 'endless' with trip count 10^12 and a condition that stays true: s = s + 1 each
+    iteration. (Built here: no exporter writes such a loop.)"""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["s_in", "one"], ["s_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1])],
+        initializer=[numpy_helper.from_array(np.ones(1, np.float32), "one")])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "cond", "x"], ["y"], name="endless", body=body)], "endless_loop",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        initializer=[numpy_helper.from_array(np.array(10**12, np.int64), "trips"),
+                     numpy_helper.from_array(np.array(True), "cond")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_ref_max_loop_iterations_stops_an_endless_loop(run_parity, tmp_path):
+    model = endless_loop_model(tmp_path / "endless.onnx")
+    run = run_parity("run", model, "--ref", "--ref-max-loop-iterations", "1000", timeout=60)
+    error = assert_one_error(run, "endless", "--ref-max-loop-iterations")
+    assert "ran 1000 iterations" in error and "is 1000" in error, run.describe()
+
+
+def test_ref_max_loop_iterations_allows_a_loop_within_it(run_parity, tmp_path):
+    """Control: the same loop with 10 trips runs under a limit of 10."""
+    model = endless_loop_model(tmp_path / "endless.onnx")
+    loaded = onnx.load(str(model))
+    loaded.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array(10, np.int64), "trips"))
+    onnx.save(loaded, str(model))
+    run = run_parity("run", model, "--ref", "--ref-max-loop-iterations", "10", "--onnxrt")
+    assert run.returncode == 0, run.describe()

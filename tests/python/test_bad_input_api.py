@@ -38,3 +38,41 @@ def test_openvino_thread_count_out_of_range_is_refused(models):
     from parity.backend.openvino import OpenVINORunner
     with pytest.raises(InvalidInputError, match=r"threads .* must be between 0 .* and \d+"):
         OpenVINORunner(models["identity"], threads=10**6)
+
+
+def endless_loop_model():
+    """A Loop named 'endless' with trip count 10^12 and a condition that stays true (built here: no
+    exporter writes such a loop)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["s_in", "one"], ["s_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1])],
+        initializer=[numpy_helper.from_array(np.ones(1, np.float32), "one")])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "cond", "x"], ["y"], name="endless", body=body)], "endless_loop",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        initializer=[numpy_helper.from_array(np.array(10**12, np.int64), "trips"),
+                     numpy_helper.from_array(np.array(True), "cond")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+def test_ref_max_loop_iterations_stops_an_endless_loop():
+    from parity.backend.ref import RefRunner
+    from parity.exception import ResourceLimitError
+
+    model = endless_loop_model()
+    with RefRunner(model, max_loop_iterations=100) as runner:
+        with pytest.raises(ResourceLimitError, match="'endless'.*ran 100 iterations.*max_loop_iterations"):
+            runner.infer({"x": np.zeros(1, np.float32)})
+    with pytest.raises(InvalidInputError, match="max_loop_iterations must be 1 or more"):
+        RefRunner(model, max_loop_iterations=0)
