@@ -160,8 +160,12 @@ class SigintInterruptsInference {
     action.sa_handler = interrupt_then_python_handler;
     installed_ = ::sigaction(SIGINT, &action, nullptr) == 0;
   }
+  // Restores Python's handler; a request this inference did not act on (a backend that does not
+  // check) must not stop a later computation.
   ~SigintInterruptsInference() {
-    if (installed_) ::sigaction(SIGINT, &python_sigint, nullptr);
+    if (!installed_) return;
+    ::sigaction(SIGINT, &python_sigint, nullptr);
+    clear_interrupt();
   }
   SigintInterruptsInference(const SigintInterruptsInference&) = delete;
   SigintInterruptsInference& operator=(const SigintInterruptsInference&) = delete;
