@@ -1,7 +1,10 @@
 // Runners, model loaders and the data loader for Python (parity._parity): the Runner interface, each
 // backend's runner classes (bind_<name>_runner.cpp, for every backend of the registry), and an
 // adapter that lets a runner written in Python take part in Comparator::run.
+#include <signal.h>
+
 #include <map>
+#include <thread>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
@@ -13,6 +16,7 @@
 #include "bindings.h"
 #include "conversion.h"
 #include "parity/core/error.h"
+#include "parity/core/interrupt.h"
 #include "parity/runtime/backend_registry.h"
 #include "parity/runtime/data_loader.h"
 #include "parity/runtime/loader.h"
@@ -128,7 +132,53 @@ runtime::Runner* python_runner_adapter(nb::object runner, const std::string& nam
   return new PythonRunner(std::move(runner), name);
 }
 
+namespace {
+
+// While a Runner.infer runs with the GIL released, Python's own SIGINT handler only marks the
+// signal for later. On the main thread (where Python runs signal handlers), this puts a handler
+// in front of it for the inference: it requests an interrupt (the reference interpreter stops
+// before its next node) and calls Python's handler, whose KeyboardInterrupt is raised when infer
+// returns. A SIGINT disposition that is not a plain handler (SIG_DFL, SIG_IGN) is left alone.
+struct sigaction python_sigint{};
+
+void interrupt_then_python_handler(int signal_number) {
+  request_interrupt();
+  python_sigint.sa_handler(signal_number);
+}
+
+class SigintInterruptsInference {
+ public:
+  explicit SigintInterruptsInference(std::thread::id main_thread) {
+    if (std::this_thread::get_id() != main_thread) return;
+    struct sigaction current {};
+    if (::sigaction(SIGINT, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) ||
+        current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)
+      return;
+    python_sigint = current;
+    clear_interrupt();
+    struct sigaction action = current;
+    action.sa_handler = interrupt_then_python_handler;
+    installed_ = ::sigaction(SIGINT, &action, nullptr) == 0;
+  }
+  // Restores Python's handler; a request this inference did not act on (a backend that does not
+  // check) must not stop a later computation.
+  ~SigintInterruptsInference() {
+    if (!installed_) return;
+    ::sigaction(SIGINT, &python_sigint, nullptr);
+    clear_interrupt();
+  }
+  SigintInterruptsInference(const SigintInterruptsInference&) = delete;
+  SigintInterruptsInference& operator=(const SigintInterruptsInference&) = delete;
+
+ private:
+  bool installed_ = false;
+};
+
+}  // namespace
+
 void bind_runtime(nb::module_& m) {
+  // Modules are imported on the main thread, where Python handles signals.
+  static const std::thread::id main_thread = std::this_thread::get_id();
   m.def("last_output_buffers", [] { return last_output_buffers(); });
   nb::class_<runtime::Runner>(m, "Runner")
       .def_prop_rw("name", &runtime::Runner::name,
@@ -149,11 +199,16 @@ void bind_runtime(nb::module_& m) {
            [](runtime::Runner& runner, nb::handle feed_dict) {
              NamedTensors feed = feed_from_dict(feed_dict, "input");
              NamedTensors outputs;
-             {
+             try {
+               SigintInterruptsInference sigint(main_thread);
                nb::gil_scoped_release release;
                outputs = runner.infer(feed);
                copy_outputs_aliasing_feed(outputs, feed);
                feed.clear();  // the feed's arrays are released under the GIL by their storages
+             } catch (const InterruptedError&) {
+               // Python's handler raises KeyboardInterrupt (or what the user's handler raises).
+               if (PyErr_CheckSignals() != 0) throw nb::python_error();
+               throw;
              }
              record_output_buffers(outputs);
              return dict_from_tensors(outputs);

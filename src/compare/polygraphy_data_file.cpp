@@ -6,6 +6,7 @@
 
 #include "parity/compare/run_results.h"
 #include "parity/core/error.h"
+#include "parity/core/json_depth.h"
 #include "parity/core/file_io.h"
 
 namespace parity::compare {
@@ -28,6 +29,7 @@ PolygraphyData load_polygraphy_data(const std::filesystem::path& path) {
   if (text[first] != '{')
     raise<InvalidInputError>("{}: expected Polygraphy JSON data (a RunResults object or a list of feed dicts)", what);
 
+  check_json_depth(text, what);
   nlohmann::ordered_json document;
   try {
     document = nlohmann::ordered_json::parse(text);

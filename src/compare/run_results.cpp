@@ -17,6 +17,7 @@
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
+#include "parity/core/json_depth.h"
 #include "parity/core/tensor.h"
 
 namespace parity::compare {
@@ -175,6 +176,11 @@ class LongStrings {
     }
     return storage;
   }
+  // A parsed name (a runner's, an output's: names may be as long as the arrays), as a string.
+  std::string name(std::string_view parsed, const std::string& what) const {
+    std::string storage;
+    return std::string(resolve(parsed, storage, what));
+  }
 
  private:
   // Letters and digits only (valid inside a JSON string), with a random part no file will hold.
@@ -225,7 +231,7 @@ IterationResult decode_iteration(dom::element value, const LongStrings& strings,
   dom::element name = member(value, "runner_name", what);
   if (!name.is_string() && !name.is_null())
     raise<InvalidInputError>("{}: \"runner_name\" must be a string, found a JSON {}", what, type_name(name));
-  if (name.is_string()) result.runner_name = std::string(string_of(name));
+  if (name.is_string()) result.runner_name = strings.name(string_of(name), what);
   dom::element runtime = member(value, "runtime", what);
   if (is_number(runtime)) result.runtime = runtime.get_double().value_unsafe();
   else if (!runtime.is_null())
@@ -234,7 +240,7 @@ IterationResult decode_iteration(dom::element value, const LongStrings& strings,
   if (!outputs.is_object())
     raise<InvalidInputError>("{}: \"outputs\" must be a JSON object, found a JSON {}", what, type_name(outputs));
   for (auto field : object_of(outputs)) {
-    std::string key(field.key);
+    std::string key = strings.name(field.key, what);
     result.outputs.emplace_back(key,
                                 decode_lazy_array(field.value, strings, fmt::format("{}: output '{}'", what, key)));
   }
@@ -345,6 +351,8 @@ RunResults load_run_results(const std::filesystem::path& path) {
     error = parser.parse(reinterpret_cast<const uint8_t*>(text.data()), text.size(), /*realloc_if_needed=*/false)
                 .get(document);
   }
+  static_assert(simdjson::DEFAULT_MAX_DEPTH == kMaxJsonDepth, "one nesting limit for every JSON reader");
+  if (error == simdjson::DEPTH_ERROR) raise_json_too_deep(what);
   if (error) raise<InvalidInputError>("{}: not valid JSON: {}", what, simdjson::error_message(error));
   expect_class(document, "RunResults", what + ": top level");
   dom::element list = member(document, "lst", what);
@@ -362,7 +370,7 @@ RunResults load_run_results(const std::filesystem::path& path) {
         !name.is_string() || !iterations.is_array())
       raise<InvalidInputError>("{}: expected [runner_name, [iteration results]]", where);
     RunnerResults runner;
-    runner.runner_name = std::string(string_of(name));
+    runner.runner_name = strings.name(string_of(name), where);
     where += fmt::format(" (runner '{}')", runner.runner_name);
     std::size_t i = 0;
     for (auto iteration : array_of(iterations))

@@ -292,7 +292,23 @@ SimpleOutputParams simple_output_params(const SimpleOptions& options, const std:
   return params;
 }
 
+void check_tolerances(const SimpleOptions& options) {
+  for (const auto& [label, tolerance] : {std::pair{"atol", &options.atol}, std::pair{"rtol", &options.rtol}}) {
+    auto check = [label = label](const std::string& name, double value) {
+      if (std::isnan(value))
+        raise<InvalidInputError>("{}{} is NaN: every comparison against a NaN tolerance passes; give a number",
+                                 label, name.empty() ? std::string() : fmt::format(" for output '{}'", name));
+    };
+    if (tolerance->is_per_name()) {
+      for (const auto& [name, value] : tolerance->entries()) check(name, value);
+    } else {
+      check("", tolerance->get("", 0));
+    }
+  }
+}
+
 CompareFunc simple(SimpleOptions options) {
+  check_tolerances(options);
   return [options](const IterationResult& r0, const IterationResult& r1) {
     check_per_output_keys(options.rtol, r0, r1, "the rtol dictionary");
     check_per_output_keys(options.atol, r0, r1, "the atol dictionary");

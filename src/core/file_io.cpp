@@ -1,11 +1,15 @@
 #include "parity/core/file_io.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -98,7 +102,77 @@ std::shared_ptr<Storage> map_file(const fs::path& path, std::size_t padding) {
   return std::make_shared<MappedFile>(data, size, mapped);
 }
 
-AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
+namespace {
+
+// The live temp files: each slot holds a heap copy of a path (owned by the slot) or null. Slots
+// are claimed and released with atomic exchanges, and the handler only reads them, so it needs
+// no lock. A save with more live temp files than slots (a file per tensor of a large model)
+// leaves the rest unlisted: a signal may leave those behind.
+constexpr std::size_t kTempFileSlots = 4096;
+std::array<std::atomic<char*>, kTempFileSlots> temp_file_slots{};
+std::atomic<pid_t> temp_file_owner{0};  // the process whose handler removes them
+
+int list_temp_file(const fs::path& path) {
+  char* copy = ::strdup(path.c_str());
+  if (!copy) return -1;
+  for (std::size_t i = 0; i < kTempFileSlots; ++i) {
+    char* empty = nullptr;
+    if (temp_file_slots[i].compare_exchange_strong(empty, copy)) return static_cast<int>(i);
+  }
+  std::free(copy);
+  return -1;
+}
+
+void unlist_temp_file(int slot) {
+  if (slot >= 0) std::free(temp_file_slots[static_cast<std::size_t>(slot)].exchange(nullptr));
+}
+
+void remove_temp_files_and_reraise(int signal_number) {
+  if (::getpid() == temp_file_owner.load())
+    for (auto& slot : temp_file_slots)
+      if (const char* path = slot.load()) ::unlink(path);
+  ::signal(signal_number, SIG_DFL);
+  ::raise(signal_number);
+}
+
+}  // namespace
+
+void remove_temp_files_on_signals() {
+  temp_file_owner = ::getpid();
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction current {};
+    if (::sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler == SIG_IGN) continue;
+    struct sigaction action {};
+    action.sa_handler = remove_temp_files_and_reraise;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(signal_number, &action, nullptr);
+  }
+}
+
+fs::path follow_symlinks(const fs::path& path) {
+  fs::path current = path;
+  for (int links = 0; links <= 40; ++links) {
+    struct stat st {};
+    if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return current;
+    std::error_code ec;
+    fs::path target = fs::read_symlink(current, ec);
+    if (ec) raise<FileError>("'{}': cannot read the symbolic link: {}", current.string(), ec.message());
+    current = target.is_absolute() ? target : current.parent_path() / target;
+  }
+  raise<FileError>("'{}': too many levels of symbolic links", path.string());
+}
+
+AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(follow_symlinks(path)) {
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) raise<FileError>("'{}': is a directory, expected a file", path.string());
+    // A device, FIFO or socket is written to as it is: replacing it would swap a system file
+    // such as /dev/null for a regular one, or leave a FIFO's reader waiting.
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) raise<FileError>("'{}': cannot open for writing: {}", path.string(), std::strerror(errno));
+    in_place_ = true;
+    return;
+  }
   std::random_device random;
   for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
     temp_ = path_;
@@ -106,13 +180,15 @@ AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd_ < 0 && errno != EEXIST) break;
   }
+  if (fd_ >= 0) listed_slot_ = list_temp_file(temp_);
   if (fd_ < 0)
     raise<FileError>("'{}': cannot create a file there: {}", path_.string(), std::strerror(errno));
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temp_.c_str());
+  if (!committed_ && !in_place_) ::unlink(temp_.c_str());
+  unlist_temp_file(listed_slot_);
 }
 
 namespace {
@@ -150,16 +226,25 @@ void AtomicFileWriter::write_through(std::string_view bytes) {
   }
 }
 
-void AtomicFileWriter::commit() {
-  if (committed_) return;
+void AtomicFileWriter::finish() {
+  if (fd_ < 0) return;
   flush();
   if (::fsync(fd_) != 0 && errno != EINVAL)
     raise<FileError>("'{}': fsync failed: {}", path_.string(), std::strerror(errno));
-  ::close(fd_);
+  int closed = ::close(fd_);
   fd_ = -1;
-  if (::rename(temp_.c_str(), path_.c_str()) != 0)
+  if (closed != 0 && errno != EINTR)
+    raise<FileError>("'{}': write failed: {}", path_.string(), std::strerror(errno));
+}
+
+void AtomicFileWriter::commit() {
+  if (committed_) return;
+  finish();
+  if (!in_place_ && ::rename(temp_.c_str(), path_.c_str()) != 0)
     raise<FileError>("'{}': cannot move the finished file into place: {}", path_.string(), std::strerror(errno));
   committed_ = true;
+  unlist_temp_file(listed_slot_);
+  listed_slot_ = -1;
 }
 
 void write_file_atomic(const fs::path& path, std::string_view bytes) {

@@ -12,6 +12,7 @@
 #include "array_io_detail.h"
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
+#include "parity/core/json_depth.h"
 #include "parity/core/file_io.h"
 
 namespace parity {
@@ -146,6 +147,7 @@ std::vector<NamedTensors> load_inputs_json(const std::filesystem::path& path) {
   nlohmann::ordered_json document;
   {
     std::string text = read_file(path);
+    check_json_depth(text, what);
     try {
       document = nlohmann::ordered_json::parse(text);
     } catch (const nlohmann::json::parse_error& error) {

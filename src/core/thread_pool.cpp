@@ -5,6 +5,8 @@
 #include <memory>
 #include <utility>
 
+#include "parity/core/error.h"
+
 namespace parity {
 namespace {
 
@@ -155,6 +157,15 @@ int compute_threads() {
   ComputeSettings& s = settings();
   std::lock_guard<std::mutex> lock(s.mutex);
   return resolved_threads(s);
+}
+
+int backend_thread_limit() { return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+void check_backend_threads(std::string_view option, int64_t threads) {
+  if (threads < 0 || threads > backend_thread_limit())
+    raise<InvalidInputError>("{} must be between 0 (the backend's default) and {} (4 times this machine's {} "
+                             "hardware threads), got {}",
+                             option, backend_thread_limit(), backend_thread_limit() / 4, threads);
 }
 
 void set_compute_threads(int threads) {

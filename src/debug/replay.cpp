@@ -1,6 +1,7 @@
 #include "parity/debug/replay.h"
 
 #include "parity/core/error.h"
+#include "parity/core/json_depth.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 
@@ -22,7 +23,9 @@ DebugReplay::DebugReplay(std::filesystem::path load, std::filesystem::path save,
     : load_(std::move(load)), save_(std::move(save)), header_(std::move(header)) {
   if (load_.empty()) return;
   try {
-    loaded_ = nlohmann::json::parse(read_file(load_));
+    std::string text = read_file(load_);
+    check_json_depth(text, load_.string());
+    loaded_ = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     raise<FileError>("{}: not a debug replay (invalid JSON: {})", load_.string(), e.what());
   }

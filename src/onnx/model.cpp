@@ -243,8 +243,10 @@ std::string serialize_model(const ModelProto& model) {
   return bytes;
 }
 
-void save_model(const Model& model, const fs::path& path, const SaveOptions& options) {
-  with_context(path.string(), [&] {
+void save_model(const Model& model, const fs::path& requested_path, const SaveOptions& options) {
+  with_context(requested_path.string(), [&] {
+    // A symbolic link is saved through: external data goes beside the file the link names.
+    const fs::path path = follow_symlinks(requested_path);
     ModelProto proto = *model.proto;
     // Bytes of every tensor that will carry data, external ones read through their memory map.
     uint64_t external_bytes = 0;
@@ -282,12 +284,15 @@ void save_model(const Model& model, const fs::path& path, const SaveOptions& opt
       raise<InvalidInputError>("external data location '{}' must be a plain file name (it is written beside the model)",
                                location);
     const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
-    // All tensors in one file, committed after the model serializes; or a file per tensor, each
-    // written whole as it comes (a model may have thousands: no file stays open), removed again if
-    // the save fails.
+    // All tensors in one file, or a file per tensor, each written whole as it comes and finished (a
+    // model may have thousands: no file stays open). The model and its data are committed as one
+    // unit: every file is written to its temp file first, and only then are they renamed into place,
+    // the data before the model. A failed write (a full disk) leaves the old model and data as they
+    // were, which matters when the model is saved over itself: new data under the old name with the
+    // old model would read the wrong offsets.
     std::optional<AtomicFileWriter> data_file;
     if (options.all_tensors_to_one_file) data_file.emplace(folder / location);
-    std::vector<fs::path> tensor_files;
+    std::vector<std::unique_ptr<AtomicFileWriter>> tensor_files;
     std::set<std::string> used_names = {path.filename().string()};
     uint64_t offset = 0;
     // A tensor's own file is named after it when the name is a plain file name (onnx's test: none of
@@ -303,53 +308,51 @@ void save_model(const Model& model, const fs::path& path, const SaveOptions& opt
       used_names.insert(name);
       return name;
     };
-    try {
-      for_each_data_tensor(proto, [&](TensorProto& tensor) {
-        std::string_view bytes;
-        Tensor mapped;
-        if (uses_external_data(tensor)) {
-          mapped = tensor_from_proto(tensor, model.base_dir);
-          bytes = std::string_view(static_cast<const char*>(mapped.raw()), mapped.byte_size());
-        } else if (tensor.has_raw_data() && tensor.raw_data().size() >= options.size_threshold) {
-          bytes = tensor.raw_data();
-        } else {
-          return;
-        }
-        std::string file_name = location;
-        if (data_file) {
-          constexpr uint64_t kAlign = 4096;  // page-aligned offsets so readers can mmap
-          uint64_t padding = (kAlign - offset % kAlign) % kAlign;
-          data_file->write(std::string(padding, '\0'));
-          offset += padding;
-          data_file->write(bytes);
-        } else {
-          file_name = tensor_file_name(tensor);
-          offset = 0;
-          write_file_atomic(folder / file_name, bytes);
-          tensor_files.push_back(folder / file_name);
-        }
-        uint64_t length = bytes.size();
-        tensor.clear_external_data();
-        auto add = [&](const char* key, std::string value) {
-          auto* entry = tensor.add_external_data();
-          entry->set_key(key);
-          entry->set_value(std::move(value));
-        };
-        add("location", file_name);
-        add("offset", std::to_string(offset));
-        add("length", std::to_string(length));
-        offset += length;
-        tensor.clear_raw_data();
-        tensor.set_data_location(TensorProto::EXTERNAL);
-      });
-      std::string serialized = serialize_model(proto);
-      if (data_file) data_file->commit();
-      write_file_atomic(path, serialized);
-    } catch (...) {
-      std::error_code ignored;
-      for (const auto& file : tensor_files) fs::remove(file, ignored);
-      throw;
-    }
+    for_each_data_tensor(proto, [&](TensorProto& tensor) {
+      std::string_view bytes;
+      Tensor mapped;
+      if (uses_external_data(tensor)) {
+        mapped = tensor_from_proto(tensor, model.base_dir);
+        bytes = std::string_view(static_cast<const char*>(mapped.raw()), mapped.byte_size());
+      } else if (tensor.has_raw_data() && tensor.raw_data().size() >= options.size_threshold) {
+        bytes = tensor.raw_data();
+      } else {
+        return;
+      }
+      std::string file_name = location;
+      if (data_file) {
+        constexpr uint64_t kAlign = 4096;  // page-aligned offsets so readers can mmap
+        uint64_t padding = (kAlign - offset % kAlign) % kAlign;
+        data_file->write(std::string(padding, '\0'));
+        offset += padding;
+        data_file->write(bytes);
+      } else {
+        file_name = tensor_file_name(tensor);
+        offset = 0;
+        auto& file = tensor_files.emplace_back(std::make_unique<AtomicFileWriter>(folder / file_name));
+        file->write(bytes);
+        file->finish();
+      }
+      uint64_t length = bytes.size();
+      tensor.clear_external_data();
+      auto add = [&](const char* key, std::string value) {
+        auto* entry = tensor.add_external_data();
+        entry->set_key(key);
+        entry->set_value(std::move(value));
+      };
+      add("location", file_name);
+      add("offset", std::to_string(offset));
+      add("length", std::to_string(length));
+      offset += length;
+      tensor.clear_raw_data();
+      tensor.set_data_location(TensorProto::EXTERNAL);
+    });
+    AtomicFileWriter model_file(path);
+    model_file.write(serialize_model(proto));
+    model_file.finish();
+    if (data_file) data_file->commit();
+    for (auto& file : tensor_files) file->commit();
+    model_file.commit();
   });
 }
 

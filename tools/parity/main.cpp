@@ -8,6 +8,7 @@
 #include "args/logging_args.h"
 #include "command.h"
 #include "parity/core/error.h"
+#include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 
 namespace parity::cli {
@@ -104,6 +105,7 @@ int run_main(int argc, char** argv) {
 }  // namespace parity::cli
 
 int main(int argc, char** argv) {
+  parity::remove_temp_files_on_signals();
   try {
     return parity::cli::run_main(argc, argv);
   } catch (const parity::Error& e) {

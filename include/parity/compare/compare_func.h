@@ -183,6 +183,10 @@ struct SimpleOptions {
   PerOutput<double> error_quantile{0.99};
   statistics::StatisticsStyle style = statistics::StatisticsStyle::kParity;
 };
+// Refuses (InvalidInputError) a NaN atol or rtol, global or per output: the failure test
+// `difference > tolerance` is false against NaN, so every element would pass (in Polygraphy too).
+// `simple` calls it.
+void check_tolerances(const SimpleOptions& options);
 CompareFunc simple(SimpleOptions options = {});
 
 // The per-output core of `simple` (tolerance line through FAILED/PASSED line), for callers that

@@ -14,6 +14,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -63,6 +64,15 @@ int compute_threads();
 void set_compute_threads(int threads);
 // The process's compute pool, sized by compute_threads().
 ThreadPool& compute_thread_pool();
+// The most threads a backend's thread-count option (ONNX Runtime's intra-/inter-op threads,
+// OpenVINO's inference threads) may ask for: 4 times the hardware threads. More only slows a
+// backend down (ONNX Runtime's workers spin), and in the thousands the backend's thread creation
+// fails inside it, ending the process.
+int backend_thread_limit();
+// Refuses (InvalidInputError naming `option` and the allowed range) a thread count outside
+// [0, backend_thread_limit()]; 0 means the backend's default.
+void check_backend_threads(std::string_view option, int64_t threads);
+
 // Registers fn(threads), called on every set_compute_threads (and at once when a setting was
 // already made): how a layer that owns another thread pool (the BLAS library of the reference
 // kernels) follows the setting. Until a setting is made, such pools keep their own defaults.

@@ -1,5 +1,8 @@
 // Loop: body(iteration, condition, carried...) -> (condition, carried..., scan outputs...).
 // Scan outputs are stacked along a new first axis. Trip counts are bounded by the runner's limit.
+#include <chrono>
+
+#include "parity/core/logger.h"
 #include "parity/core/tensor.h"
 #include "slicing.h"
 
@@ -39,11 +42,21 @@ void loop_kernel(KernelContext& ctx) {
   std::vector<std::vector<Tensor>> scans(scan_count);
 
   const int64_t limit = ctx.limits().max_loop_iterations;
+  // A long loop says how far it is, every 10 s (the clock is read every 1024 iterations).
+  using Clock = std::chrono::steady_clock;
+  auto last_report = Clock::now();
   int64_t iteration = 0;
   while (condition && (!trip_count || iteration < *trip_count)) {
     if (iteration >= limit)
       throw ResourceLimitError(ctx.label() + fmt::format(": the loop ran {} iterations, the limit (set with "
-                                                         "--max-loop-iterations) is {}", iteration, limit));
+                                                         "--ref-max-loop-iterations, or RefRunner's "
+                                                         "max_loop_iterations in Python) is {}",
+                                                         iteration, limit));
+    if (iteration % 1024 == 1023 && Clock::now() - last_report >= std::chrono::seconds(10)) {
+      last_report = Clock::now();
+      log::info("{}: Loop iteration {}{} (the limit is {}: --ref-max-loop-iterations)", ctx.label(), iteration + 1,
+                trip_count ? fmt::format(" of {}", *trip_count) : std::string(), limit);
+    }
     std::vector<Value> inputs;
     inputs.push_back(Value::of(scalar_int64(iteration)));
     inputs.push_back(Value::of(scalar_bool(condition)));

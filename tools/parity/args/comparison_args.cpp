@@ -1,5 +1,7 @@
 #include "args/comparison_args.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "args/generated_script.h"
@@ -63,10 +65,18 @@ void ComparisonArgs::parse() {
                                         : statistics::StatisticsStyle::kParity;
   for (const auto& arg : postprocess_) postprocess_rules_.push_back(compare::parse_postprocess(arg));
 
-  simple_options_.atol =
-      per_output<double>(atol_, 1e-5, [](const std::string& s) { return parse_double(s, "--atol"); });
-  simple_options_.rtol =
-      per_output<double>(rtol_, 1e-5, [](const std::string& s) { return parse_double(s, "--rtol"); });
+  // A NaN tolerance would pass every comparison (see compare::check_tolerances).
+  auto tolerance = [](const char* flag) {
+    return [flag](const std::string& s) {
+      double v = parse_double(s, flag);
+      if (std::isnan(v))
+        raise<InvalidInputError>("{}: expected a number, got '{}' (a NaN tolerance passes every comparison)",
+                                 flag, s);
+      return v;
+    };
+  };
+  simple_options_.atol = per_output<double>(atol_, 1e-5, tolerance("--atol"));
+  simple_options_.rtol = per_output<double>(rtol_, 1e-5, tolerance("--rtol"));
   simple_options_.check_error_stat =
       per_output<compare::ErrorStat>(check_error_stat_, compare::ErrorStat::kElemwise,
                                      [](const std::string& s) { return compare::parse_error_stat(s); });

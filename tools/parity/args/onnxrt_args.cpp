@@ -4,6 +4,7 @@
 
 #include "args/generated_script.h"
 #include "parity/core/error.h"
+#include "parity/core/thread_pool.h"
 #include "parity/runtime/onnxrt/onnxrt_runner.h"
 
 namespace parity::cli {
@@ -32,7 +33,7 @@ void OnnxrtArgs::add_runner_options(CLI::App& app) {
 
 void OnnxrtArgs::parse_runner_options(int runners, bool) {
   if (!opt_level_.empty()) (void)runtime::ort_optimization_level_from_name(opt_level_);
-  if (intra_threads_ < 0) raise<InvalidInputError>("--ort-intra-op-threads must be >= 0");
+  check_backend_threads("--ort-intra-op-threads", intra_threads_);
   if (layerwise_budget_mib_ < 0 || layerwise_budget_mib_ > (int64_t{1} << 30))
     raise<InvalidInputError>("--ort-layerwise-budget must be between 0 and 2^30 MiB, got {}", layerwise_budget_mib_);
   if (!profile_.empty() && runners == 0)

@@ -6,6 +6,7 @@
 #include "args/output_marks.h"
 #include "args/tensor_meta_parse.h"
 #include "parity/core/error.h"
+#include "parity/core/thread_pool.h"
 #include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
@@ -59,8 +60,10 @@ void OpenvinoArgs::parse(int openvino_runners) {
     runtime::check_openvino_precision(precision_);
     options_.precision = precision_;
   }
-  if (threads_ >= 0) options_.threads = threads_;
-  else if (threads_ != -1) raise<InvalidInputError>("--ov-threads must be >= 0, got {}", threads_);
+  if (threads_ != -1) {  // -1: not given
+    check_backend_threads("--ov-threads", threads_);
+    options_.threads = threads_;
+  }
   if (!perf_hint_.empty()) options_.performance_hint = runtime::openvino_performance_hint(perf_hint_);
   if (!cache_dir_.empty()) options_.cache_dir = cache_dir_;
   options_.min_shapes = parse_input_shapes(min_shapes_, "--ov-min-shapes");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "parity/core/error.h"
+#include "parity/core/json_depth.h"
 #include "parity/core/temporary_folder.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
@@ -153,8 +154,10 @@ nlohmann::json run_driver(const ScriptSpec& script, const char* driver, const fs
                              summary.empty() ? std::string("no message") : summary);
   }
   if (!output.empty()) log::info("{} printed:\n{}", what, output);
+  std::string text = read_file(folder / result);
+  check_json_depth(text, fmt::format("{}: {}", what, result));
   try {
-    return nlohmann::json::parse(read_file(folder / result));
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     raise<InternalError>("{}: unreadable {}: {}", what, result, e.what());
   }

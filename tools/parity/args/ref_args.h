@@ -1,9 +1,11 @@
-// `--ref`'s options (the "Reference Runner" group): --ref-precision.
+// `--ref`'s options (the "Reference Runner" group): --ref-precision, --ref-max-loop-iterations.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "args/backend_args.h"
+#include "parity/ops/kernel.h"
 
 namespace parity::cli {
 
@@ -20,6 +22,7 @@ class RefArgs : public BackendArgs {
 
  private:
   std::string precision_ = "fp32";
+  int64_t max_loop_iterations_ = ops::ExecutionLimits{}.max_loop_iterations;
 };
 
 }  // namespace parity::cli

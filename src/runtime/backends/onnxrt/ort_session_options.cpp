@@ -7,6 +7,7 @@
 #include "ort_session.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
+#include "parity/core/thread_pool.h"
 
 namespace parity::runtime {
 
@@ -145,10 +146,8 @@ OrtSessionOptions* make_session_options(const Library& library, const OnnxrtOpti
     library.check(api.SetSessionGraphOptimizationLevel(session_options,
                                                        to_ort_level(options.optimization_level)),
                   "setting the graph optimization level");
-    if (options.intra_op_threads < 0 || options.inter_op_threads < 0)
-      raise<InvalidInputError>(
-          "thread counts must be 0 (ONNX Runtime's default) or more, not {} / {}",
-          options.intra_op_threads, options.inter_op_threads);
+    check_backend_threads("ONNX Runtime's intra-op threads", options.intra_op_threads);
+    check_backend_threads("ONNX Runtime's inter-op threads", options.inter_op_threads);
     if (options.intra_op_threads > 0)
       library.check(api.SetIntraOpNumThreads(session_options, options.intra_op_threads),
                     "setting intra-op threads");

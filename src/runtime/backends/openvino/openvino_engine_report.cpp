@@ -10,6 +10,7 @@
 
 #include "openvino_backend.h"
 #include "parity/core/error.h"
+#include "parity/core/json_depth.h"
 #include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::runtime {
@@ -263,6 +264,7 @@ std::string EngineReport::onnx_map_text() const {
 }
 
 void EngineReport::apply_onnx_map(const std::string& text, const std::string& file) {
+  check_json_depth(text, file);
   try {
     const nlohmann::json map = nlohmann::json::parse(text);
     onnx_compute_nodes = map.at("onnx_compute_nodes").get<std::size_t>();

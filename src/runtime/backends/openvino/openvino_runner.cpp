@@ -18,6 +18,7 @@
 #include "parity/core/file_io.h"
 #include "parity/core/half.h"
 #include "parity/core/logger.h"
+#include "parity/core/thread_pool.h"
 #include "parity/onnx/model.h"
 #include "parity/runtime/openvino/openvino_engine_report.h"
 #include "parity/runtime/openvino/openvino_runner.h"
@@ -184,7 +185,7 @@ OpenvinoRunner::OpenvinoRunner(ModelLoader model, OpenvinoOptions options)
     : Runner("openvino-runner"), loader_(std::move(model)), options_(std::move(options)) {
   if (options_.precision) check_openvino_precision(*options_.precision);
   if (options_.performance_hint) options_.performance_hint = openvino_performance_hint(*options_.performance_hint);
-  if (options_.threads && *options_.threads < 0) raise<InvalidInputError>("--ov-threads must be >= 0");
+  if (options_.threads) check_backend_threads("OpenVINO's inference threads (--ov-threads)", *options_.threads);
   if (options_.profile_layers < 0) raise<InvalidInputError>("--ov-profile-layers must be >= 0");
   (void)input_bounds(options_);
   if (options_.fused_outputs && options_.outputs.mode != IntermediateOutputs::Mode::kNone)

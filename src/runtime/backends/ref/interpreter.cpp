@@ -8,6 +8,7 @@
 #include <onnx/defs/schema.h>
 
 #include "parity/core/error.h"
+#include "parity/core/interrupt.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/graph_order.h"
 #include "parity/onnx/tensor_proto.h"
@@ -247,6 +248,8 @@ struct Interpreter::Impl {
     std::unordered_map<std::string, int> remaining = plan.read_count;
     for (int index : plan.order) {
       const NodeProto& node = graph.node(index);
+      if (interrupt_requested())
+        raise<InterruptedError>("{}: interrupted before this node ran", node_label(node));
       std::vector<Value> outputs = run_node(node, scope, opsets, depth);
       for (int o = 0; o < node.output_size(); ++o) {
         const std::string& name = node.output(o);

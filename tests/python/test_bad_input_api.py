@@ -1,0 +1,125 @@
+"""Hostile or careless arguments to the Python API (issue 39): refused with Parity's exceptions,
+before anything runs."""
+import math
+
+import numpy as np
+import pytest
+
+from parity.comparator import CompareFunc
+from parity.exception import InvalidInputError
+
+
+@pytest.mark.parametrize("tolerances", [{"atol": math.nan}, {"rtol": float("nan")}, {"atol": np.float32("nan")},
+                                        {"atol": {"y": math.nan}}, {"rtol": {"": 1e-3, "y": math.nan}}],
+                         ids=["atol", "rtol", "numpy_nan", "atol_per_output", "rtol_per_output"])
+def test_nan_tolerance_is_refused(tolerances):
+    """A NaN tolerance passes every comparison (`difference > NaN` is false): refused when the
+    comparison function is made."""
+    with pytest.raises(InvalidInputError, match="NaN"):
+        CompareFunc.simple(**tolerances)
+
+
+def test_nan_tolerance_refusal_names_the_output():
+    with pytest.raises(InvalidInputError, match="atol for output 'y' is NaN"):
+        CompareFunc.simple(atol={"x": 1e-3, "y": math.nan})
+
+
+@pytest.mark.parametrize("threads", [{"intra_op_threads": 10**6}, {"inter_op_threads": 10**6},
+                                     {"inter_op_threads": -1}])
+def test_onnxrt_thread_count_out_of_range_is_refused(models, threads):
+    """A million ONNX Runtime threads failed inside ONNX Runtime (std::system_error ends the process)."""
+    from parity.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
+    with pytest.raises(InvalidInputError, match=r"threads must be between 0 .* and \d+"):
+        with OnnxrtRunner(SessionFromOnnx(models["identity"], **threads)):
+            pass
+
+
+def test_openvino_thread_count_out_of_range_is_refused(models):
+    from parity.backend.openvino import OpenVINORunner
+    with pytest.raises(InvalidInputError, match=r"threads .* must be between 0 .* and \d+"):
+        OpenVINORunner(models["identity"], threads=10**6)
+
+
+def endless_loop_model():
+    """A Loop named 'endless' with trip count 10^12 and a condition that stays true (built here: no
+    exporter writes such a loop)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["s_in", "one"], ["s_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1])],
+        initializer=[numpy_helper.from_array(np.ones(1, np.float32), "one")])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "cond", "x"], ["y"], name="endless", body=body)], "endless_loop",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        initializer=[numpy_helper.from_array(np.array(10**12, np.int64), "trips"),
+                     numpy_helper.from_array(np.array(True), "cond")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+def test_ref_max_loop_iterations_stops_an_endless_loop():
+    from parity.backend.ref import RefRunner
+    from parity.exception import ResourceLimitError
+
+    model = endless_loop_model()
+    with RefRunner(model, max_loop_iterations=100) as runner:
+        with pytest.raises(ResourceLimitError, match="'endless'.*ran 100 iterations.*max_loop_iterations"):
+            runner.infer({"x": np.zeros(1, np.float32)})
+    with pytest.raises(InvalidInputError, match="max_loop_iterations must be 1 or more"):
+        RefRunner(model, max_loop_iterations=0)
+
+
+INTERRUPTED_INFER = """
+import sys, time
+import numpy as np
+from parity.backend.ref import RefRunner
+model = open(sys.argv[1], "rb").read()
+with RefRunner(model) as runner:
+    print("inferring", flush=True)
+    try:
+        runner.infer({"x": np.zeros(1, np.float32)})
+        print("finished")
+    except KeyboardInterrupt:
+        print("interrupted")
+    # The runner stays usable: the next inference is not taken for interrupted.
+    with RefRunner(sys.argv[2]) as small:
+        print("next", small.infer({"x": np.ones(1, np.float32)})["y"].tolist(), flush=True)
+"""
+
+
+def test_ctrl_c_interrupts_a_long_reference_inference(tmp_path):
+    """Ctrl-C (SIGINT) during RefRunner.infer on a Loop of 10^12 trips (bounded only by the default
+    limit of 10^8 iterations, minutes away) raises KeyboardInterrupt between the loop's nodes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import onnx
+    endless = tmp_path / "endless.onnx"
+    endless.write_bytes(endless_loop_model())
+    short = onnx.load_from_string(endless_loop_model())
+    short.graph.initializer[0].CopyFrom(onnx.numpy_helper.from_array(np.array(3, np.int64), "trips"))
+    onnx.save(short, str(tmp_path / "short.onnx"))
+    process = subprocess.Popen([sys.executable, "-c", INTERRUPTED_INFER, str(endless), str(tmp_path / "short.onnx")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "inferring"
+        time.sleep(1)  # well inside the inference (a KeyboardInterrupt before it is caught alike)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert out.split("\n")[:2] == ["interrupted", "next [4.0]"]  # x = 1, three trips of + 1, out + err
