@@ -226,7 +226,7 @@ std::string dims_text(FuzzValues& values) {
 
 std::string ovc_case(FuzzValues& values, const GenerationLimits&) {
   std::string compiled = values.bytes(64);
-  std::string header = fmt::format("PARITY-OPENVINO-COMPILED-MODEL {}\n", values.one_in(8) ? values.integer() : 2);
+  std::string header = fmt::format("PARITY-OPENVINO-COMPILED-MODEL {}\n", values.one_in(8) ? values.integer() : values.pick<int64_t>({2, 3}));
   header += "openvino-version 2025.3.0-19807-44526285f24-releases/2025/3\ndevice CPU\n";
   header += fmt::format("inference-precision {}\n", values.pick<std::string>({"f32", "bf16", "f16", ""}));
   header += fmt::format("source-model-hash {}\n", fnv1a64_hash(values.bytes(8)));
@@ -246,8 +246,9 @@ std::string ovc_case(FuzzValues& values, const GenerationLimits&) {
   }
   int64_t size = static_cast<int64_t>(compiled.size());
   if (values.one_in(8)) size = values.integer();
-  header += fmt::format("compiled-bytes {}\ncompiled-hash {}\nend\n", size, fnv1a64_hash(compiled));
-  return header + compiled;
+  header += fmt::format("compiled-bytes {}\ncompiled-hash {}\n", size, fnv1a64_hash(compiled));
+  if (!values.one_in(8)) header += fmt::format("header-hash {}\n", fnv1a64_hash(header));
+  return header + "end\n" + compiled;
 }
 
 void read_ovc(const std::string& bytes, const fs::path& scratch, const GenerationLimits&) {

@@ -258,10 +258,42 @@ void OpenvinoRunner::import_compiled_file(OpenvinoCompiledFile file) {
                      file.inference_precision, inference_precision_);
   source_model_hash_ = file.source_model_hash;
   unmarkable_.clear();
-  // The data loader's metadata: the header's (the compiled model's inputs when the file was written).
-  inputs_ = file.inputs;
+  // The data loader's metadata: the header's, which must be the compiled model's (a header edited
+  // in a format version 1 or 2 file, which had no header hash, is refused here).
+  inputs_ = compiled_inputs();
+  if (!std::equal(inputs_.begin(), inputs_.end(), file.inputs.begin(), file.inputs.end())) {
+    auto describe = [](const TensorMetadata& metadata) {
+      std::vector<std::string> parts;
+      for (const auto& [name, info] : metadata) parts.push_back(fmt::format("'{}' {}", name, info.to_string()));
+      if (parts.size() > 8) parts.resize(8), parts.push_back(fmt::format("... ({} in all)", metadata.size()));
+      return fmt::format("{}", fmt::join(parts, ", "));
+    };
+    raise<FileError>("{}: the header's inputs ({}) are not the compiled model's ({}): the header was edited or "
+                     "damaged; convert the ONNX model again",
+                     model_label_, describe(file.inputs), describe(inputs_));
+  }
   log::info("{}: OpenVINO {} imported {} for {} | inference precision: {}", name(), library_.version, model_label_,
             file.device, inference_precision_);
+}
+
+TensorMetadata OpenvinoRunner::compiled_inputs() const {
+  TensorMetadata inputs;
+  for (const auto& input : translated(model_label_, [&] { return compiled_->inputs(); })) {
+    std::vector<Dim> dims;
+    for (std::size_t d = 0; d < input.dims.size(); ++d) {
+      if (input.dims[d] >= 0) {
+        dims.push_back(Dim::fixed(input.dims[d]));
+        continue;
+      }
+      Dim dim = Dim::unknown();
+      const auto& bounds = input.bounds[d];
+      if (bounds.min > 0 || bounds.max >= 0) dim.min = bounds.min;
+      if (bounds.max >= 0) dim.max = bounds.max;
+      dims.push_back(dim);
+    }
+    inputs.add(input.name, dtype_from_onnx(input.element_type), dims);
+  }
+  return inputs;
 }
 
 OpenvinoCompiledFile OpenvinoRunner::compiled_file() const {
@@ -361,22 +393,7 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked, bool announce) {
     log::info("{}: {} of {} requested tensor(s) cannot be marked: OpenVINO's model no longer has them (folded "
               "constants, unused nodes)",
               name(), unmarkable_.size(), request.marked_outputs.size());
-  inputs_ = TensorMetadata();
-  for (const auto& input : translated(model_label_, [&] { return compiled_->inputs(); })) {
-    std::vector<Dim> dims;
-    for (std::size_t d = 0; d < input.dims.size(); ++d) {
-      if (input.dims[d] >= 0) {
-        dims.push_back(Dim::fixed(input.dims[d]));
-        continue;
-      }
-      Dim dim = Dim::unknown();
-      const auto& bounds = input.bounds[d];
-      if (bounds.min > 0 || bounds.max >= 0) dim.min = bounds.min;
-      if (bounds.max >= 0) dim.max = bounds.max;
-      dims.push_back(dim);
-    }
-    inputs_.add(input.name, dtype_from_onnx(input.element_type), dims);
-  }
+  inputs_ = compiled_inputs();
   marked_count_.reset();
   if (!request.marked_outputs.empty()) marked_count_ = request.marked_outputs.size() - unmarkable_.size();
   if (announce) log::info("{}: {}", name(), compiled_line());
