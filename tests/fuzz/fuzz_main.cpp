@@ -1,7 +1,8 @@
 // parity_fuzz: the structured fuzzer's driver (see docs/fuzzing.md).
 //
 //   parity_fuzz [--seconds S | --iterations N] [--seed N] [--target NAME] [--findings DIR]
-//               [--known FILE] [--slow SECONDS] [--show-rejections] [--replay PATH...]
+//               [--known FILE] [--slow SECONDS] [--case-timeout SECONDS] [--show-rejections]
+//               [--replay PATH...]
 //
 // Generates cases for every target (fuzz_targets.h) in turn from one seed, runs each in this
 // process, and counts the outcomes. A clean rejection is one of Parity's own errors other than
@@ -11,6 +12,7 @@
 // (tests/fuzz/corpus's format: "parity-fuzz <target>\n" then the file's bytes) so it can be
 // replayed and kept. Findings whose message holds a text listed in --known (known_findings.txt)
 // are known (another change fixes them) and counted apart; the rules there also bound generation.
+// --case-timeout ends the run as a finding (its case kept) when one case runs longer than SECONDS.
 // --slow names (and keeps in --findings) the cases that take longer than SECONDS; --show-rejections
 // prints each clean rejection's message (to see how far the generated cases get).
 // --replay runs the given case files (or every file in the given folders) instead of generating.
@@ -23,11 +25,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
+#include <thread>
 #include <typeinfo>
 
 #include "fuzz_targets.h"
@@ -78,9 +82,10 @@ Known read_known(const fs::path& path) {
   return known;
 }
 
-// The case being run, for the crash handlers (written with write(2) only).
+// The case being run, for the crash handlers and the watchdog (written with write(2) only).
 std::string g_case;
 std::string g_case_path;
+std::atomic<long> g_case_number{-1};
 
 void write_current_case() {
   if (g_case_path.empty()) return;
@@ -97,6 +102,28 @@ void write_current_case() {
   (void)!::write(2, note, sizeof(note) - 1);
   (void)!::write(2, g_case_path.c_str(), g_case_path.size());
   (void)!::write(2, "\n", 1);
+}
+
+// Ends the process (status 1) when one case runs longer than `seconds`: a hang or a size no limit
+// refused is a finding too, and its case is kept like a crash's.
+void start_watchdog(double seconds) {
+  std::thread([seconds] {
+    long watched = -1;
+    auto since = std::chrono::steady_clock::now();
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const long current = g_case_number.load();
+      const auto now = std::chrono::steady_clock::now();
+      if (current != watched) {
+        watched = current;
+        since = now;
+      } else if (current >= 0 && std::chrono::duration<double>(now - since).count() > seconds) {
+        std::fprintf(stderr, "parity_fuzz: a case ran longer than --case-timeout %.0f s\n", seconds);
+        write_current_case();
+        std::_Exit(1);
+      }
+    }
+  }).detach();
 }
 
 void on_crash_signal(int signal) {
@@ -141,6 +168,7 @@ int main_impl(int argc, char** argv) {
   double seconds = 0;
   double slow_seconds = 0;  // cases taking longer are named on stderr
   bool show_rejections = false;
+  double case_timeout = 0;  // a case running longer ends the run as a finding
   long iterations = 0;
   uint64_t seed = 20261127;
   std::string only;
@@ -159,6 +187,7 @@ int main_impl(int argc, char** argv) {
     else if (arg == "--findings") findings_dir = value();
     else if (arg == "--slow") slow_seconds = std::stod(value());
     else if (arg == "--show-rejections") show_rejections = true;
+    else if (arg == "--case-timeout") case_timeout = std::stod(value());
     else if (arg == "--known") known_path = value();
     else if (arg == "--replay") {
       while (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) replay.emplace_back(argv[++i]);
@@ -186,11 +215,13 @@ int main_impl(int argc, char** argv) {
   action.sa_flags = SA_ONSTACK | SA_RESETHAND;
   for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(signal, &action, nullptr);
   if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(write_current_case);
+  if (case_timeout > 0) start_watchdog(case_timeout);
 
   std::map<std::string, Counts> counts;
   long new_findings = 0;
   auto judge = [&](const FuzzTarget& target, const std::string& bytes, const std::string& label) {
     g_case = std::string(kCaseMagic) + target.name + "\n" + bytes;
+    g_case_number.fetch_add(1);
     Counts& count = counts[target.name];
     ++count.runs;
     const auto case_start = std::chrono::steady_clock::now();
