@@ -25,9 +25,10 @@
 namespace parity::runtime {
 namespace {
 
-// Subgraph nesting beyond which OpenVINO's compile time explodes: each level of nested If costs it
-// about 1.7x (measured on its CPU plugin: 12 levels 0.4 s, 15 levels 0.8 s; issue 39: 30 levels
-// over 120 s), so a model nested deeper is warned about before the compile starts.
+// Subgraph nesting beyond which OpenVINO's compile time explodes: from about 12 levels each level
+// of nested If costs it about 1.9x (bench/openvino_nested_if.py, its CPU plugin: 14 levels 0.4 s,
+// 16 levels 1.3 s, 18 levels 4.7 s; issue 39: 30 levels over 120 s), so a model nested deeper is
+// warned about before the compile starts.
 constexpr int kSlowCompileNesting = 16;
 
 // Warns when `model`'s subgraphs (If branches, Loop and Scan bodies) nest deeper than kSlowCompileNesting.
@@ -43,7 +44,7 @@ void warn_about_deep_nesting(const onnx::Model& model, const std::string& label)
   }
   if (deepest > kSlowCompileNesting)
     log::warning("{}: subgraphs (If branches, Loop and Scan bodies) are nested {} levels deep; OpenVINO's compile "
-                 "time grows about 1.7x per level of nesting (15 levels: under a second, 30: minutes to hours), so "
+                 "time grows about 1.9x per level of nesting (16 levels: about a second, 18: about 5 s, 30: hours), so "
                  "this compile may take very long",
                  label, depth);
 }
