@@ -4,6 +4,11 @@
   2.6 s): the runner's tensor metadata was looked up by scanning every name. Checked as the ratio of
   the CPU time (the child's user + system time, not the wall clock) of an 80k-node model to a 20k-node
   one, with a wide margin: 4 to 6 now, 20 when quadratic (2.8 s and 56 s).
+- The streamed two-runner layerwise run held ~14 KB per tensor even with `--layerwise-memory 0`
+  (100k tiny tensors: 1.38 GB): each comparison was kept three times (the layerwise result, a copy
+  for the verdict's accuracy, a transient copy for the summary line), each with room for all four
+  comparison kinds' metrics. Checked as the growth of the peak RSS per added tensor between two
+  model sizes.
 
 The models are chains of Neg and Relu on a [1, 4] float tensor, built with onnx.helper: no exporter
 makes tens of thousands of nodes quickly.
@@ -46,7 +51,7 @@ def measure(parity_bin, args, cwd):
 @pytest.fixture(scope="module")
 def chains(tmp_path_factory):
     folder = tmp_path_factory.mktemp("chains")
-    return {n: chain_model(n, folder / f"chain{n}.onnx") for n in (10, 20000, 80000)}
+    return {n: chain_model(n, folder / f"chain{n}.onnx") for n in (10, 5000, 20000, 80000)}
 
 
 def test_mark_all_time_is_linear_in_the_tensors(parity_bin, chains, tmp_path):
@@ -55,3 +60,9 @@ def test_mark_all_time_is_linear_in_the_tensors(parity_bin, chains, tmp_path):
     ratio = (cpu[80000] - cpu[10]) / max(cpu[20000] - cpu[10], 1e-2)
     assert ratio < 10, f"CPU seconds {cpu}: 4x the tensors cost {ratio:.1f}x the time (linear: ~4, quadratic: ~16)"
 
+
+def test_streamed_layerwise_memory_per_tensor_is_small(parity_bin, chains, tmp_path):
+    peak = {n: measure(parity_bin, ["run", chains[n], "--ref", "--ref", "--onnx-outputs", "mark", "all",
+                                    "--layerwise-memory", "0"], tmp_path)[0] for n in (5000, 20000)}
+    per_tensor = (peak[20000] - peak[5000]) / 15000
+    assert per_tensor < 6000, f"peak RSS {peak}: {per_tensor:.0f} bytes per added tensor (was ~16,000)"
