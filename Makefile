@@ -41,13 +41,18 @@ test-unit: build
 test-cli: build
 	PARITY_BIN=$(CURDIR)/$(PARITY) $(PYTEST) tests/cli
 
-# Everything ctest runs (unit tests, the kernel fuzz test, the ONNX conformance suite) and the
-# bad-input CLI tests again under AddressSanitizer + UBSan (any report fails the run).
+# Everything ctest runs (unit tests, the kernel fuzz test, the ONNX conformance suite, the fuzzer's
+# kept cases) and the bad-input CLI tests again under AddressSanitizer + UBSan (any report fails
+# the run), then the structured fuzzer for FUZZ_SECONDS (docs/fuzzing.md; a finding's case is
+# written to build/asan/fuzz-findings).
+FUZZ_SECONDS ?= 60
 test-asan: build-asan
 	ctest --preset asan -j 2
 	ASAN_OPTIONS=fast_unwind_on_malloc=0 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0 \
 	PARITY_BIN=$(CURDIR)/build/asan/tools/parity/parity python -m pytest -q tests/cli/test_bad_input*.py
+	ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=abort_on_error=1 build/asan/tests/fuzz/parity_fuzz --seconds $(FUZZ_SECONDS) --case-timeout 30 \
+	  --known tests/fuzz/known_findings.txt --findings build/asan/fuzz-findings
 
 # Checks against the peers (the onnxruntime and polygraphy Python packages) on the same inputs.
 test-peers: build

@@ -13,7 +13,15 @@
 namespace parity::compare {
 
 nlohmann::ordered_json Verdict::report(std::size_t worst_count) const {
-  auto json = make_report(accuracy ? &*accuracy : nullptr, validation ? &*validation : nullptr);
+  // A streamed run keeps its comparisons once, in `layerwise`: the report's accuracy is built from
+  // them here, for as long as the report takes.
+  std::optional<AccuracyResult> streamed_accuracy;
+  if (streamed && !accuracy) {
+    streamed_accuracy.emplace();
+    for (const auto& result : layerwise) streamed_accuracy->pairs.push_back(result.as_pair());
+  }
+  const std::optional<AccuracyResult>& shown = streamed_accuracy ? streamed_accuracy : accuracy;
+  auto json = make_report(shown ? &*shown : nullptr, validation ? &*validation : nullptr);
   if (!layerwise.empty()) {
     json["layerwise"] = nlohmann::ordered_json::array();
     for (const auto& result : layerwise) json["layerwise"].push_back(to_json(result, worst_count));
@@ -94,7 +102,6 @@ void Judge::run_streamed(const DataLoaderFunc& data_loader, Verdict& verdict) {
                                     options);
     results[live_slot] = run.results[0];
   }
-  verdict.accuracy = run.accuracy();
   verdict.layerwise.push_back(std::move(run.comparison));
   verdict.streamed_validation = std::move(run.validation);
   verdict.inference_seconds = run.inference_seconds;
@@ -167,7 +174,11 @@ void Judge::conclude(Verdict& verdict) {
           name_module_outputs(result, runner->name(), *pairings);
   if (options_.describe_layers) options_.describe_layers(verdict.layerwise);
   for (const auto& result : verdict.layerwise) log_layerwise_summary(result, options_.worst_count);
-  verdict.passed = !verdict.accuracy || verdict.accuracy->passed();
+  if (verdict.streamed)
+    verdict.passed = std::all_of(verdict.layerwise.begin(), verdict.layerwise.end(),
+                                 [](const LayerwiseResult& result) { return result.passed(); });
+  else
+    verdict.passed = !verdict.accuracy || verdict.accuracy->passed();
   if (!options_.validate) return;
   if (options_.validate_held) {
     verdict.validation = Comparator::validate(verdict.results, *options_.validate);

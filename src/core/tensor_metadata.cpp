@@ -26,20 +26,18 @@ TensorMetadata& TensorMetadata::add(std::string name, DType dtype, std::optional
 }
 
 TensorMetadata& TensorMetadata::add(std::string name, TensorInfo info) {
-  for (auto& entry : entries_) {
-    if (entry.first == name) {
-      entry.second = std::move(info);
-      return *this;
-    }
+  auto [it, inserted] = index_.try_emplace(name, entries_.size());
+  if (!inserted) {
+    entries_[it->second].second = std::move(info);
+    return *this;
   }
   entries_.emplace_back(std::move(name), std::move(info));
   return *this;
 }
 
 const TensorInfo* TensorMetadata::find(const std::string& name) const {
-  for (const auto& entry : entries_)
-    if (entry.first == name) return &entry.second;
-  return nullptr;
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &entries_[it->second].second;
 }
 
 std::string TensorMetadata::to_string() const {

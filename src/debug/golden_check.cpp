@@ -45,7 +45,7 @@ CandidateVerdict GoldenCheck::check(runtime::Runner& candidate) const {
       return {false, fmt::format("the candidate did not run: {}", error.what()), true};
     }
   }
-  const auto& pair = verdict.accuracy->pairs.at(0);
+  const compare::PairResult pair = verdict.accuracy ? verdict.accuracy->pairs.at(0) : verdict.layerwise.at(0).as_pair();
   std::string detail = describe_error(pair);
   if (verdict.validation && !verdict.validation->passed) detail += ", NaN or Inf in the outputs";
   return {verdict.passed, detail};

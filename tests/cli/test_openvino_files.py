@@ -6,6 +6,9 @@
 - The header names the OpenVINO version, device, precision, inputs/outputs and the source hash.
 - Bad files (another OpenVINO version, truncated, corrupt, not a compiled model, bytes OpenVINO
   cannot import): one clear error naming the file, exit 1, no crash.
+- The header is hashed (format version 3): an edited line (an input added, renamed, reshaped) is
+  refused before OpenVINO loads; a version 2 file, which had no header hash, is still read, and its
+  inputs are checked against the compiled model's at import.
 """
 
 import hashlib
@@ -88,7 +91,7 @@ def test_header_describes_the_compiled_model(run_parity, examples_dir, tmp_path)
                      "--ov-max-shapes", "x:[8,4]", "-o", ovc)
     assert run.returncode == 0, run.describe()
     header = header_of(ovc)
-    assert header[0] == "PARITY-OPENVINO-COMPILED-MODEL 2"
+    assert header[0] == "PARITY-OPENVINO-COMPILED-MODEL 3"
     fields = dict(line.split(" ", 1) for line in header[1:])
     assert fields["openvino-version"] == openvino.get_version()
     assert fields["device"] == "CPU"
@@ -105,6 +108,9 @@ def test_header_describes_the_compiled_model(run_parity, examples_dir, tmp_path)
     for byte in fields["onnx-map"].encode():
         value = ((value ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
     assert fields["onnx-map-hash"] == f"fnv1a64:{value:016x}"
+    # The last line: FNV-1a 64 of every header byte before it.
+    assert header[-1].startswith("header-hash ")
+    assert header[-1] == "header-hash " + fnv1a64(("\n".join(header[:-1]) + "\n").encode())
 
 
 def test_inputs_outside_the_files_bounds_are_refused(run_parity, examples_dir, tmp_path):
@@ -127,28 +133,75 @@ def flip_a_byte_near_the_end(data):
     return bytes(data)
 
 
-def garbage_with_a_valid_header(data):
-    """The header's hash updated for garbage bytes: only OpenVINO can tell."""
-    end = data.index(b"\nend\n") + len(b"\nend\n")
-    header, garbage = data[:end].decode(), b"\x01not a compiled model" * 40
+def fnv1a64(data):
     value = 0xcbf29ce484222325
-    for byte in garbage:
+    for byte in data:
         value = ((value ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    lines = []
-    for line in header.splitlines():
-        if line.startswith("compiled-bytes "):
-            line = f"compiled-bytes {len(garbage)}"
-        elif line.startswith("compiled-hash "):
-            line = f"compiled-hash fnv1a64:{value:016x}"
-        lines.append(line)
-    return ("\n".join(lines) + "\n").encode() + garbage
+    return f"fnv1a64:{value:016x}"
+
+
+def split_file(data):
+    """(header lines without 'end', compiled bytes)"""
+    end = data.index(b"\nend\n")
+    return data[:end].decode().splitlines(), data[end + len(b"\nend\n"):]
+
+
+def join_file(lines, compiled, rehash=True):
+    """A file of `lines` (a format version 3 header-hash line recomputed when `rehash`) and `compiled`."""
+    if rehash:
+        lines = [line for line in lines if not line.startswith("header-hash ")]
+        lines.append("header-hash " + fnv1a64(("\n".join(lines) + "\n").encode()))
+    return ("\n".join(lines) + "\nend\n").encode() + compiled
+
+
+def garbage_with_a_valid_header(data):
+    """The header's hashes updated for garbage bytes: only OpenVINO can tell."""
+    lines, _ = split_file(data)
+    garbage = b"\x01not a compiled model" * 40
+    lines = [f"compiled-bytes {len(garbage)}" if line.startswith("compiled-bytes ") else
+             f"compiled-hash {fnv1a64(garbage)}" if line.startswith("compiled-hash ") else line for line in lines]
+    return join_file(lines, garbage)
+
+
+def with_phantom_inputs(data, count=1000, rehash=False):
+    """`count` input lines added after the real ones (the edit issue 39 found accepted)."""
+    lines, compiled = split_file(data)
+    last = max(i for i, line in enumerate(lines) if line.startswith("input "))
+    phantom = [f"input 1 1,4 phantom_{i}" for i in range(count)]
+    return join_file(lines[:last + 1] + phantom + lines[last + 1:], compiled, rehash)
+
+
+def as_format_version_2(data):
+    """The file as format version 2 wrote it: no header-hash line."""
+    lines, compiled = split_file(data)
+    lines = [line for line in lines if not line.startswith("header-hash ")]
+    lines[0] = lines[0].replace("COMPILED-MODEL 3", "COMPILED-MODEL 2")
+    return join_file(lines, compiled, rehash=False)
+
+
+def with_an_input_listed_twice(data):
+    lines, compiled = split_file(data)
+    [first] = [i for i, line in enumerate(lines) if line.startswith("input ")]
+    return join_file(lines[:first + 1] + lines[first:], compiled)
+
+
+def with_a_line_after_the_header_hash(data):
+    lines, compiled = split_file(data)
+    return join_file(lines + ["device CPU"], compiled, rehash=False)
+
+
+def with_input_renamed(data):
+    lines, compiled = split_file(data)
+    lines = [line[:line.rindex(" ")] + " renamed" if line.startswith("input ") else line for line in lines]
+    return join_file(lines, compiled)
 
 
 def other_openvino_version(data):
     import openvino
     version = openvino.get_version().encode()
     assert b"openvino-version " + version in data
-    return data.replace(b"openvino-version " + version, b"openvino-version 2024.0.0-1-old", 1)
+    lines, compiled = split_file(data.replace(b"openvino-version " + version, b"openvino-version 2024.0.0-1-old", 1))
+    return join_file(lines, compiled)  # as that version would have written it: the header hash matches
 
 
 BAD_FILES = [
@@ -157,9 +210,23 @@ BAD_FILES = [
     ("truncated_header", lambda data: data[:60], "truncated or damaged compiled model file: its header has no end"),
     ("corrupt", flip_a_byte_near_the_end, "corrupt compiled model file: its compiled bytes hash to"),
     ("not_compiled", lambda data: b"hello, world\n", "not a compiled OpenVINO model file"),
-    ("future_format", lambda data: data.replace(b"COMPILED-MODEL 2\n", b"COMPILED-MODEL 9\n", 1),
-     "compiled model file format version 9, this Parity reads versions 1 to 2"),
+    ("future_format", lambda data: data.replace(b"COMPILED-MODEL 3\n", b"COMPILED-MODEL 9\n", 1),
+     "compiled model file format version 9, this Parity reads versions 1 to 3"),
     ("garbage_openvino_rejects", garbage_with_a_valid_header, "OpenVINO cannot import the compiled model"),
+    # Header edits: refused by the header hash (version 3), or by the check against the compiled
+    # model (a version 2 file, or a version 3 file whose hash was recomputed).
+    ("phantom_inputs", with_phantom_inputs,
+     "corrupt compiled model file: its header hashes to"),
+    ("phantom_inputs_rehashed", lambda data: with_phantom_inputs(data, rehash=True),
+     "the header's inputs ('image' [dtype=float32, shape=(None, 3, 32, 32)], 'phantom_0' [dtype=float32, shape=(1, "
+     "4)], 'phantom_1'"),
+    ("phantom_inputs_version_2", lambda data: with_phantom_inputs(as_format_version_2(data)),
+     "... (1001 in all)) are not the compiled model's ('image' [dtype=float32, shape=(None, 3, 32, 32)]): the header "
+     "was edited or damaged; convert the ONNX model again"),
+    ("input_renamed_rehashed", with_input_renamed,
+     "the header's inputs ('renamed' [dtype=float32, shape=(None, 3, 32, 32)]) are not the compiled model's ('image'"),
+    ("input_listed_twice", with_an_input_listed_twice, "damaged compiled model header: input 'image' is listed twice"),
+    ("header_hash_not_last", with_a_line_after_the_header_hash, "format version 3 ends with a header-hash line"),
 ]
 
 

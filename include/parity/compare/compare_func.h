@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -149,6 +150,36 @@ struct QualityMetrics {
   statistics::TensorSummary output0, output1;
 };
 
+// An optional value kept on the heap: empty it costs one pointer. An OutputComparison holds the
+// metrics of one comparison kind of four, and a layerwise run one OutputComparison per tensor, so
+// the other kinds' room (several KB) is not carried inline. Copies copy the value.
+template <typename T>
+class HeapOptional {
+ public:
+  HeapOptional() = default;
+  HeapOptional(T value) : value_(std::make_unique<T>(std::move(value))) {}
+  HeapOptional(const HeapOptional& other) : value_(other.value_ ? std::make_unique<T>(*other.value_) : nullptr) {}
+  HeapOptional(HeapOptional&&) noexcept = default;
+  HeapOptional& operator=(const HeapOptional& other) {
+    value_ = other.value_ ? std::make_unique<T>(*other.value_) : nullptr;
+    return *this;
+  }
+  HeapOptional& operator=(HeapOptional&&) noexcept = default;
+  HeapOptional& operator=(T value) {
+    value_ = std::make_unique<T>(std::move(value));
+    return *this;
+  }
+  explicit operator bool() const { return value_ != nullptr; }
+  bool has_value() const { return value_ != nullptr; }
+  T& operator*() { return *value_; }
+  const T& operator*() const { return *value_; }
+  T* operator->() { return value_.get(); }
+  const T* operator->() const { return value_.get(); }
+
+ private:
+  std::unique_ptr<T> value_;
+};
+
 struct OutputComparison {
   std::string kind;             // "simple", "indices", "distance", "quality"
   std::string output0, output1; // names in the first and second result
@@ -157,10 +188,10 @@ struct OutputComparison {
   bool passed = false;
   bool compared = false;        // false when the values were never compared (shape mismatch...)
   std::string failure;          // why it failed ("" when passed)
-  std::optional<SimpleMetrics> simple;
-  std::optional<IndicesMetrics> indices;
-  std::optional<DistanceMetrics> distance;
-  std::optional<QualityMetrics> quality;
+  HeapOptional<SimpleMetrics> simple;
+  HeapOptional<IndicesMetrics> indices;
+  HeapOptional<DistanceMetrics> distance;
+  HeapOptional<QualityMetrics> quality;
 };
 
 struct IterationComparison {

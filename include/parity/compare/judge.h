@@ -79,7 +79,9 @@ struct JudgeOptions {
 struct Verdict {
   // Every result in comparison order (live runners, then held); streamed, the graph outputs only.
   RunResults results;
-  std::optional<AccuracyResult> accuracy;        // two or more results
+  // Two or more results, held (a streamed run's comparisons are kept once, in `layerwise`; its
+  // report builds the accuracy from them: LayerwiseResult::as_pair).
+  std::optional<AccuracyResult> accuracy;
   std::vector<LayerwiseResult> layerwise;        // layerwise runs: one per compared pair
   std::optional<ValidationResult> validation;    // with options.validate
   std::vector<StreamedValidation> streamed_validation;  // streamed with options.validate

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -38,7 +39,8 @@ class TensorMetadata {
  public:
   using Entry = std::pair<std::string, TensorInfo>;
 
-  // Adds or replaces `name`, keeping the first insertion position.
+  // Adds or replaces `name`, keeping the first insertion position. add() and find() take constant
+  // time (a name index beside the ordered entries): "mark all" builds metadata of every tensor.
   TensorMetadata& add(std::string name, DType dtype, std::optional<std::vector<Dim>> shape);
   TensorMetadata& add(std::string name, TensorInfo info);
 
@@ -55,6 +57,7 @@ class TensorMetadata {
 
  private:
   std::vector<Entry> entries_;
+  std::unordered_map<std::string, std::size_t> index_;  // name -> position in entries_
 };
 
 }  // namespace parity

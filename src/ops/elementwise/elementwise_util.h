@@ -94,7 +94,7 @@ inline Tensor legacy_broadcast_rhs(const KernelContext& ctx, const Tensor& a, co
   if (rank_b > rank_a) ctx.fail("broadcast: B has rank {}, more than A's rank {}", rank_b, rank_a);
   int64_t axis = ctx.has_attribute("axis") ? ctx.attr_int("axis") : rank_a - rank_b;
   if (axis < 0) axis += rank_a;
-  if (axis < 0 || axis + rank_b > rank_a)
+  if (axis < 0 || axis > rank_a - rank_b)  // not axis + rank_b > rank_a: an axis near INT64_MAX overflows that
     ctx.fail("broadcast axis {} does not fit B of rank {} into A of rank {}", axis, rank_b, rank_a);
   Shape shape(static_cast<std::size_t>(rank_a - axis), 1);
   for (int64_t i = 0; i < rank_b; ++i) shape[static_cast<std::size_t>(i)] = b.shape()[static_cast<std::size_t>(i)];

@@ -183,8 +183,11 @@ void reduce_typed(KernelContext& ctx, const Tensor& x, const ReducePlan& p, Op o
       py[o] = nn::from_compute<T>(static_cast<C>(v));
     }
   } else {
-    // Integers: exact int64 (uint64 for unsigned 64-bit) accumulation; wrapping like C++.
+    // Integers: exact int64 (uint64 for unsigned 64-bit) accumulation, wrapping on overflow as
+    // numpy's does (two's complement, computed in uint64: signed overflow is undefined in C++).
     using A = std::conditional_t<std::is_same_v<T, uint64_t>, uint64_t, int64_t>;
+    auto wrap = [](uint64_t v) { return static_cast<A>(v); };
+    auto bits = [](A v) { return static_cast<uint64_t>(v); };
     std::vector<A> acc(static_cast<std::size_t>(out_n));
     A init = 0;
     if (op == Op::kProd) init = 1;
@@ -199,12 +202,12 @@ void reduce_typed(KernelContext& ctx, const Tensor& x, const ReducePlan& p, Op o
     visit(p, x, [&](int64_t o, int64_t i) {
       A v = static_cast<A>(px[i]);
       switch (op) {
-        case Op::kSum: case Op::kMean: case Op::kLogSum: acc[o] += v; break;
-        case Op::kProd: acc[o] *= v; break;
+        case Op::kSum: case Op::kMean: case Op::kLogSum: acc[o] = wrap(bits(acc[o]) + bits(v)); break;
+        case Op::kProd: acc[o] = wrap(bits(acc[o]) * bits(v)); break;
         case Op::kMax: if (v > acc[o]) acc[o] = v; break;
         case Op::kMin: if (v < acc[o]) acc[o] = v; break;
-        case Op::kL1: acc[o] += (v < 0 ? static_cast<A>(0) - v : v); break;
-        case Op::kL2: case Op::kSumSquare: acc[o] += v * v; break;
+        case Op::kL1: acc[o] = wrap(bits(acc[o]) + (v < 0 ? uint64_t{0} - bits(v) : bits(v))); break;
+        case Op::kL2: case Op::kSumSquare: acc[o] = wrap(bits(acc[o]) + bits(v) * bits(v)); break;
         case Op::kLogSumExp: break;
       }
     });

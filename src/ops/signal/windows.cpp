@@ -23,11 +23,16 @@ double scalar_double(const KernelContext& ctx, std::size_t i, const char* name) 
   });
 }
 
-// Writes values (double) as the dtype named by 'output_datatype'.
-void write_values(KernelContext& ctx, const Shape& shape, const std::vector<double>& values) {
+// The output, of the dtype named by 'output_datatype', allocated before any work so that a size
+// over the element limit is refused before the values are computed or buffered.
+Tensor& allocate_values(KernelContext& ctx, const Shape& shape) {
   DType dtype = dtype_from_onnx(static_cast<int32_t>(ctx.attr_int("output_datatype")));
-  Tensor& out = ctx.allocate_output(0, dtype, shape);
-  dispatch<NumericTypes>(dtype, ctx, [&]<typename T>() {
+  return ctx.allocate_output(0, dtype, shape);
+}
+
+// Writes values (double) into `out` as its dtype.
+void write_values(KernelContext& ctx, Tensor& out, const std::vector<double>& values) {
+  dispatch<NumericTypes>(out.dtype(), ctx, [&]<typename T>() {
     T* o = out.mutable_data<T>();
     for (std::size_t i = 0; i < values.size(); ++i) o[i] = convert<T>(values[i]);
   });
@@ -39,6 +44,7 @@ void cosine_window(KernelContext& ctx, std::initializer_list<double> coefficient
   if (size < 0) ctx.fail("size must be >= 0, found {}", size);
   const bool periodic = ctx.attr_int("periodic") != 0;
   const double N = static_cast<double>(periodic ? size : size - 1);
+  Tensor& out = allocate_values(ctx, {size});
   std::vector<double> w(static_cast<std::size_t>(size));
   for (int64_t n = 0; n < size; ++n) {
     double v = 0.0, k = 0.0;
@@ -48,7 +54,7 @@ void cosine_window(KernelContext& ctx, std::initializer_list<double> coefficient
     }
     w[static_cast<std::size_t>(n)] = N == 0.0 ? 1.0 : v;
   }
-  write_values(ctx, {size}, w);
+  write_values(ctx, out, w);
 }
 
 void hann_window(KernelContext& ctx) { cosine_window(ctx, {0.5, -0.5}); }
@@ -67,6 +73,7 @@ void mel_weight_matrix(KernelContext& ctx) {
   if (lower < 0 || upper < lower)
     ctx.fail("need 0 <= lower_edge_hertz <= upper_edge_hertz, found {} and {}", lower, upper);
   const int64_t bins = dft_length / 2 + 1;
+  Tensor& out = allocate_values(ctx, {bins, mels});
   auto to_mel = [](double hz) { return 2595.0 * std::log1p(hz / 700.0) / std::log(10.0); };
   const double low_mel = to_mel(lower), high_mel = to_mel(upper);
   const double mel_step = (high_mel - low_mel) / static_cast<double>(mels + 2);
@@ -92,7 +99,7 @@ void mel_weight_matrix(KernelContext& ctx) {
       for (int64_t j = center; j < hi; ++j)
         w[static_cast<std::size_t>(j * mels + i)] = static_cast<double>(hi - j) / static_cast<double>(hi - center);
   }
-  write_values(ctx, {bins, mels}, w);
+  write_values(ctx, out, w);
 }
 
 }  // namespace

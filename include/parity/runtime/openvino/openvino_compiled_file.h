@@ -15,6 +15,7 @@
 //   onnx-map-hash fnv1a64:<16 hex digits>                 (with onnx-map: its JSON text)
 //   compiled-bytes <n>
 //   compiled-hash fnv1a64:<16 hex digits>                 (the exported bytes)
+//   header-hash fnv1a64:<16 hex digits>                   (every header byte before this line)
 //   end
 // <dims>: comma-separated, each a size, "min..max" (bounded dynamic), "min.." (bounded below), "?"
 // (dynamic, no bounds) or "-" for a scalar. Names run to the end of the line (a name with a line
@@ -22,7 +23,10 @@
 // onnx-map: which ONNX nodes each executed layer covers, as `convert` mapped them from the ONNX
 // model (EngineReport::onnx_map_text), so that `inspect model model.ovc` shows them without it.
 // Format version 1 had no onnx-map; such files are still read (the ONNX nodes are then not known).
-// The hashes are FNV-1a 64 (no cryptographic strength: they detect corruption, not tampering).
+// Format versions 1 and 2 had no header-hash; such files are still read, and the OpenVINO runner
+// checks their inputs against the compiled model's when it imports one (it does for every version).
+// The hashes are FNV-1a 64 (no cryptographic strength: they detect corruption and edits, not
+// deliberate tampering).
 #pragma once
 
 #include <cstdint>
@@ -34,7 +38,7 @@
 
 namespace parity::runtime {
 
-inline constexpr int kOpenvinoCompiledFormatVersion = 2;
+inline constexpr int kOpenvinoCompiledFormatVersion = 3;
 
 struct OpenvinoCompiledFile {
   std::string openvino_version;     // the OpenVINO build that compiled it
@@ -55,8 +59,9 @@ bool is_openvino_compiled_file(const std::filesystem::path& path);
 // Writes atomically (temp file + rename). FileError when a name cannot be written or the write fails.
 void write_openvino_compiled_file(const std::filesystem::path& path, const OpenvinoCompiledFile& file);
 
-// Reads and checks the header and the compiled bytes' length and hash. FileError naming the path:
-// not a compiled model file, another format version, a damaged header, truncated, corrupt. The
+// Reads and checks the header (its hash from format version 3 on) and the compiled bytes' length
+// and hash. FileError naming the path: not a compiled model file, another format version, a
+// damaged or edited header, truncated, corrupt. The
 // OpenVINO version is not checked here (the runner compares it with the library it loaded).
 OpenvinoCompiledFile read_openvino_compiled_file(const std::filesystem::path& path);
 

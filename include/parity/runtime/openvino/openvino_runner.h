@@ -141,6 +141,8 @@ class OpenvinoRunner : public Runner {
   void compile_fusion_preserving();
   // Imports options_.compiled_file, read by activation (its OpenVINO version checked against the loaded one).
   void import_compiled_file(OpenvinoCompiledFile file);
+  // The compiled model's inputs (dynamic dims with the bounds OpenVINO reports).
+  TensorMetadata compiled_inputs() const;
   void check_bounds(const NamedTensors& feed) const;
 
   ModelLoader loader_;

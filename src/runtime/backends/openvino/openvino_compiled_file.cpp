@@ -105,6 +105,7 @@ void write_openvino_compiled_file(const std::filesystem::path& path, const Openv
   }
   header += fmt::format("compiled-bytes {}\n", file.compiled.size());
   header += fmt::format("compiled-hash {}\n", fnv1a64_hash(file.compiled));
+  header += fmt::format("header-hash {}\n", fnv1a64_hash(header));
   header += "end\n";
   AtomicFileWriter writer(path);
   writer.write(header);
@@ -122,22 +123,31 @@ OpenvinoCompiledFile read_openvino_compiled_file(const std::filesystem::path& pa
   OpenvinoCompiledFile file;
   std::size_t position = 0;
   std::optional<int64_t> compiled_bytes;
-  std::string compiled_hash, onnx_map_hash;
+  std::string compiled_hash, onnx_map_hash, header_hash;
+  std::size_t hashed_header_bytes = 0;  // the bytes before the header-hash line
+  int version = 0;
+  std::string previous_key;
   bool ended = false;
   while (!ended) {
     std::size_t end = bytes.find('\n', position);
     if (end == std::string::npos || end > kMaxHeaderBytes)
       raise<FileError>("{}: truncated or damaged compiled model file: its header has no end", name);
+    const std::size_t line_start = position;
     std::string line = bytes.substr(position, end - position);
     position = end + 1;
     std::size_t space = line.find(' ');
     std::string key = line.substr(0, space);
     std::string value = space == std::string::npos ? "" : line.substr(space + 1);
     if (key + " " == kMagic) {
-      if (value != "1" && value != std::to_string(kOpenvinoCompiledFormatVersion))
+      if (line_start != 0) raise<FileError>("{}: damaged compiled model header: a second '{}' line", name, line);
+      if (value != "1" && value != "2" && value != std::to_string(kOpenvinoCompiledFormatVersion))
         raise<FileError>("{}: compiled model file format version {}, this Parity reads versions 1 to {}; convert the "
                          "ONNX model again",
                          name, value, kOpenvinoCompiledFormatVersion);
+      version = std::stoi(value);
+    } else if (key == "header-hash" && version >= 3) {
+      header_hash = value;
+      hashed_header_bytes = line_start;
     } else if (key == "openvino-version") {
       file.openvino_version = value;
     } else if (key == "device") {
@@ -159,7 +169,10 @@ OpenvinoCompiledFile read_openvino_compiled_file(const std::filesystem::path& pa
       } catch (const InvalidInputError& error) {
         raise<FileError>("{}: damaged compiled model header: line '{}': {}", name, line, error.what());
       }
-      (key == "input" ? file.inputs : file.outputs).add(tensor, dtype, parse_dims(dims, path, line));
+      TensorMetadata& listed = key == "input" ? file.inputs : file.outputs;
+      if (listed.contains(tensor))
+        raise<FileError>("{}: damaged compiled model header: {} '{}' is listed twice", name, key, tensor);
+      listed.add(tensor, dtype, parse_dims(dims, path, line));
     } else if (key == "onnx-map") {
       file.onnx_map = value;
     } else if (key == "onnx-map-hash") {
@@ -173,7 +186,14 @@ OpenvinoCompiledFile read_openvino_compiled_file(const std::filesystem::path& pa
     } else {
       raise<FileError>("{}: damaged compiled model header: unknown line '{}'", name, line);
     }
+    if (!ended) previous_key = key;
   }
+  // Version 3 on: every header line is hashed, so an edited line (an input added, renamed or
+  // reshaped) is refused here; versions 1 and 2 hashed only the compiled bytes and the ONNX node
+  // map, and their inputs are checked against the compiled model when OpenVINO imports it.
+  if (version >= 3 && previous_key != "header-hash")
+    raise<FileError>("{}: damaged compiled model header: format version {} ends with a header-hash line", name,
+                     version);
   if (!compiled_bytes || compiled_hash.empty() || file.openvino_version.empty() || file.inference_precision.empty())
     raise<FileError>("{}: damaged compiled model header: compiled-bytes, compiled-hash, openvino-version or "
                      "inference-precision missing",
@@ -183,6 +203,9 @@ OpenvinoCompiledFile read_openvino_compiled_file(const std::filesystem::path& pa
   if (!file.onnx_map.empty() && fnv1a64_hash(file.onnx_map) != onnx_map_hash)
     raise<FileError>("{}: corrupt compiled model file: its ONNX node map hashes to {}, the header says {}", name,
                      fnv1a64_hash(file.onnx_map), onnx_map_hash);
+  if (version >= 3 && fnv1a64_hash(std::string_view(bytes).substr(0, hashed_header_bytes)) != header_hash)
+    raise<FileError>("{}: corrupt compiled model file: its header hashes to {}, the header says {} (edited or damaged)",
+                     name, fnv1a64_hash(std::string_view(bytes).substr(0, hashed_header_bytes)), header_hash);
   const std::size_t available = bytes.size() - position;
   if (available < static_cast<std::size_t>(*compiled_bytes))
     raise<FileError>("{}: truncated compiled model file: {} of its {} compiled bytes are there", name, available,

@@ -26,6 +26,30 @@
 namespace parity::runtime {
 namespace {
 
+// Subgraph nesting beyond which OpenVINO's compile time explodes: from about 12 levels each level
+// of nested If costs it about 1.9x (bench/openvino_nested_if.py, its CPU plugin: 14 levels 0.4 s,
+// 16 levels 1.3 s, 18 levels 4.7 s; issue 39: 30 levels over 120 s), so a model nested deeper is
+// warned about before the compile starts.
+constexpr int kSlowCompileNesting = 16;
+
+// Warns when `model`'s subgraphs (If branches, Loop and Scan bodies) nest deeper than kSlowCompileNesting.
+void warn_about_deep_nesting(const onnx::Model& model, const std::string& label) {
+  int deepest = 0;
+  std::string depth;
+  try {
+    onnx::for_each_graph(*model.proto, [&](const ::onnx::GraphProto&, int level) { deepest = std::max(deepest, level); });
+    depth = std::to_string(deepest);
+  } catch (const ResourceLimitError&) {
+    deepest = 65;
+    depth = "more than 64";
+  }
+  if (deepest > kSlowCompileNesting)
+    log::warning("{}: subgraphs (If branches, Loop and Scan bodies) are nested {} levels deep; OpenVINO's compile "
+                 "time grows about 1.9x per level of nesting (16 levels: about a second, 18: about 5 s, 30: hours), so "
+                 "this compile may take very long",
+                 label, depth);
+}
+
 // An OpenVINO tensor's bytes, kept alive while a Parity tensor points into them.
 class OpenvinoStorage : public Storage {
  public:
@@ -225,8 +249,15 @@ void OpenvinoRunner::activate_impl() {
   OpenvinoBackendHandle handle = load_openvino_backend();
   backend_ = handle.backend;
   library_ = handle.info;
-  if (file) import_compiled_file(std::move(*file));
-  else if (options_.fused_outputs) compile_fusion_preserving();
+  if (file) {
+    import_compiled_file(std::move(*file));
+    return;
+  }
+  {
+    onnx::Model model = loader_();
+    warn_about_deep_nesting(model, model.path.empty() ? "<model>" : model.path.string());
+  }
+  if (options_.fused_outputs) compile_fusion_preserving();
   else compile(marked_outputs());
 }
 
@@ -259,10 +290,42 @@ void OpenvinoRunner::import_compiled_file(OpenvinoCompiledFile file) {
                      file.inference_precision, inference_precision_);
   source_model_hash_ = file.source_model_hash;
   unmarkable_.clear();
-  // The data loader's metadata: the header's (the compiled model's inputs when the file was written).
-  inputs_ = file.inputs;
+  // The data loader's metadata: the header's, which must be the compiled model's (a header edited
+  // in a format version 1 or 2 file, which had no header hash, is refused here).
+  inputs_ = compiled_inputs();
+  if (!std::equal(inputs_.begin(), inputs_.end(), file.inputs.begin(), file.inputs.end())) {
+    auto describe = [](const TensorMetadata& metadata) {
+      std::vector<std::string> parts;
+      for (const auto& [name, info] : metadata) parts.push_back(fmt::format("'{}' {}", name, info.to_string()));
+      if (parts.size() > 8) parts.resize(8), parts.push_back(fmt::format("... ({} in all)", metadata.size()));
+      return fmt::format("{}", fmt::join(parts, ", "));
+    };
+    raise<FileError>("{}: the header's inputs ({}) are not the compiled model's ({}): the header was edited or "
+                     "damaged; convert the ONNX model again",
+                     model_label_, describe(file.inputs), describe(inputs_));
+  }
   log::info("{}: OpenVINO {} imported {} for {} | inference precision: {}", name(), library_.version, model_label_,
             file.device, inference_precision_);
+}
+
+TensorMetadata OpenvinoRunner::compiled_inputs() const {
+  TensorMetadata inputs;
+  for (const auto& input : translated(model_label_, [&] { return compiled_->inputs(); })) {
+    std::vector<Dim> dims;
+    for (std::size_t d = 0; d < input.dims.size(); ++d) {
+      if (input.dims[d] >= 0) {
+        dims.push_back(Dim::fixed(input.dims[d]));
+        continue;
+      }
+      Dim dim = Dim::unknown();
+      const auto& bounds = input.bounds[d];
+      if (bounds.min > 0 || bounds.max >= 0) dim.min = bounds.min;
+      if (bounds.max >= 0) dim.max = bounds.max;
+      dims.push_back(dim);
+    }
+    inputs.add(input.name, dtype_from_onnx(input.element_type), dims);
+  }
+  return inputs;
 }
 
 OpenvinoCompiledFile OpenvinoRunner::compiled_file() const {
@@ -362,22 +425,7 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked, bool announce) {
     log::info("{}: {} of {} requested tensor(s) cannot be marked: OpenVINO's model no longer has them (folded "
               "constants, unused nodes)",
               name(), unmarkable_.size(), request.marked_outputs.size());
-  inputs_ = TensorMetadata();
-  for (const auto& input : translated(model_label_, [&] { return compiled_->inputs(); })) {
-    std::vector<Dim> dims;
-    for (std::size_t d = 0; d < input.dims.size(); ++d) {
-      if (input.dims[d] >= 0) {
-        dims.push_back(Dim::fixed(input.dims[d]));
-        continue;
-      }
-      Dim dim = Dim::unknown();
-      const auto& bounds = input.bounds[d];
-      if (bounds.min > 0 || bounds.max >= 0) dim.min = bounds.min;
-      if (bounds.max >= 0) dim.max = bounds.max;
-      dims.push_back(dim);
-    }
-    inputs_.add(input.name, dtype_from_onnx(input.element_type), dims);
-  }
+  inputs_ = compiled_inputs();
   marked_count_.reset();
   if (!request.marked_outputs.empty()) marked_count_ = request.marked_outputs.size() - unmarkable_.size();
   if (announce) log::info("{}: {}", name(), compiled_line());
