@@ -47,7 +47,7 @@ test-asan: build-asan
 	ctest --preset asan -j 2
 	ASAN_OPTIONS=fast_unwind_on_malloc=0 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0 \
-	PARITY_BIN=$(CURDIR)/build/asan/tools/parity/parity python -m pytest -q tests/cli/test_bad_input.py
+	PARITY_BIN=$(CURDIR)/build/asan/tools/parity/parity python -m pytest -q tests/cli/test_bad_input.py tests/cli/test_bad_input_crash.py
 
 # Checks against the peers (the onnxruntime and polygraphy Python packages) on the same inputs.
 test-peers: build
