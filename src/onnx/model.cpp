@@ -15,7 +15,7 @@
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
-#include "parity/onnx/data_propagation_check.h"
+#include "parity/onnx/slice_steps_check.h"
 #include "parity/onnx/tensor_proto.h"
 #include "inlined_save.h"
 #include "lazy_weights.h"

@@ -66,3 +66,25 @@ def test_slice_steps_at_int64_limits_skip_data_propagation(run_parity, tmp_path,
     assert_clean(result)
     warnings = [line for line in result.lines("[W]") if "without data propagation" in line]
     assert warnings and "node 'hostile_slice' (Slice)" in warnings[0] and str(step) in warnings[0], result.describe()
+
+
+OPENVINO_COMMANDS = {
+    "run --openvino": lambda model, out: ["run", model, "--openvino"],
+    "run --fallback": lambda model, out: ["run", model, "--openvino", "--fallback", "ref"],
+    "inspect model --openvino": lambda model, out: ["inspect", "model", model, "--openvino"],
+    "convert --openvino": lambda model, out: ["convert", model, "--openvino", "-o", out / "model.ovc"],
+}
+
+
+@pytest.mark.parametrize("step", [INT64_MIN, -2**32], ids=["int64_min", "minus_2_32"])
+@pytest.mark.parametrize("command", sorted(OPENVINO_COMMANDS))
+def test_slice_steps_openvino_divides_by_are_refused(run_parity, tmp_path, command, step):
+    """OpenVINO's CPU plugin, slicing the shape of a dynamic input with a step below -2^31, raised
+    SIGFPE at inference: the model is refused before OpenVINO sees it, naming the node."""
+    model = shape_slice_model(tmp_path / "slice.onnx", step, dynamic=True)
+    result = run_parity(*OPENVINO_COMMANDS[command](model, tmp_path), "--input-shapes", "x:[5,3,4]",
+                        timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    assert "node 'hostile_slice' (Slice)" in result.lines("[E]")[0] and str(step) in result.lines("[E]")[0], \
+        result.describe()

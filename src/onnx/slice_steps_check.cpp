@@ -1,10 +1,12 @@
-#include "parity/onnx/data_propagation_check.h"
-
-#include <fmt/format.h>
+#include "parity/onnx/slice_steps_check.h"
 
 #include <cstring>
 #include <unordered_map>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "parity/core/error.h"
 
 namespace parity::onnx {
 namespace {
@@ -65,26 +67,25 @@ std::string node_label(const NodeProto& node) {
   return fmt::format("node '{}' (Slice)", name);
 }
 
-std::optional<std::string> check_slice(const NodeProto& node, const Constants& constants) {
+std::optional<UnsafeSliceStep> check_slice(const NodeProto& node, const Constants& constants,
+                                           const SliceStepRange& range) {
   if (node.input_size() < 5 || node.input(4).empty()) return std::nullopt;
   const auto constant = constants.find(node.input(4));
   if (constant == constants.end()) {
-    return fmt::format("{}: steps '{}' are computed in the graph, so ONNX's data propagation would step with values "
-                       "that cannot be checked first",
-                       node_label(node), node.input(4));
+    if (range.computed_steps_allowed) return std::nullopt;
+    return UnsafeSliceStep{node_label(node), node.input(4), std::nullopt};
   }
   if (!constant->second) return std::nullopt;
   for (int64_t step : *constant->second) {
-    if (step > kLargestDataPropagationSliceStep || step < -kLargestDataPropagationSliceStep)
-      return fmt::format("{}: step {} would overflow the 32-bit index of ONNX's Slice data propagation (|step| above {})",
-                         node_label(node), step, kLargestDataPropagationSliceStep);
+    if (step < range.lowest || step > range.highest) return UnsafeSliceStep{node_label(node), node.input(4), step};
   }
   return std::nullopt;
 }
 
-std::optional<std::string> check_nodes(const google::protobuf::RepeatedPtrField<NodeProto>& nodes, Constants constants);
+std::optional<UnsafeSliceStep> check_nodes(const google::protobuf::RepeatedPtrField<NodeProto>& nodes,
+                                           Constants constants, const SliceStepRange& range);
 
-std::optional<std::string> check_graph(const GraphProto& graph, Constants constants) {
+std::optional<UnsafeSliceStep> check_graph(const GraphProto& graph, Constants constants, const SliceStepRange& range) {
   for (const auto& initializer : graph.initializer()) constants[initializer.name()] = integer_values(initializer);
   // A graph input shadows an outer constant of the same name: its value comes with the run.
   for (const auto& input : graph.input()) {
@@ -92,23 +93,24 @@ std::optional<std::string> check_graph(const GraphProto& graph, Constants consta
     for (const auto& initializer : graph.initializer()) initialized = initialized || initializer.name() == input.name();
     if (!initialized) constants.erase(input.name());
   }
-  return check_nodes(graph.node(), std::move(constants));
+  return check_nodes(graph.node(), std::move(constants), range);
 }
 
-std::optional<std::string> check_nodes(const google::protobuf::RepeatedPtrField<NodeProto>& nodes, Constants constants) {
+std::optional<UnsafeSliceStep> check_nodes(const google::protobuf::RepeatedPtrField<NodeProto>& nodes,
+                                           Constants constants, const SliceStepRange& range) {
   for (const auto& node : nodes) {
     if (node.op_type() == "Constant" && node.domain().empty()) add_constant_node(node, constants);
   }
   for (const auto& node : nodes) {
     if (node.op_type() == "Slice" && (node.domain().empty() || node.domain() == "ai.onnx")) {
-      if (auto problem = check_slice(node, constants)) return problem;
+      if (auto problem = check_slice(node, constants, range)) return problem;
     }
     for (const auto& attribute : node.attribute()) {
       if (attribute.has_g()) {
-        if (auto problem = check_graph(attribute.g(), constants)) return problem;
+        if (auto problem = check_graph(attribute.g(), constants, range)) return problem;
       }
       for (const auto& graph : attribute.graphs()) {
-        if (auto problem = check_graph(graph, constants)) return problem;
+        if (auto problem = check_graph(graph, constants, range)) return problem;
       }
     }
   }
@@ -117,12 +119,32 @@ std::optional<std::string> check_nodes(const google::protobuf::RepeatedPtrField<
 
 }  // namespace
 
-std::optional<std::string> slice_unsafe_for_data_propagation(const ::onnx::ModelProto& model) {
-  if (auto problem = check_graph(model.graph(), {})) return problem;
+std::optional<UnsafeSliceStep> first_unsafe_slice_step(const ::onnx::ModelProto& model, const SliceStepRange& range) {
+  if (auto problem = check_graph(model.graph(), {}, range)) return problem;
   for (const auto& function : model.functions()) {
-    if (auto problem = check_nodes(function.node(), {})) return problem;
+    if (auto problem = check_nodes(function.node(), {}, range)) return problem;
   }
   return std::nullopt;
+}
+
+std::optional<std::string> slice_unsafe_for_data_propagation(const ::onnx::ModelProto& model) {
+  auto problem = first_unsafe_slice_step(model, SliceStepRange{});
+  if (!problem) return std::nullopt;
+  if (!problem->step)
+    return fmt::format("{}: steps '{}' are computed in the graph, so ONNX's data propagation would step with values "
+                       "that cannot be checked first",
+                       problem->node, problem->steps);
+  return fmt::format("{}: step {} would overflow the 32-bit index of ONNX's Slice data propagation (|step| above {})",
+                     problem->node, *problem->step, kLargestSafeSliceStep);
+}
+
+void check_slice_steps_for_openvino(const ::onnx::ModelProto& model, const std::string& model_label) {
+  SliceStepRange range{-kLargestSafeSliceStep, INT64_MAX, /*computed_steps_allowed=*/true};
+  auto problem = first_unsafe_slice_step(model, range);
+  if (!problem) return;
+  raise<InvalidInputError>("{}: {}: step {} is below -{}, which OpenVINO's CPU plugin truncates and divides by when it "
+                           "slices a dynamic shape (SIGFPE); the model is not handed to OpenVINO",
+                           model_label, problem->node, *problem->step, kLargestSafeSliceStep);
 }
 
 }  // namespace parity::onnx
