@@ -7,6 +7,7 @@
 #include "parity/compare/run_results.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
+#include "parity/core/json_error.h"
 
 namespace parity::compare {
 
@@ -31,8 +32,8 @@ PolygraphyData load_polygraphy_data(const std::filesystem::path& path) {
   nlohmann::ordered_json document;
   try {
     document = nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
-    raise<InvalidInputError>("{}: not valid JSON: {}", what, error.what());
+  } catch (const nlohmann::json::exception& error) {  // also a number out of double's range (406)
+    raise<InvalidInputError>("{}: not valid JSON: {}", what, json_error_text(error));
   }
   text.clear();
   text.shrink_to_fit();

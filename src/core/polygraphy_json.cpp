@@ -13,6 +13,7 @@
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
+#include "parity/core/json_error.h"
 
 namespace parity {
 namespace {
@@ -148,8 +149,8 @@ std::vector<NamedTensors> load_inputs_json(const std::filesystem::path& path) {
     std::string text = read_file(path);
     try {
       document = nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::json::parse_error& error) {
-      raise<InvalidInputError>("{}: not valid JSON: {}", what, error.what());
+    } catch (const nlohmann::json::exception& error) {  // also a number out of double's range (406)
+      raise<InvalidInputError>("{}: not valid JSON: {}", what, json_error_text(error));
     }
   }
   if (!document.is_array())
