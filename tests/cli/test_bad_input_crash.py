@@ -88,3 +88,148 @@ def test_slice_steps_openvino_divides_by_are_refused(run_parity, tmp_path, comma
     assert result.returncode == 1, result.describe()
     assert "node 'hostile_slice' (Slice)" in result.lines("[E]")[0] and str(step) in result.lines("[E]")[0], \
         result.describe()
+
+
+# --- item 13: ONNX Runtime's telemetry litter ----------------------------------------------------
+def test_onnxrt_run_leaves_no_telemetry_files(parity_bin, tmp_path):
+    """ONNX Runtime 1.30's telemetry (the 1DS SDK) left an empty /tmp/mat-debug-<pid>.log per process
+    and a store under ~/.cache/Microsoft: a run with --onnxrt leaves neither (HOME points into
+    tmp_path so the store would land there)."""
+    import os
+    import subprocess
+
+    model = shape_slice_model(tmp_path / "slice.onnx", 1)
+    home = tmp_path / "home"
+    home.mkdir()
+    environment = {key: value for key, value in os.environ.items() if key != "ORT_DISABLE_TELEMETRY"}
+    environment["HOME"] = str(home)
+    before = {path for path in os.listdir("/tmp") if path.startswith("mat-debug-")}
+    process = subprocess.Popen([str(parity_bin), "run", str(model), "--onnxrt"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, env=environment, text=True)
+    output, _ = process.communicate(timeout=TIMEOUT_S)
+    assert process.returncode == 0, output[-4000:]
+    after = {path for path in os.listdir("/tmp") if path.startswith("mat-debug-")}
+    assert f"mat-debug-{process.pid}.log" not in after, sorted(after - before)
+    assert not (home / ".cache" / "Microsoft").exists(), list(home.rglob("*"))
+
+
+# --- item 12: silent acceptances ---------------------------------------------------------------------
+@pytest.mark.parametrize("shape, named", [("[99999999999999999999,1]", "99999999999999999999"), ("[1e9,1]", "1e9"),
+                                          ("[2.5,1]", "2.5"), ("[-5,1]", "-5")])
+def test_input_shapes_numbers_that_are_no_dimension_are_refused(run_parity, tmp_path, shape, named):
+    """A dimension past int64 or not an integer was taken for a dimension name (the input ran with
+    (1, 1)); a negative one other than -1 for a dynamic one."""
+    model = tmp_path / "relu.onnx"
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 1])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(model))
+    result = run_parity("run", model, "--ref", "--input-shapes", f"x:{shape}", timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1 and "--input-shapes" in result.lines("[E]")[0] and named in result.lines("[E]")[0], \
+        result.describe()
+
+
+def test_surgeon_extract_refuses_an_impossible_input_shape(run_parity, tmp_path):
+    model = shape_slice_model(tmp_path / "slice.onnx", 1)
+    result = run_parity("surgeon", "extract", model, "--inputs", "x:[1,-5,1e20]:float32", "--outputs", "z:auto",
+                        "-o", tmp_path / "cut.onnx", timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1 and "-5" in result.lines("[E]")[0], result.describe()
+    assert not (tmp_path / "cut.onnx").exists()
+
+
+def test_replay_exit_code_beyond_int_is_refused(run_parity, tmp_path):
+    """A replay step's exit_code of 4294967296 read as 0 (truncated to int)."""
+    import json
+
+    script = tmp_path / "fails.sh"
+    script.write_text("#!/bin/sh\nexit 2\n")
+    script.chmod(0o755)
+    first = run_parity("debug", "repeat", "--until", "1", "--save-debug-replay", "replay.json", "--check", script,
+                       cwd=tmp_path, timeout=TIMEOUT_S)
+    assert first.returncode == 0, first.describe()
+    replay = json.loads((tmp_path / "replay.json").read_text())
+    assert replay["steps"][0]["exit_code"] == 2, replay
+    replay["steps"][0]["exit_code"] = 2**32
+    (tmp_path / "replay.json").write_text(json.dumps(replay))
+    result = run_parity("debug", "repeat", "--until", "1", "--load-debug-replay", "replay.json", "--check", script,
+                        cwd=tmp_path, timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1 and "replay.json" in result.lines("[E]")[0] and "4294967296" in \
+        result.lines("[E]")[0], result.describe()
+
+
+def relu_model(elem_type=TensorProto.FLOAT, opset=17, ir_version=8):
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "relu",
+                              [helper.make_tensor_value_info("x", elem_type, [2])],
+                              [helper.make_tensor_value_info("y", elem_type, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = ir_version
+    return model
+
+
+def duplicate_input():
+    model = relu_model()
+    model.graph.input.append(model.graph.input[0])
+    return model
+
+
+def string_for_int_attribute():
+    graph = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], name="softmax")], "softmax",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    attribute = model.graph.node[0].attribute.add()
+    attribute.name, attribute.type, attribute.s = "axis", onnx.AttributeProto.STRING, b"zero"
+    return model
+
+
+SILENTLY_RUN_MODELS = {  # model, what the one [E] line must name
+    "duplicate_input": (duplicate_input, "'x' is declared more than once"),
+    "element_type_0": (lambda: relu_model(elem_type=0), "element type 0"),
+    "element_type_77": (lambda: relu_model(elem_type=77), "element type 77"),
+    "opset_999": (lambda: relu_model(opset=999), "opset 999"),
+    "ir_version_999": (lambda: relu_model(ir_version=999), "IR version 999"),
+    "string_for_int_attribute": (string_for_int_attribute, "node 'softmax' (Softmax): attribute 'axis' is STRING"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SILENTLY_RUN_MODELS))
+def test_ref_refuses_what_the_model_does_not_say(run_parity, tmp_path, case):
+    """The reference runner ran these as if they were something else (the duplicate input once, the
+    undefined types as float, the opset and IR version as today's, the string attribute as 0)."""
+    build, expected = SILENTLY_RUN_MODELS[case]
+    path = tmp_path / f"{case}.onnx"
+    path.write_bytes(build().SerializeToString())
+    result = run_parity("run", path, "--ref", timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    assert f"{case}.onnx" in result.lines("[E]")[0] and expected in result.lines("[E]")[0], result.describe()
+
+
+def test_log_file_on_a_full_device_fails_the_run(run_parity, tmp_path):
+    """--log-file where writes fail (/dev/full: "No space left on device", as on a full disk) cut the
+    log short and exited 0: the run now fails with one [E] naming the file."""
+    result = run_parity("run", shape_slice_model(tmp_path / "slice.onnx", 1), "--ref", "--log-file", "/dev/full",
+                        timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    assert "/dev/full" in result.lines("[E]")[0] and "No space left" in result.lines("[E]")[0], result.describe()
+
+
+# --- item 8: numbers and sizes the readers must bound ----------------------------------------------
+@pytest.mark.parametrize("flag", ["--load-inputs", "--load-outputs"])
+def test_json_number_beyond_double_names_the_file(run_parity, tmp_path, flag):
+    """A JSON number 1e999999 gave "[E] internal error: [json.exception.out_of_range.406] ...": now
+    the file is named and nlohmann's tag is gone."""
+    data = tmp_path / "data.json"
+    data.write_text('[{"x": 1e999999}]' if flag == "--load-inputs" else '{"polygraphy_class": "RunResults", '
+                    '"lst": [["r", [{"polygraphy_class": "IterationResult", "outputs": {"y": 1e999999}}]]]}')
+    result = run_parity("run", shape_slice_model(tmp_path / "slice.onnx", 1), "--ref", flag, data, timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    error = result.lines("[E]")[0]
+    assert "data.json" in error and "json.exception" not in error and "internal error" not in error, \
+        result.describe()
