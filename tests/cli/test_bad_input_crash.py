@@ -233,3 +233,62 @@ def test_json_number_beyond_double_names_the_file(run_parity, tmp_path, flag):
     error = result.lines("[E]")[0]
     assert "data.json" in error and "json.exception" not in error and "internal error" not in error, \
         result.describe()
+
+
+def relu_file(tmp_path):
+    model = tmp_path / "relu.onnx"
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "m"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "m"])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(model))
+    return model
+
+
+def test_npz_member_declaring_more_than_the_limit_is_refused_before_inflating(run_parity, tmp_path):
+    """A small npz whose member inflates to 64 MiB (zeros compress ~1000:1) against a 1 MiB limit from
+    PARITY_MAX_ALLOCATION: refused from the size the archive declares, naming the archive and member
+    (a 12 MB bomb inflated past 4 GB)."""
+    import os
+
+    import numpy as np
+
+    bomb = tmp_path / "bomb.npz"
+    np.savez_compressed(bomb, x=np.zeros((4096, 4096), np.float32))
+    assert bomb.stat().st_size < 1 << 20
+    result = run_parity("run", relu_file(tmp_path), "--ref", "--load-inputs", bomb, timeout=TIMEOUT_S,
+                        env=dict(os.environ, PARITY_MAX_ALLOCATION="1M"))
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    error = result.lines("[E]")[0]
+    assert "bomb.npz" in error and "allocation limit of 1048576 bytes" in error and "PARITY_MAX_ALLOCATION" in error, \
+        result.describe()
+
+
+@pytest.mark.parametrize("role", ["model", "input"])
+def test_endless_stream_is_read_up_to_the_limit(run_parity, tmp_path, role):
+    """/dev/zero as the model or --load-inputs was read until the machine ran out of memory: it is
+    read up to --max-allocation and refused naming it."""
+    arguments = (["/dev/zero", "--ref"] if role == "model"
+                 else [relu_file(tmp_path), "--ref", "--load-inputs", "/dev/zero"])
+    result = run_parity("run", *arguments, "--max-allocation", "4M", timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    error = result.lines("[E]")[0]
+    assert "/dev/zero" in error and "allocation limit of 4194304 bytes" in error, result.describe()
+
+
+def test_huge_input_shape_is_refused_naming_the_input(run_parity, tmp_path):
+    """--input-shapes x:[1000000000,1000000000] (4e18 bytes) said "out of memory allocating N bytes"
+    with nothing named: the input and its shape are named, before allocating."""
+    result = run_parity("run", relu_file(tmp_path), "--ref", "--input-shapes", "x:[1000000000,1000000000]",
+                        timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    error = result.lines("[E]")[0]
+    assert "Input tensor: x" in error and "allocation limit" in error, result.describe()
+
+
+def test_max_allocation_flag_is_checked(run_parity, tmp_path):
+    result = run_parity("run", relu_file(tmp_path), "--ref", "--max-allocation", "lots", timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1 and "--max-allocation" in result.lines("[E]")[0], result.describe()
