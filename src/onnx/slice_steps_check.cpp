@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -44,20 +45,31 @@ std::optional<std::vector<int64_t>> integer_values(const TensorProto& tensor) {
   return values;
 }
 
-// A constant's values where they can be read; an empty optional inside when the name is a
-// constant of another kind (float, external data): data propagation reads none of those.
-using Constants = std::unordered_map<std::string, std::optional<std::vector<int64_t>>>;
+// Where a constant's values are: an initializer, or the attribute of a Constant node that holds
+// them (nullptr for a Constant of another kind: a float, a string, a sparse tensor). Read only for
+// the steps of a Slice, so large integer weights are never copied.
+using Constant = std::variant<const TensorProto*, const AttributeProto*>;
+using Constants = std::unordered_map<std::string, Constant>;
+
+// The integer values of a constant; nullopt where data propagation could not read them either.
+std::optional<std::vector<int64_t>> constant_values(const Constant& constant) {
+  if (const auto* tensor = std::get_if<const TensorProto*>(&constant)) return integer_values(**tensor);
+  const AttributeProto* attribute = std::get<const AttributeProto*>(constant);
+  if (!attribute) return std::nullopt;
+  if (attribute->has_t()) return integer_values(attribute->t());
+  if (attribute->type() == AttributeProto::INT) return std::vector<int64_t>{attribute->i()};
+  return std::vector<int64_t>(attribute->ints().begin(), attribute->ints().end());
+}
 
 void add_constant_node(const NodeProto& node, Constants& constants) {
   if (node.output_size() != 1) return;
-  std::optional<std::vector<int64_t>> values;
+  const AttributeProto* values = nullptr;
   for (const auto& attribute : node.attribute()) {
-    if (attribute.name() == "value" && attribute.has_t()) values = integer_values(attribute.t());
-    else if (attribute.name() == "value_int") values = std::vector<int64_t>{attribute.i()};
-    else if (attribute.name() == "value_ints")
-      values = std::vector<int64_t>(attribute.ints().begin(), attribute.ints().end());
+    if ((attribute.name() == "value" && attribute.has_t()) || attribute.name() == "value_int" ||
+        attribute.name() == "value_ints")
+      values = &attribute;
   }
-  constants[node.output(0)] = std::move(values);
+  constants[node.output(0)] = values;
 }
 
 // The node's name, else its first output's (an unnamed node is known by what it writes).
@@ -75,8 +87,9 @@ std::optional<UnsafeSliceStep> check_slice(const NodeProto& node, const Constant
     if (range.computed_steps_allowed) return std::nullopt;
     return UnsafeSliceStep{node_label(node), node.input(4), std::nullopt};
   }
-  if (!constant->second) return std::nullopt;
-  for (int64_t step : *constant->second) {
+  const std::optional<std::vector<int64_t>> steps = constant_values(constant->second);
+  if (!steps) return std::nullopt;
+  for (int64_t step : *steps) {
     if (step < range.lowest || step > range.highest) return UnsafeSliceStep{node_label(node), node.input(4), step};
   }
   return std::nullopt;
@@ -86,13 +99,10 @@ std::optional<UnsafeSliceStep> check_nodes(const google::protobuf::RepeatedPtrFi
                                            Constants constants, const SliceStepRange& range);
 
 std::optional<UnsafeSliceStep> check_graph(const GraphProto& graph, Constants constants, const SliceStepRange& range) {
-  for (const auto& initializer : graph.initializer()) constants[initializer.name()] = integer_values(initializer);
-  // A graph input shadows an outer constant of the same name: its value comes with the run.
-  for (const auto& input : graph.input()) {
-    bool initialized = false;
-    for (const auto& initializer : graph.initializer()) initialized = initialized || initializer.name() == input.name();
-    if (!initialized) constants.erase(input.name());
-  }
+  // A graph input shadows an outer constant of the same name (its value comes with the run); an
+  // initializer of this graph is its default, a constant here.
+  for (const auto& input : graph.input()) constants.erase(input.name());
+  for (const auto& initializer : graph.initializer()) constants[initializer.name()] = &initializer;
   return check_nodes(graph.node(), std::move(constants), range);
 }
 
