@@ -5,6 +5,11 @@ The models are built here with onnx.helper: each needs one exact extreme value (
 Slice step, an out-of-range count) that no exporter produces.
 """
 
+import json
+import os
+import subprocess
+
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -95,9 +100,6 @@ def test_onnxrt_run_leaves_no_telemetry_files(parity_bin, tmp_path):
     """ONNX Runtime 1.30's telemetry (the 1DS SDK) left an empty /tmp/mat-debug-<pid>.log per process
     and a store under ~/.cache/Microsoft: a run with --onnxrt leaves neither (HOME points into
     tmp_path so the store would land there)."""
-    import os
-    import subprocess
-
     model = shape_slice_model(tmp_path / "slice.onnx", 1)
     home = tmp_path / "home"
     home.mkdir()
@@ -141,8 +143,6 @@ def test_surgeon_extract_refuses_an_impossible_input_shape(run_parity, tmp_path)
 
 def test_replay_exit_code_beyond_int_is_refused(run_parity, tmp_path):
     """A replay step's exit_code of 4294967296 read as 0 (truncated to int)."""
-    import json
-
     script = tmp_path / "fails.sh"
     script.write_text("#!/bin/sh\nexit 2\n")
     script.chmod(0o755)
@@ -248,10 +248,6 @@ def test_npz_member_declaring_more_than_the_limit_is_refused_before_inflating(ru
     """A small npz whose member inflates to 64 MiB (zeros compress ~1000:1) against a 1 MiB limit from
     PARITY_MAX_ALLOCATION: refused from the size the archive declares, naming the archive and member
     (a 12 MB bomb inflated past 4 GB)."""
-    import os
-
-    import numpy as np
-
     bomb = tmp_path / "bomb.npz"
     np.savez_compressed(bomb, x=np.zeros((4096, 4096), np.float32))
     assert bomb.stat().st_size < 1 << 20
