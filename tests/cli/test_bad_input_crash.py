@@ -288,3 +288,26 @@ def test_max_allocation_flag_is_checked(run_parity, tmp_path):
     result = run_parity("run", relu_file(tmp_path), "--ref", "--max-allocation", "lots", timeout=TIMEOUT_S)
     assert_clean(result)
     assert result.returncode == 1 and "--max-allocation" in result.lines("[E]")[0], result.describe()
+
+
+def test_compiled_file_header_dims_are_checked_naming_the_input(run_parity, tmp_path):
+    """A .ovc header whose input line claims [1000000000,1000000000] made the data loader fail with
+    "out of memory allocating N bytes": the input is named, before allocating."""
+    model = tmp_path / "relu.onnx"
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(model))
+    compiled = tmp_path / "relu.ovc"
+    converted = run_parity("convert", model, "--openvino", "-o", compiled, timeout=TIMEOUT_S)
+    assert converted.returncode == 0, converted.describe()
+    data = compiled.read_bytes()
+    assert b"\ninput 1 2,3 x\n" in data, data[:400]
+    compiled.write_bytes(data.replace(b"\ninput 1 2,3 x\n", b"\ninput 1 1000000000,1000000000 x\n", 1))
+    result = run_parity("run", compiled, "--openvino", timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    error = result.lines("[E]")[0]
+    # Either the allocation check names the input, or (once the header is hashed) the file is
+    # refused for a header that does not match its compiled model.
+    assert ("Input tensor: x" in error and "allocation limit" in error) or "relu.ovc" in error, result.describe()
