@@ -8,6 +8,7 @@
 #include "parity/core/error.h"
 #include "parity/core/json_depth.h"
 #include "parity/core/file_io.h"
+#include "parity/core/json_error.h"
 
 namespace parity::compare {
 
@@ -33,8 +34,8 @@ PolygraphyData load_polygraphy_data(const std::filesystem::path& path) {
   nlohmann::ordered_json document;
   try {
     document = nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
-    raise<InvalidInputError>("{}: not valid JSON: {}", what, error.what());
+  } catch (const nlohmann::json::exception& error) {  // also a number out of double's range (406)
+    raise<InvalidInputError>("{}: not valid JSON: {}", what, json_error_text(error));
   }
   text.clear();
   text.shrink_to_fit();

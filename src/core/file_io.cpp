@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -13,6 +14,9 @@
 #include <cstring>
 #include <random>
 
+#include <fmt/format.h>
+
+#include "parity/core/allocation_limit.h"
 #include "parity/core/error.h"
 #include "parity/core/tensor.h"
 
@@ -28,11 +32,29 @@ std::string read_file(const fs::path& path) {
   if (fd < 0) raise<FileError>("'{}': cannot open: {}", path.string(), std::strerror(errno));
   struct stat st {};
   ::fstat(fd, &st);
+  // A regular file's size is checked before it is read; anything else (a pipe, /dev/zero) is read
+  // while it gives data, up to the allocation limit.
+  const bool regular = S_ISREG(st.st_mode);
+  const std::string what = regular ? fmt::format("'{}'", path.string())
+                                   : fmt::format("'{}' (not a regular file, read until it ends)", path.string());
+  auto check = [&](uint64_t bytes) {
+    try {
+      check_allocation(bytes, what);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+  };
+  if (regular) check(static_cast<uint64_t>(st.st_size));
   std::string bytes;
   bytes.resize(static_cast<std::size_t>(st.st_size));
   std::size_t done = 0;
   while (true) {
-    if (done == bytes.size()) bytes.resize(bytes.size() + 65536);  // grows for files stat cannot size
+    if (done == bytes.size()) {  // grows (doubling, up to the limit) for files stat cannot size
+      const uint64_t limit = allocation_limit();
+      if (bytes.size() >= limit) check(static_cast<uint64_t>(bytes.size()) + 1);
+      bytes.resize(static_cast<std::size_t>(std::min<uint64_t>(limit, std::max<uint64_t>(65536, bytes.size() * 2))));
+    }
     ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -9,9 +12,15 @@
 #include <string>
 
 #include "parity/core/error.h"
+#include "parity/core/log_file_status.h"
 
 namespace parity {
 namespace {
+
+// The log file's path and, once a write to it failed, why (both written under the Logger's mutex;
+// the failure is read after the command, when no thread logs any more).
+std::string log_file_path;
+std::optional<std::string> log_file_error;
 
 struct SeverityStyle {
   Severity severity;
@@ -93,6 +102,8 @@ void Logger::set_log_file(const std::filesystem::path& path) {
   if (!f) raise<FileError>("cannot open log file '{}' for writing", path.string());
   std::lock_guard<std::mutex> lock(mutex_);
   file_.reset(f);
+  log_file_path = path.string();
+  log_file_error.reset();
 }
 
 void Logger::set_path_severities(const std::vector<PathSeverity>& rules) {
@@ -173,9 +184,16 @@ void Logger::write(Severity severity, std::string_view message, std::source_loca
       sink_->write(severity, plain);
   }
   if (file_) {
-    std::fwrite(plain.data(), 1, plain.size(), file_.get());
-    std::fflush(file_.get());
+    errno = 0;
+    const bool written = std::fwrite(plain.data(), 1, plain.size(), file_.get()) == plain.size() &&
+                         std::fflush(file_.get()) == 0;
+    if (!written) {
+      log_file_error = fmt::format("'{}': {}", log_file_path, std::strerror(errno != 0 ? errno : EIO));
+      file_.reset();
+    }
   }
 }
+
+std::optional<std::string> log_file_failure() { return log_file_error; }
 
 }  // namespace parity

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "array_io_detail.h"
+#include "parity/core/allocation_limit.h"
 #include "parity/core/array_io.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
@@ -38,6 +39,7 @@ struct FileCloser {
 // Reads one member completely. The buffer grows as data actually arrive, so a member that merely
 // claims a huge size cannot make us allocate it up front.
 std::string read_member(zip_t* archive, zip_uint64_t index, zip_uint64_t size, const std::string& what) {
+  check_allocation(size, what);  // the size the archive declares, before inflating any of it
   std::unique_ptr<zip_file_t, FileCloser> file(zip_fopen_index(archive, index, 0));
   if (!file) raise<InvalidInputError>("{}: cannot open it: {}", what, zip_strerror(archive));
   constexpr zip_uint64_t kFirstChunk = zip_uint64_t{1} << 24;

@@ -14,6 +14,7 @@
 #include "parity/core/error.h"
 #include "parity/core/json_depth.h"
 #include "parity/core/file_io.h"
+#include "parity/core/json_error.h"
 
 namespace parity {
 namespace {
@@ -150,8 +151,8 @@ std::vector<NamedTensors> load_inputs_json(const std::filesystem::path& path) {
     check_json_depth(text, what);
     try {
       document = nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::json::parse_error& error) {
-      raise<InvalidInputError>("{}: not valid JSON: {}", what, error.what());
+    } catch (const nlohmann::json::exception& error) {  // also a number out of double's range (406)
+      raise<InvalidInputError>("{}: not valid JSON: {}", what, json_error_text(error));
     }
   }
   if (!document.is_array())

@@ -1,6 +1,7 @@
 #include "parity/debug/repeat.h"
 
 #include <charconv>
+#include <climits>
 
 #include <fmt/format.h>
 
@@ -50,7 +51,15 @@ RecordedIteration RecordedIteration::from_step(const nlohmann::json& step, const
   if (!step.contains("exit_code") || !step["exit_code"].is_number_integer())
     raise<FileError>("{}: the replay's step '{}' has no integer 'exit_code'", replay.string(),
                      step.value("key", std::string()));
-  return {step.at("failed").get<bool>(), step["exit_code"].get<int>()};
+  // An exit status is 0-255, or 128 + a signal number (recorded so): anything outside int is no status.
+  const auto& exit_code = step["exit_code"];
+  const bool fits = exit_code.is_number_unsigned()
+                        ? exit_code.get<uint64_t>() <= static_cast<uint64_t>(INT_MAX)
+                        : exit_code.get<int64_t>() >= INT_MIN && exit_code.get<int64_t>() <= INT_MAX;
+  if (!fits)
+    raise<FileError>("{}: the replay's step '{}' has exit_code {}, which is no exit status", replay.string(),
+                     step.value("key", std::string()), exit_code.dump());
+  return {step.at("failed").get<bool>(), exit_code.get<int>()};
 }
 
 }  // namespace parity::debug

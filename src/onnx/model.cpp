@@ -15,6 +15,7 @@
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
+#include "parity/onnx/slice_steps_check.h"
 #include "parity/onnx/tensor_proto.h"
 #include "inlined_save.h"
 #include "lazy_weights.h"
@@ -374,7 +375,11 @@ void check_model(const Model& model, bool full_check) {
 ShapeInferenceResult infer_shapes(ModelProto& model) {
   ShapeInferenceResult result;
   try {
-    ::onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/true};
+    const std::optional<std::string> unsafe_slice = slice_unsafe_for_data_propagation(model);
+    if (unsafe_slice)
+      log::warning("Shape inference runs without data propagation: {}", *unsafe_slice);
+    ::onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/0,
+                                          /*enable_data_propagation=*/!unsafe_slice.has_value()};
     ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception& error) {
     result.ok = false;

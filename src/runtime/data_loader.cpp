@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "parity/core/allocation_limit.h"
 #include "parity/core/error.h"
 #include "parity/core/half.h"
 #include "parity/core/logger.h"
@@ -501,6 +502,9 @@ NamedTensors DataLoader::generate(const TensorMetadata& metadata, int iteration)
     const DType out_dtype = dtype == DType::kUndefined
                                 ? (shape_tensor ? DType::kInt64 : (use_torch ? DType::kFloat32 : DType::kFloat64))
                                 : dtype;
+    if (!shape_tensor)
+      check_tensor_allocation(out_dtype, checked_element_count(shape),
+                              fmt::format("Input tensor: {} [shape={}]", name, int_list(shape)));
     Tensor tensor = Tensor::zeros(out_dtype, shape_tensor ? Shape{static_cast<int64_t>(shape.size())}
                                                           : shape);
 

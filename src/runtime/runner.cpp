@@ -48,6 +48,7 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 Runner::Runner(std::string_view prefix) : name_(runner_name(prefix)) {}
 
 void Runner::activate() {
+  std::lock_guard lock(lifecycle_);
   if (active_) {
     log::warning("{} | Runner is already active; ignoring activate()", name_);
     return;
@@ -57,18 +58,21 @@ void Runner::activate() {
 }
 
 void Runner::deactivate() {
+  std::lock_guard lock(lifecycle_);
   if (!active_) return;
   active_ = false;
   deactivate_impl();
 }
 
 TensorMetadata Runner::input_metadata() {
-  if (!active_) raise<InternalError>("{}: input_metadata() needs an active runner; call activate() first", name_);
+  std::lock_guard lock(lifecycle_);
+  if (!active_) raise<InvalidInputError>("{}: input_metadata() needs an active runner; call activate() first", name_);
   return input_metadata_impl();
 }
 
 NamedTensors Runner::infer(const NamedTensors& feed) {
-  if (!active_) raise<InternalError>("{}: infer() needs an active runner; call activate() first", name_);
+  std::lock_guard lock(lifecycle_);
+  if (!active_) raise<InvalidInputError>("{}: infer() needs an active runner; call activate() first", name_);
   validate_feed(input_metadata_impl(), feed, name_);
   auto start = std::chrono::steady_clock::now();
   NamedTensors outputs = with_context(name_, [&] { return infer_impl(feed); });

@@ -15,7 +15,7 @@ from parity.backend.onnx import ModifyOutputs, OnnxFromPath
 from parity.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from parity.backend.ref import RefRunner
 from parity.comparator import Comparator, DataLoader
-from parity.exception import InternalError, InvalidInputError, ParityException, UnsupportedError
+from parity.exception import InvalidInputError, ParityException, UnsupportedError
 from parity.logger import G_LOGGER
 
 
@@ -215,11 +215,11 @@ def test_non_contiguous_input_is_copied(active_runner):
 
 def test_infer_before_activate_and_after_deactivate(models):
     for runner in (RefRunner(models["mixed"]), OnnxrtRunner(SessionFromOnnx(models["mixed"]))):
-        with pytest.raises(InternalError, match="call activate\\(\\) first"):
+        with pytest.raises(InvalidInputError, match="call activate\\(\\) first"):
             runner.infer({"x": GOOD_X, "n": GOOD_N})
         runner.activate()
         runner.deactivate()
-        with pytest.raises(InternalError, match="needs an active runner"):
+        with pytest.raises(InvalidInputError, match="needs an active runner"):
             runner.infer({"x": GOOD_X, "n": GOOD_N})
 
 

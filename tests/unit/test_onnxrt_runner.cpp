@@ -28,8 +28,8 @@ using namespace onnxrt_testing;
 TEST(OnnxrtRunner, Lifecycle) {
   OnnxrtRunner runner(chain_model().loader(), {});
   EXPECT_EQ(runner.name().rfind("onnxrt-runner-N", 0), 0u) << runner.name();
-  EXPECT_THROW(runner.infer({}), InternalError);
-  EXPECT_THROW(runner.input_metadata(), InternalError);
+  EXPECT_THROW(runner.infer({}), InvalidInputError);
+  EXPECT_THROW(runner.input_metadata(), InvalidInputError);
   for (int round = 0; round < 2; ++round) {
     ActiveRunner active(runner);
     EXPECT_TRUE(runner.is_active());

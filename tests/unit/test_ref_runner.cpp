@@ -77,7 +77,7 @@ TEST(RefRunner, ConstructionIsCheapAndActivationLoads) {
   EXPECT_FALSE(runner.is_active());
   EXPECT_TRUE(std::regex_match(runner.name(), std::regex(R"(ref-runner-N\d+-\d\d/\d\d/\d\d-\d\d:\d\d:\d\d)")))
       << runner.name();
-  EXPECT_THROW(runner.infer({}), InternalError);
+  EXPECT_THROW(runner.infer({}), InvalidInputError);
   {
     ActiveRunner active(runner);
     EXPECT_EQ(loads, 1);

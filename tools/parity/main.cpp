@@ -9,6 +9,7 @@
 #include "command.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
+#include "parity/core/log_file_status.h"
 #include "parity/core/logger.h"
 
 namespace parity::cli {
@@ -104,8 +105,9 @@ int run_main(int argc, char** argv) {
 }  // namespace
 }  // namespace parity::cli
 
-int main(int argc, char** argv) {
-  parity::remove_temp_files_on_signals();
+namespace {
+
+int run_reporting_errors(int argc, char** argv) {
   try {
     return parity::cli::run_main(argc, argv);
   } catch (const parity::Error& e) {
@@ -123,4 +125,16 @@ int main(int argc, char** argv) {
     parity::log::error("internal error: an exception that is not a std::exception");
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  parity::remove_temp_files_on_signals();
+  const int status = run_reporting_errors(argc, argv);
+  if (auto failure = parity::log_file_failure()) {
+    parity::log::error("cannot write the log file {}; the log is incomplete", *failure);
+    return status == 0 ? 1 : status;
+  }
+  return status;
 }

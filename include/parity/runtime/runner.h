@@ -3,8 +3,10 @@
 // activation RAII-style. Feeds are validated against input_metadata() before every inference.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +56,10 @@ class Runner {
   // and results carry it.
   void set_name(std::string name) { name_ = std::move(name); }
 
+  // Threads: activate(), deactivate(), input_metadata() and infer() of one runner hold one lock for
+  // their whole call, the same for every backend: a second infer() waits for the first, and a
+  // deactivate() racing an infer() waits for it to end; an infer() after it raises the
+  // inactive-runner error. Different runners run at the same time.
   void activate();
   void deactivate();
   bool is_active() const { return active_; }
@@ -102,7 +108,9 @@ class Runner {
 
  private:
   std::string name_;
-  bool active_ = false;
+  // Recursive: a backend's infer_impl may ask the runner for its input metadata.
+  std::recursive_mutex lifecycle_;
+  std::atomic<bool> active_ = false;
   double last_inference_time_ = 0;
 };
 

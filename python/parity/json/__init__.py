@@ -78,8 +78,13 @@ def save_json(obj, dest, description=None):
     if hasattr(dest, "write"):
         dest.write(text)
         return
-    with open(os.fspath(dest), "w") as f:
-        f.write(text)
+    try:
+        with open(os.fspath(dest), "w") as f:
+            f.write(text)
+    except OSError as error:
+        from parity.exception import FileError
+
+        raise FileError(f"{os.fspath(dest)}: cannot write {description or 'JSON'}: {error.strerror}") from None
     if description:
         from parity.logger import G_LOGGER
 
@@ -90,5 +95,11 @@ def load_json(src, description=None):
     """Reads Polygraphy's JSON (e.g. --save-inputs files: a list of {name: array})."""
     if hasattr(src, "read"):
         return from_json(src.read())
-    with open(os.fspath(src)) as f:
-        return from_json(f.read())
+    try:
+        with open(os.fspath(src)) as f:
+            text = f.read()
+    except OSError as error:
+        from parity.exception import FileError
+
+        raise FileError(f"{os.fspath(src)}: cannot read {description or 'JSON'}: {error.strerror}") from None
+    return from_json(text)

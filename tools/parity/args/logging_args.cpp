@@ -1,5 +1,6 @@
 #include "args/logging_args.h"
 
+#include "parity/core/allocation_limit.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 
@@ -19,6 +20,11 @@ void LoggingArgs::add_to(CLI::App& app) {
   app.add_option("--log-format", log_format_, "Log format: any of timestamp, line-info, no-colors")
       ->check(CLI::IsMember({"timestamp", "line-info", "no-colors"}))
       ->group(group);
+  app.add_option("--max-allocation", max_allocation_,
+                 "The most bytes one buffer made from what is read may take (a generated input, a file, an npz "
+                 "member, a stream such as /dev/zero), checked before allocating; bytes with an optional K, M, G "
+                 "or T suffix. Default: PARITY_MAX_ALLOCATION, else the machine's physical memory")
+      ->group("Resources");
 }
 
 void LoggingArgs::apply() const {
@@ -56,6 +62,7 @@ void LoggingArgs::apply() const {
   }
   logger.set_format(format);
   if (!log_file_.empty()) logger.set_log_file(log_file_);
+  if (!max_allocation_.empty()) set_allocation_limit(parse_allocation_size(max_allocation_, "--max-allocation"));
 }
 
 void LoggingArgs::merge_from(const LoggingArgs& group) {
@@ -65,6 +72,7 @@ void LoggingArgs::merge_from(const LoggingArgs& group) {
   silent_ = silent_ || group.silent_;
   if (log_file_.empty()) log_file_ = group.log_file_;
   log_format_.insert(log_format_.begin(), group.log_format_.begin(), group.log_format_.end());
+  if (max_allocation_.empty()) max_allocation_ = group.max_allocation_;
 }
 
 }  // namespace parity::cli

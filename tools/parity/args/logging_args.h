@@ -1,5 +1,6 @@
 // Logging options shared by every command: -v/-q (repeatable), --verbosity LEVEL [path:LEVEL...], --silent,
-// --log-file, --log-format (Polygraphy's names and meanings).
+// --log-file, --log-format (Polygraphy's names and meanings); and --max-allocation, the limit on one
+// buffer made from what the command reads (parity/core/allocation_limit.h).
 #pragma once
 
 #include <string>
@@ -26,6 +27,7 @@ class LoggingArgs {
   bool silent_ = false;
   std::string log_file_;
   std::vector<std::string> log_format_;
+  std::string max_allocation_;
 };
 
 }  // namespace parity::cli

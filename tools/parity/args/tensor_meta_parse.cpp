@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
 #include "parity/core/error.h"
@@ -42,9 +43,18 @@ std::vector<Dim> parse_shape_text(const std::string& raw, const std::string& opt
       errno = 0;
       char* end = nullptr;
       long long v = std::strtoll(item.c_str(), &end, 10);
+      const bool numeric = std::isdigit(static_cast<unsigned char>(item.front())) || item.front() == '-' ||
+                           item.front() == '+' || item.front() == '.';
       if (end && *end == '\0' && errno == 0) {
+        if (v < -1)
+          raise<InvalidInputError>("{}: negative dimension {} in shape '{}' (-1, ? or None is a dynamic one)", option,
+                                   item, raw);
         if (v < 0) dims.push_back(Dim::unknown());
         else dims.push_back(Dim::fixed(v));
+      } else if (numeric) {
+        // A number that is not an int64 ("1e9", "2.5", "99999999999999999999") is no dimension name.
+        raise<InvalidInputError>("{}: dimension '{}' in shape '{}' is not an integer from -1 to {}", option, item,
+                                 raw, INT64_MAX);
       } else if (item == "?" || item == "None") {
         dims.push_back(Dim::unknown());
       } else {

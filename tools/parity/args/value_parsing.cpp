@@ -1,8 +1,12 @@
 #include "args/value_parsing.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <exception>
 
 #include "parity/core/error.h"
@@ -72,12 +76,20 @@ std::vector<int64_t> parse_dims(std::string_view text, const std::string& what) 
     item.erase(0, item.find_first_not_of(" '\""));
     item.erase(item.find_last_not_of(" '\"") + 1);
     if (item.empty()) raise<InvalidInputError>("{}: empty dimension in '{}'", what, text);
-    try {
-      std::size_t used = 0;
-      long long v = std::stoll(item, &used);
-      dims.push_back(used == item.size() ? v : -1);
-    } catch (const std::exception&) {
-      dims.push_back(-1);  // a symbolic dim
+    // A name ("batch", "?") is a symbolic dim; a number must be an int64 from -1 up: "1e9", "2.5",
+    // "99999999999999999999" or "-5" are no dimension.
+    const bool numeric = std::isdigit(static_cast<unsigned char>(item.front())) || item.front() == '-' ||
+                         item.front() == '+' || item.front() == '.';
+    if (!numeric) {
+      dims.push_back(-1);
+    } else {
+      errno = 0;
+      char* end = nullptr;
+      const long long v = std::strtoll(item.c_str(), &end, 10);
+      if (errno != 0 || *end != '\0' || v < -1)
+        raise<InvalidInputError>("{}: dimension '{}' in '{}' is not an integer from -1 (dynamic) to {}", what, item,
+                                 text, INT64_MAX);
+      dims.push_back(v);
     }
     if (comma == std::string_view::npos) break;
     start = comma + 1;

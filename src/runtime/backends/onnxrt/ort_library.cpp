@@ -24,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kLibraryEnvironmentVariable = "PARITY_ORT_LIBRARY";
+constexpr const char* kDisableTelemetryVariable = "ORT_DISABLE_TELEMETRY";
 
 // One place that was tried and why it did not work out.
 struct Attempt {
@@ -259,6 +260,10 @@ LibraryPtr Library::load(const std::string& explicit_path) {
     library->version_ = version;
     library->found_by_ = how;
     library->path_ = real_path;
+    // ONNX Runtime's telemetry (the 1DS SDK, started with the environment unless ORT_DISABLE_TELEMETRY=1) leaves an
+    // empty /tmp/mat-debug-<pid>.log behind every process and keeps a store under ~/.cache/Microsoft. Off unless the
+    // user set the variable.
+    ::setenv(kDisableTelemetryVariable, "1", /*overwrite=*/0);
     library->check(api->CreateEnvWithCustomLogger(forward_log, nullptr, ort_log_level(), "parity",
                                                   &library->env_),
                    "creating its environment");

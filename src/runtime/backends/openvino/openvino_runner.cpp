@@ -20,6 +20,7 @@
 #include "parity/core/logger.h"
 #include "parity/core/thread_pool.h"
 #include "parity/onnx/model.h"
+#include "parity/onnx/slice_steps_check.h"
 #include "parity/runtime/openvino/openvino_engine_report.h"
 #include "parity/runtime/openvino/openvino_runner.h"
 
@@ -376,6 +377,7 @@ std::vector<openvino::ExecutedLayer> OpenvinoRunner::executed_layers() const {
 void OpenvinoRunner::compile(const IntermediateOutputs& marked, bool announce) {
   onnx::Model model = loader_();
   model_label_ = model.path.empty() ? "<model>" : model.path.string();
+  onnx::check_slice_steps_for_openvino(*model.proto, model_label_);
   openvino::CompileRequest request;
   request.model_bytes = fused_model_bytes_.empty() ? onnx::serialize_model(*model.proto) : fused_model_bytes_;
   request.keep_conversion = !fused_model_bytes_.empty();

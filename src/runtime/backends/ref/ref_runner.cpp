@@ -1,6 +1,7 @@
 #include "parity/runtime/ref/ref_runner.h"
 
 #include "parity/runtime/ref/interpreter.h"
+#include "ref_model_check.h"
 
 namespace parity::runtime {
 
@@ -10,7 +11,9 @@ RefRunner::RefRunner(ModelLoader loader, RefOptions options)
 RefRunner::~RefRunner() = default;
 
 void RefRunner::activate_impl() {
-  interpreter_ = std::make_unique<Interpreter>(loader_(), InterpreterOptions{options_.fp64, options_.limits});
+  onnx::Model model = loader_();
+  check_model_for_reference(model);
+  interpreter_ = std::make_unique<Interpreter>(std::move(model), InterpreterOptions{options_.fp64, options_.limits});
 }
 
 void RefRunner::deactivate_impl() { interpreter_.reset(); }
