@@ -50,7 +50,7 @@ test-asan: build-asan
 	ctest --preset asan -j 2
 	ASAN_OPTIONS=fast_unwind_on_malloc=0 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0 \
-	PARITY_BIN=$(CURDIR)/build/asan/tools/parity/parity python -m pytest -q tests/cli/test_bad_input*.py
+	PARITY_BIN=$(CURDIR)/build/asan/tools/parity/parity python -m pytest -q -rs tests/cli/test_bad_input*.py
 	ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=abort_on_error=1 build/asan/tests/fuzz/parity_fuzz --seconds $(FUZZ_SECONDS) --case-timeout 30 \
 	  --known tests/fuzz/known_findings.txt --findings build/asan/fuzz-findings
 

@@ -412,8 +412,15 @@ def test_signal_during_save_removes_the_temp_file(parity_bin, tmp_path, signal_n
     model = big_output_model(tmp_path / "big.onnx", 64 * 1024 * 1024)  # 256 MB of float32, ~350 MB of JSON
     out_dir = tmp_path / "out"
     out_dir.mkdir()
+    def default_dispositions():
+        # A shell that starts the tests in the background leaves SIGINT ignored, and an ignored
+        # signal stays ignored in the child (Parity then rightly keeps saving): start from the default.
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(number, signal.SIG_DFL)
+
     process = subprocess.Popen([str(parity_bin), "run", model, "--ref", "--save-outputs", out_dir / "outputs.json"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               preexec_fn=default_dispositions)
     try:
         seen = None
         while process.poll() is None and not seen:
