@@ -110,8 +110,11 @@ def test_ctrl_c_interrupts_a_long_reference_inference(tmp_path):
     short = onnx.load_from_string(endless_loop_model())
     short.graph.initializer[0].CopyFrom(onnx.numpy_helper.from_array(np.array(3, np.int64), "trips"))
     onnx.save(short, str(tmp_path / "short.onnx"))
+    # Python raises KeyboardInterrupt only where SIGINT was not ignored when it started, and a shell that
+    # runs the tests in the background ignores it: the child starts from the default disposition.
     process = subprocess.Popen([sys.executable, "-c", INTERRUPTED_INFER, str(endless), str(tmp_path / "short.onnx")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert process.stdout.readline().strip() == "inferring"
         time.sleep(1)  # well inside the inference (a KeyboardInterrupt before it is caught alike)
