@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
@@ -67,16 +68,18 @@ bool is_discontinuous(const ::onnx::NodeProto& node, int output_index) {
   return false;
 }
 
-struct NodeInfo {
-  int index = 0;  // in the graph
-  std::vector<std::size_t> tensors;  // indices into the result's tensors, one per compared output
-  std::vector<std::string> fed;      // reads fed from the reference's values (unique)
+// What runs alone: one node, or the ONNX nodes of the fused engine layer that wrote a compared
+// tensor (Runner::engine_layer_nodes), with its internal edges kept.
+struct Unit {
+  std::vector<int> nodes;            // graph indices, in graph order
+  std::vector<std::size_t> tensors;  // indices into the result's tensors
+  std::vector<std::string> fed;      // reads from outside the unit fed the reference's values (unique)
   uint64_t bytes = 0;                // fed inputs and compared outputs
 };
 
 class Attributor {
  public:
-  Attributor(const onnx::Model& model, const RunnerFactory& under_test, const LayerwiseResult& totals,
+  Attributor(const onnx::Model& model, const runtime::Runner& under_test, const LayerwiseResult& totals,
              const AttributionOptions& options)
       : model_(model), graph_(model->graph()), under_test_(under_test), totals_(totals), options_(options),
         spill_(options.spill_directory, options.memory_budget) {
@@ -94,17 +97,17 @@ class Attributor {
     for (const auto& [name, tensor] : feed) feed_[name] = tensor;
     run_reference(reference, feed);
     collect();
-    std::vector<NodeInfo*> batch;
+    std::vector<Unit*> batch;
     uint64_t batch_bytes = 0;
     const uint64_t limit = std::max<uint64_t>(options_.memory_budget / 4, 16ull << 20);
-    for (auto& node : nodes_) {
-      if (!batch.empty() && batch_bytes + node.bytes > limit) {
+    for (auto& unit : units_) {
+      if (!batch.empty() && batch_bytes + unit.bytes > limit) {
         run_batch(batch);
         batch.clear();
         batch_bytes = 0;
       }
-      batch.push_back(&node);
-      batch_bytes += node.bytes;
+      batch.push_back(&unit);
+      batch_bytes += unit.bytes;
     }
     if (!batch.empty()) run_batch(batch);
     return std::move(result_);
@@ -131,7 +134,7 @@ class Attributor {
     reference.set_intermediate_outputs(runtime::IntermediateOutputs::none());
   }
 
-  // The compared tensors by node, with their totals and inherited errors, and what each node is fed.
+  // The compared tensors by unit, with their totals and inherited errors, and what each unit is fed.
   void collect() {
     std::unordered_map<std::string, const LayerwiseEntry*> entries;
     for (const auto& entry : totals_.entries)
@@ -142,93 +145,149 @@ class Attributor {
                                    entry.tensor, entry.comparison.kind);
         entries[entry.tensor] = &entry;
       }
+    std::unordered_map<std::string, int> producer, by_name;
+    for (int i = 0; i < graph_.node_size(); ++i) {
+      for (const auto& output : graph_.node(i).output())
+        if (!output.empty()) producer[output] = i;
+      if (!graph_.node(i).name().empty()) by_name[graph_.node(i).name()] = i;
+    }
+    std::map<std::vector<int>, std::size_t> unit_of;  // node set -> index in units_
     for (int i = 0; i < graph_.node_size(); ++i) {
       const ::onnx::NodeProto& node = graph_.node(i);
       if (node.op_type() == "Constant") continue;
-      NodeInfo info;
-      info.index = i;
-      double inherited_abs = 0, inherited_rel = 0;
-      std::set<std::string> seen;
-      std::string missing;
-      for (const auto& read : onnx::node_reads(node)) {
-        if (!seen.insert(read).second || initializers_.count(read) || constants_.count(read)) continue;
-        if (auto entry = entries.find(read); entry != entries.end()) {
-          inherited_abs = worse(inherited_abs, entry->second->comparison.simple->required_atol);
-          inherited_rel = worse(inherited_rel, entry->second->comparison.simple->required_rtol);
-        }
-        info.fed.push_back(read);
-        if (auto it = feed_.find(read); it != feed_.end()) info.bytes += it->second.byte_size();
-        else if (const auto* record = spill_.find(0, read)) info.bytes += record->bytes;
-        else if (missing.empty()) missing = read;
-      }
       for (int o = 0; o < node.output_size(); ++o) {
         auto entry = entries.find(node.output(o));
         if (node.output(o).empty() || entry == entries.end()) continue;
-        const LayerwiseEntry& total = *entry->second;
-        TensorAttribution tensor;
-        tensor.order = total.order;
-        tensor.tensor = total.tensor;
-        tensor.node = node.name();
-        tensor.op = node.op_type();
-        tensor.total_abs = total.comparison.simple->required_atol;
-        tensor.total_rel = total.comparison.simple->required_rtol;
-        tensor.total_failed = !total.comparison.passed;
+        std::vector<int> nodes = layer_nodes(node.output(o), i, by_name);
+        auto [it, added] = unit_of.emplace(nodes, units_.size());
+        if (added) units_.push_back(Unit{nodes, {}, {}, 0});
+        Unit& unit = units_[it->second];
+        unit.tensors.push_back(result_.tensors.size());
+        result_.tensors.push_back(attribution_of(*entry->second, node, o, nodes));
+      }
+    }
+    for (auto& unit : units_) {
+      std::set<std::string> inside, seen;
+      for (int i : unit.nodes)
+        for (const auto& output : graph_.node(i).output()) inside.insert(output);
+      double inherited_abs = 0, inherited_rel = 0;
+      std::string missing;
+      for (int i : unit.nodes)
+        for (const auto& read : onnx::node_reads(graph_.node(i))) {
+          if (inside.count(read) || !seen.insert(read).second || initializers_.count(read) || constants_.count(read))
+            continue;
+          if (auto entry = entries.find(read); entry != entries.end()) {
+            inherited_abs = worse(inherited_abs, entry->second->comparison.simple->required_atol);
+            inherited_rel = worse(inherited_rel, entry->second->comparison.simple->required_rtol);
+          }
+          unit.fed.push_back(read);
+          if (auto it = feed_.find(read); it != feed_.end()) unit.bytes += it->second.byte_size();
+          else if (const auto* record = spill_.find(0, read)) unit.bytes += record->bytes;
+          else if (missing.empty()) missing = read;
+        }
+      for (std::size_t t : unit.tensors) {
+        TensorAttribution& tensor = result_.tensors[t];
         tensor.inherited_abs = inherited_abs;
         tensor.inherited_rel = inherited_rel;
-        tensor.amplification = inherited_abs > 0                     ? tensor.total_abs / inherited_abs
+        tensor.amplification = inherited_abs > 0                                           ? tensor.total_abs / inherited_abs
                                : tensor.total_abs > 0 || std::isnan(tensor.total_abs) ? kInf
                                                                                       : kNaN;
-        tensor.discontinuous = is_discontinuous(node, o);
-        tensor.flipped = total.comparison.simple->mismatch_count;
-        tensor.local_abs = tensor.local_rel = tensor.local_excess = kNaN;
         if (!missing.empty())
           tensor.not_run = fmt::format("the reference run produced no value for its input '{}'", missing);
-        if (const auto* record = spill_.find(0, total.tensor)) info.bytes += record->bytes;
-        info.tensors.push_back(result_.tensors.size());
-        result_.tensors.push_back(std::move(tensor));
+        if (const auto* record = spill_.find(0, tensor.tensor)) unit.bytes += record->bytes;
       }
-      if (info.tensors.empty() || !missing.empty()) continue;
-      nodes_.push_back(std::move(info));
+      if (!missing.empty()) unit.tensors.clear();  // not run
     }
+    std::erase_if(units_, [](const Unit& unit) { return unit.tensors.empty(); });
   }
 
-  // A model of the batch's nodes, each reading its inputs as graph inputs (or initializers and
-  // Constants as the model has them) and writing its outputs under kLocalSuffix names.
-  onnx::Model batch_model(const std::vector<NodeInfo*>& batch, NamedTensors& feed) {
+  // The nodes that run alone to recompute `tensor` (made by node `producer`): the engine layer's
+  // ONNX nodes when the runner under test names them and they include the producer, else the producer.
+  std::vector<int> layer_nodes(const std::string& tensor, int producer,
+                               const std::unordered_map<std::string, int>& by_name) const {
+    std::vector<int> nodes;
+    for (const auto& name : under_test_.engine_layer_nodes(tensor)) {
+      auto it = by_name.find(name);
+      if (it == by_name.end()) return {producer};
+      if (graph_.node(it->second).op_type() != "Constant") nodes.push_back(it->second);
+    }
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    if (std::find(nodes.begin(), nodes.end(), producer) == nodes.end()) return {producer};
+    return nodes;
+  }
+
+  TensorAttribution attribution_of(const LayerwiseEntry& total, const ::onnx::NodeProto& node, int output,
+                                   const std::vector<int>& nodes) const {
+    TensorAttribution tensor;
+    tensor.order = total.order;
+    tensor.tensor = total.tensor;
+    tensor.node = node.name();
+    tensor.op = node.op_type();
+    if (nodes.size() > 1)
+      for (int i : nodes) tensor.covering.push_back(graph_.node(i).name());
+    tensor.total_abs = total.comparison.simple->required_atol;
+    tensor.total_rel = total.comparison.simple->required_rtol;
+    tensor.total_failed = !total.comparison.passed;
+    tensor.discontinuous = is_discontinuous(node, output);
+    tensor.flipped = total.comparison.simple->mismatch_count;
+    tensor.local_abs = tensor.local_rel = tensor.local_excess = kNaN;
+    return tensor;
+  }
+
+  // A model of the batch's units, each reading what comes from outside it as graph inputs (or
+  // initializers and Constants as the model has them) and writing its outputs under kLocalSuffix
+  // names; the tensors no node of its unit reads are its graph outputs.
+  onnx::Model batch_model(const std::vector<Unit*>& batch, NamedTensors& feed) {
     auto proto = std::make_shared<::onnx::ModelProto>();
     proto->set_ir_version(model_->ir_version());
     *proto->mutable_opset_import() = model_->opset_import();
     *proto->mutable_functions() = model_->functions();
     ::onnx::GraphProto& graph = *proto->mutable_graph();
-    graph.set_name(batch.size() == 1 ? graph_.node(batch.front()->index).name() : "attribution_batch");
+    graph.set_name(batch.size() == 1 && batch.front()->nodes.size() == 1 ? graph_.node(batch.front()->nodes[0]).name()
+                                                                          : "attribution_batch");
     std::set<std::string> added;
-    for (const NodeInfo* info : batch) {
-      const ::onnx::NodeProto& node = graph_.node(info->index);
-      for (const auto& read : onnx::node_reads(node)) {
-        if (!added.insert(read).second) continue;
-        if (auto initializer = initializers_.find(read); initializer != initializers_.end()) {
-          *graph.add_initializer() = *initializer->second;
-        } else if (auto constant = constants_.find(read); constant != constants_.end()) {
-          *graph.add_node() = *constant->second;
-        } else {
-          Tensor value = reference_value(read);
-          auto* input = graph.add_input();
-          input->set_name(read);
-          auto* type = input->mutable_type()->mutable_tensor_type();
-          type->set_elem_type(static_cast<int32_t>(value.dtype()));
-          auto* shape = type->mutable_shape();
-          for (int64_t dim : value.shape()) shape->add_dim()->set_dim_value(dim);
-          feed.emplace_back(read, std::move(value));
+    for (const Unit* unit : batch) {
+      std::set<std::string> inside, read_inside;
+      for (int i : unit->nodes)
+        for (const auto& output : graph_.node(i).output()) inside.insert(output);
+      for (int i : unit->nodes)
+        for (const auto& read : onnx::node_reads(graph_.node(i)))
+          if (inside.count(read)) read_inside.insert(read);
+      std::set<std::string> compared;
+      for (std::size_t t : unit->tensors) compared.insert(result_.tensors[t].tensor);
+      for (int i : unit->nodes) {
+        const ::onnx::NodeProto& node = graph_.node(i);
+        for (const auto& read : onnx::node_reads(node)) {
+          if (inside.count(read) || !added.insert(read).second) continue;
+          if (auto initializer = initializers_.find(read); initializer != initializers_.end()) {
+            *graph.add_initializer() = *initializer->second;
+          } else if (auto constant = constants_.find(read); constant != constants_.end()) {
+            *graph.add_node() = *constant->second;
+          } else {
+            Tensor value = reference_value(read);
+            auto* input = graph.add_input();
+            input->set_name(read);
+            auto* type = input->mutable_type()->mutable_tensor_type();
+            type->set_elem_type(static_cast<int32_t>(value.dtype()));
+            auto* shape = type->mutable_shape();
+            for (int64_t dim : value.shape()) shape->add_dim()->set_dim_value(dim);
+            feed.emplace_back(read, std::move(value));
+          }
         }
-      }
-      ::onnx::NodeProto& copy = *graph.add_node();
-      copy = node;
-      for (auto& output : *copy.mutable_output()) {
-        if (output.empty()) continue;
-        auto* graph_output = graph.add_output();
-        if (auto declared = declared_.find(output); declared != declared_.end()) *graph_output = *declared->second;
-        output += kLocalSuffix;
-        graph_output->set_name(output);
+        ::onnx::NodeProto& copy = *graph.add_node();
+        copy = node;
+        for (auto& input : *copy.mutable_input())
+          if (inside.count(input)) input += kLocalSuffix;
+        for (auto& output : *copy.mutable_output()) {
+          if (output.empty()) continue;
+          if (!read_inside.count(output) || compared.count(output)) {
+            auto* graph_output = graph.add_output();
+            if (auto declared = declared_.find(output); declared != declared_.end()) *graph_output = *declared->second;
+            graph_output->set_name(output + kLocalSuffix);
+          }
+          output += kLocalSuffix;
+        }
       }
     }
     return onnx::Model{proto, model_.path, model_.base_dir, model_.external_data_ignored};
@@ -243,28 +302,30 @@ class Attributor {
 
   // Runs a batch on a fresh runner of the backend under test; a batch it refuses is run node by
   // node, and a node refused alone keeps the reason.
-  void run_batch(const std::vector<NodeInfo*>& batch) {
+  void run_batch(const std::vector<Unit*>& batch) {
     NamedTensors outputs;
     try {
       NamedTensors feed;
       onnx::Model model = batch_model(batch, feed);
-      auto runner = under_test_([model] { return model; });
+      auto runner = under_test_.with_model([model] { return model; });
       runtime::ActiveRunner active(*runner);
       ++result_.batches;
       outputs = active->infer(feed);
     } catch (const Error& error) {
       if (batch.size() > 1) {
-        for (NodeInfo* node : batch) run_batch({node});
+        for (Unit* unit : batch) run_batch({unit});
         return;
       }
       for (std::size_t t : batch.front()->tensors)
-        result_.tensors[t].not_run = fmt::format("{} cannot run it alone: {}", result_.under_test, error.message());
+        result_.tensors[t].not_run =
+            fmt::format("{} cannot run {} alone: {}", result_.under_test,
+                        batch.front()->nodes.size() > 1 ? "the nodes of its layer" : "its node", error.message());
       return;
     }
     std::unordered_map<std::string, const Tensor*> produced;
     for (const auto& [name, tensor] : outputs) produced[name] = &tensor;
-    for (const NodeInfo* node : batch)
-      for (std::size_t t : node->tensors) measure(result_.tensors[t], produced);
+    for (const Unit* unit : batch)
+      for (std::size_t t : unit->tensors) measure(result_.tensors[t], produced);
   }
 
   void measure(TensorAttribution& tensor, const std::unordered_map<std::string, const Tensor*>& produced) {
@@ -306,7 +367,7 @@ class Attributor {
 
   const onnx::Model& model_;
   const ::onnx::GraphProto& graph_;
-  const RunnerFactory& under_test_;
+  const runtime::Runner& under_test_;
   const LayerwiseResult& totals_;
   const AttributionOptions& options_;
   TensorSpill spill_;
@@ -314,7 +375,7 @@ class Attributor {
   std::unordered_map<std::string, const ::onnx::TensorProto*> initializers_;
   std::unordered_map<std::string, const ::onnx::NodeProto*> constants_;
   std::map<std::string, const ::onnx::ValueInfoProto*> declared_;
-  std::vector<NodeInfo> nodes_;
+  std::vector<Unit> units_;
   AttributionResult result_;
 };
 
@@ -335,6 +396,7 @@ nlohmann::ordered_json tensor_json(const TensorAttribution& t) {
   json["tensor"] = t.tensor;
   json["node"] = t.node;
   json["op"] = t.op;
+  if (!t.covering.empty()) json["covering"] = t.covering;
   json["total"] = {{"abs", json_number(t.total_abs)}, {"rel", json_number(t.total_rel)}, {"failed", t.total_failed}};
   if (t.not_run.empty())
     json["local"] = {{"abs", json_number(t.local_abs)},
@@ -378,17 +440,21 @@ const TensorAttribution* AttributionResult::first_total_failure() const {
   return nullptr;
 }
 
-AttributionResult attribute(const onnx::Model& model, runtime::Runner& reference, const RunnerFactory& under_test,
+AttributionResult attribute(const onnx::Model& model, runtime::Runner& reference, const runtime::Runner& under_test,
                             const NamedTensors& feed, const LayerwiseResult& totals,
                             const AttributionOptions& options) {
+  if (!under_test.with_model([] { return onnx::Model{}; }))
+    raise<InvalidInputError>("error attribution runs single nodes on {}, which cannot run another model (a compiled "
+                             "model file or a session made elsewhere)",
+                             under_test.name());
   return Attributor(model, under_test, totals, options).run(reference, feed);
 }
 
 void log_attribution(const AttributionResult& result, std::size_t count) {
   std::size_t run = 0;
   for (const auto& t : result.tensors) run += t.not_run.empty() ? 1 : 0;
-  log::start("Error Attribution | {} vs. {} | {} of {} tensor(s) recomputed by their node alone on {} ({} batch(es)), "
-             "fed {}'s values",
+  log::start("Error Attribution | {} vs. {} | {} of {} tensor(s) recomputed by their node (or fused layer's nodes) "
+             "alone on {} ({} batch(es)), fed {}'s values",
              result.reference, result.under_test, run, result.tensors.size(), result.under_test, result.batches,
              result.reference);
   Logger::Indent indent;
@@ -403,7 +469,9 @@ void log_attribution(const AttributionResult& result, std::size_t count) {
     for (std::size_t i = 0; i < ranked.size(); ++i) {
       const auto& t = result.tensors[ranked[i]];
       std::string node = t.node.empty() ? t.tensor : t.node;
-      if (node.size() > 40) node = "..." + node.substr(node.size() - 37);
+      std::string layer = t.covering.empty() ? "" : fmt::format(" (layer of {})", t.covering.size());
+      if (node.size() + layer.size() > 40) node = "..." + node.substr(node.size() + layer.size() - 37);
+      node += layer;
       table += fmt::format("\n{:>4}  {:<40} {:<16} {:>10} {:>10} {:>10} {:>10} {:>8}", i + 1, node, t.op,
                            number(t.local_abs), number(t.local_rel), number(t.inherited_abs), number(t.total_abs),
                            number(t.amplification));
@@ -413,10 +481,12 @@ void log_attribution(const AttributionResult& result, std::size_t count) {
     log::info("No node run alone on {} differs from {}", result.under_test, result.reference);
   }
   if (const auto* first = result.first_local_failure())
-    log::error("First node whose local error exceeds the tolerance: '{}' [Op: {}] (tensor '{}': local abs {}, rel {}, "
-               "{}x the tolerance)",
-               first->node, first->op, first->tensor, number(first->local_abs), number(first->local_rel),
-               number(first->local_excess));
+    log::error("First node whose local error exceeds the tolerance: '{}' [Op: {}]{} (tensor '{}': local abs {}, rel "
+               "{}, {}x the tolerance)",
+               first->node, first->op,
+               first->covering.empty() ? std::string()
+                                       : fmt::format(", in a layer covering {}", fmt::join(first->covering, ", ")),
+               first->tensor, number(first->local_abs), number(first->local_rel), number(first->local_excess));
   else
     log::info("No node's local error exceeds the tolerance");
   if (const auto* total = result.first_total_failure(); total && total->not_run.empty() && !total->local_failed)

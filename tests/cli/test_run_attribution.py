@@ -178,3 +178,31 @@ def test_refused_without_what_it_needs(run_parity, peak_model, flags, message):
     assert run.returncode != 0
     assert message in run.output, run.describe()
     assert not run.crash_markers()
+
+
+def test_openvino_fused_layer_runs_its_onnx_nodes_together(run_parity, examples_dir, tmp_path):
+    """--ov-outputs mark fused at bf16: relu1_out is written by one Convolution layer covering conv1, bn1 and
+    relu1, so those three nodes are recompiled together (with the same precision) to give its local error."""
+    report = tmp_path / "report.json"
+    run = run_parity("run", examples_dir / "small_cnn.onnx", "--ref", "--openvino", "--ov-precision", "bf16",
+                     "--ov-outputs", "mark", "fused", "--attribute", "--report", report, timeout=RUN_TIMEOUT)
+    assert run.returncode == 1, run.describe()
+    assert not run.crash_markers(), run.describe()
+    by_tensor = {t["tensor"]: t for t in json.loads(report.read_text())["attribution"]["tensors"]}
+    relu1 = by_tensor["relu1_out"]
+    assert relu1["covering"] == ["conv1", "bn1", "relu1"], relu1
+    # Fed the reference's input, the bf16 layer still differs: the error is its own.
+    assert relu1["local"]["abs"] > 0 and relu1["inherited"]["abs"] == 0, relu1
+    # A layer after it inherits relu1_out's error.
+    assert by_tensor["pool1_out"]["inherited"]["abs"] == pytest.approx(relu1["total"]["abs"])
+    assert "covering" not in by_tensor["pool1_out"] or len(by_tensor["pool1_out"]["covering"]) > 1
+
+
+def test_openvino_f32_nodes_alone_agree_with_the_reference(run_parity, examples_dir, tmp_path):
+    report = tmp_path / "report.json"
+    run = run_parity("run", examples_dir / "small_cnn.onnx", "--ref", "--openvino", "--ov-precision", "f32",
+                     "--onnx-outputs", "mark", "all", "--attribute", "--report", report, timeout=RUN_TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    attribution = json.loads(report.read_text())["attribution"]
+    assert attribution["first_local_failure"] is None
+    assert all(t["local"] is not None for t in attribution["tensors"]), attribution["tensors"]

@@ -1,10 +1,11 @@
 // Error attribution: which node introduces the error between two runs, and which only inherits it.
 //
 // For every compared tensor of a layerwise run (reference = the first runner, under test = the
-// second), besides its total error, the LOCAL error: the producing node run alone on the runner
-// under test, fed the reference run's values of its inputs, compared with the reference's value of
-// the tensor; and the INHERITED error: the largest total error among the node's inputs (what the
-// node was fed in the run under test). amplification = total error / inherited error.
+// second), besides its total error, the LOCAL error: the producing node (or the ONNX nodes of the
+// fused engine layer that wrote it) run alone on the runner under test, fed the reference run's
+// values of its inputs, compared with the reference's value of the tensor; and the INHERITED error:
+// the largest total error among those inputs (what the node was fed in the run under test).
+// amplification = total error / inherited error.
 //
 // The nodes are run in batches: one model per batch, every node reading its inputs as graph inputs
 // (no node of a batch feeds another), so a batch is one session of the backend under test. The
@@ -35,6 +36,10 @@ namespace parity::compare {
 struct TensorAttribution {
   std::size_t order = 0;  // position in the layerwise comparison
   std::string tensor, node, op;
+  // The ONNX nodes run together to recompute it when the runner under test wrote it from a fused
+  // layer covering several (Runner::engine_layer_nodes: OpenVINO's --ov-outputs mark fused), in
+  // graph order; empty when its node ran alone.
+  std::vector<std::string> covering;
   double total_abs = 0, total_rel = 0;          // the layerwise comparison's
   double local_abs = 0, local_rel = 0;          // node alone on reference inputs
   double inherited_abs = 0, inherited_rel = 0;  // largest total error among its inputs
@@ -76,14 +81,12 @@ struct AttributionOptions {
   std::filesystem::path spill_directory;    // the spill file's folder (default: $TMPDIR)
 };
 
-// A runner of the backend under test, with its settings, for a model (a batch).
-using RunnerFactory = std::function<std::unique_ptr<runtime::Runner>(const runtime::ModelLoader&)>;
-
 // Runs `reference` again on `feed` with every tensor streamed to the spill, then each batch of
-// nodes of `model` on a runner from `under_test`, and attributes the tensors of `totals` (the
-// layerwise comparison of the same feed: iteration 0). Throws InvalidInputError when `totals` has
-// no `simple` metrics.
-AttributionResult attribute(const onnx::Model& model, runtime::Runner& reference, const RunnerFactory& under_test,
+// nodes of `model` on a runner of `under_test`'s backend and settings (Runner::with_model), and
+// attributes the tensors of `totals` (the layerwise comparison of the same feed: iteration 0).
+// Throws InvalidInputError when `totals` has no `simple` metrics or `under_test` cannot run
+// another model.
+AttributionResult attribute(const onnx::Model& model, runtime::Runner& reference, const runtime::Runner& under_test,
                             const NamedTensors& feed, const LayerwiseResult& totals, const AttributionOptions& options);
 
 // The log: the top `count` introducers (a table), the first node whose local error fails, the

@@ -16,7 +16,8 @@ void AttributionArgs::add_to(CLI::App& app) {
 void AttributionArgs::check(bool mark_all, int runners, bool loaded_results, bool simple) const {
   if (!attribute_) return;
   if (!mark_all)
-    raise<InvalidInputError>("--attribute needs every tensor compared: add --onnx-outputs mark all");
+    raise<InvalidInputError>("--attribute needs every tensor compared: add --onnx-outputs mark all (or, on OpenVINO, "
+                             "--ov-outputs mark fused)");
   if (runners != 2 || loaded_results)
     raise<InvalidInputError>("--attribute compares two live runners (the first is the reference, the second the "
                              "runner under test); {} runner(s) given{}",
@@ -30,8 +31,7 @@ void AttributionArgs::keep_feeds(const std::vector<NamedTensors>& feeds) {
   if (attribute_ && !feeds.empty()) feed_ = feeds.front();
 }
 
-void AttributionArgs::attribute(const onnx::Model& model, runtime::Runner& reference,
-                                const compare::RunnerFactory& under_test, const compare::Verdict& verdict,
+void AttributionArgs::attribute(const onnx::Model& model, runtime::Runner& reference, const runtime::Runner& under_test, const compare::Verdict& verdict,
                                 const compare::SimpleOptions& simple, uint64_t memory_budget, std::size_t count) {
   if (verdict.layerwise.size() != 1)
     raise<InternalError>("--attribute: {} layerwise comparisons, one expected", verdict.layerwise.size());

@@ -22,13 +22,15 @@ class AttributionArgs {
   void add_to(CLI::App& app);
   bool requested() const { return attribute_; }
   // What the run must be for attribution (checked before anything runs): every tensor compared
-  // (--onnx-outputs mark all), two live runners, no loaded results, the `simple` comparison.
+  // (--onnx-outputs mark all, or --ov-outputs mark fused), two live runners, no loaded results, the
+  // `simple` comparison.
   void check(bool mark_all, int runners, bool loaded_results, bool simple) const;
   // Keeps the first iteration's feeds (call from the judge's on_feeds).
   void keep_feeds(const std::vector<NamedTensors>& feeds);
   // Attributes the verdict's layerwise comparison: `reference` is run again, and each batch of
-  // nodes runs on a runner `under_test` makes. Logs the result and keeps it for report().
-  void attribute(const onnx::Model& model, runtime::Runner& reference, const compare::RunnerFactory& under_test,
+  // nodes runs on a runner of `under_test`'s backend and settings. Logs the result and keeps it for
+  // add_to_report().
+  void attribute(const onnx::Model& model, runtime::Runner& reference, const runtime::Runner& under_test,
                  const compare::Verdict& verdict, const compare::SimpleOptions& simple, uint64_t memory_budget,
                  std::size_t count);
   // Adds "attribution" to the report when attribution ran.

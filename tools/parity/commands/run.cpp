@@ -131,7 +131,7 @@ class RunCommand : public Command {
     compared_ = intermediates_.mode != runtime::IntermediateOutputs::Mode::kNone ? intermediates_
                 : runners_.openvino().fused_outputs()                          ? runtime::IntermediateOutputs::all()
                                                                                 : runners_.openvino().outputs();
-    attribution_.check(intermediates_.mode == runtime::IntermediateOutputs::Mode::kAll, runners_.runner_count(),
+    attribution_.check(compared_.mode == runtime::IntermediateOutputs::Mode::kAll, runners_.runner_count(),
                        !comparison_.load_outputs().empty(), comparison_.is_plain_simple());
   }
 
@@ -305,10 +305,9 @@ class RunCommand : public Command {
                    "(--onnx-outputs, `simple`, nothing saved) keep the first one's tensors waiting for their twins");
     auto verdict = judge.run(data_loader_.data_loader());
     if (attribution_.requested())
-      attribution_.attribute(
-          model_.load_once(kRunnerLoad), *live.front(),
-          [this](const runtime::ModelLoader& loader) { return std::move(runners_.make_runners(loader).back()); },
-          verdict, comparison_.simple_options(), layerwise_memory_budget_, static_cast<std::size_t>(layerwise_worst_));
+      attribution_.attribute(model_.load_once(kRunnerLoad), *live.front(), *live.back(), verdict,
+                             comparison_.simple_options(), layerwise_memory_budget_,
+                             static_cast<std::size_t>(layerwise_worst_));
     if (!comparison_.report().empty()) {
       auto report = verdict.report(static_cast<std::size_t>(layerwise_worst_));
       attribution_.add_to_report(report);
