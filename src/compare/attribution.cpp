@@ -99,7 +99,7 @@ class Attributor {
     collect();
     std::vector<Unit*> batch;
     uint64_t batch_bytes = 0;
-    const uint64_t limit = std::max<uint64_t>(options_.memory_budget / 4, 16ull << 20);
+    const uint64_t limit = options_.memory_budget / 4;  // a unit over it runs in a batch of its own
     for (auto& unit : units_) {
       if (!batch.empty() && batch_bytes + unit.bytes > limit) {
         run_batch(batch);

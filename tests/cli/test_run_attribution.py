@@ -206,3 +206,17 @@ def test_openvino_f32_nodes_alone_agree_with_the_reference(run_parity, examples_
     attribution = json.loads(report.read_text())["attribution"]
     assert attribution["first_local_failure"] is None
     assert all(t["local"] is not None for t in attribution["tensors"]), attribution["tensors"]
+
+
+def test_memory_budget_bounds_the_batches_and_keeps_the_result(run_parity, planted_model, tmp_path):
+    """--layerwise-memory 0: the reference's values all go through the spill file and every node runs in a
+    batch of its own; the local errors are those of the run that holds everything in memory."""
+    runners = ("--ref", "--ref-precision", "fp64", "--onnxrt")
+    _, held = attribute(run_parity, planted_model, tmp_path / "held.json", *runners)
+    _, filed = attribute(run_parity, planted_model, tmp_path / "filed.json", *runners, "--layerwise-memory", "0")
+    assert held["attribution"]["batches"] == 1
+    tensors = filed["attribution"]["tensors"]
+    assert filed["attribution"]["batches"] == len({t["node"] for t in tensors}) > 1
+    assert filed["layerwise"][0]["spilled_bytes"] > 0
+    assert [(t["tensor"], t["local"]) for t in tensors] == [(t["tensor"], t["local"])
+                                                            for t in held["attribution"]["tensors"]]

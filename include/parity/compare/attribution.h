@@ -10,7 +10,8 @@
 // The nodes are run in batches: one model per batch, every node reading its inputs as graph inputs
 // (no node of a batch feeds another), so a batch is one session of the backend under test. The
 // reference's values wait in a TensorSpill (memory up to a budget, the rest in a temporary file),
-// and a batch holds at most about the budget's bytes of inputs and outputs; a batch the backend
+// and a batch holds at most a quarter of the budget's bytes of inputs and outputs (a larger unit
+// runs alone); a batch the backend
 // refuses is run node by node, and a node that cannot run alone is reported with why.
 #pragma once
 
