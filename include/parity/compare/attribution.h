@@ -11,14 +11,12 @@
 // (no node of a batch feeds another), so a batch is one session of the backend under test. The
 // reference's values wait in a TensorSpill (memory up to a budget, the rest in a temporary file),
 // and a batch holds at most a quarter of the budget's bytes of inputs and outputs (a larger unit
-// runs alone); a batch the backend
-// refuses is run node by node, and a node that cannot run alone is reported with why.
+// runs alone); a batch the backend refuses is run unit by unit, and a unit that cannot run alone is
+// reported with why.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,7 +25,6 @@
 #include "parity/compare/compare_func.h"
 #include "parity/compare/layerwise.h"
 #include "parity/onnx/model.h"
-#include "parity/runtime/loader.h"
 #include "parity/runtime/runner.h"
 
 namespace parity::compare {
