@@ -220,3 +220,21 @@ def test_memory_budget_bounds_the_batches_and_keeps_the_result(run_parity, plant
     assert filed["layerwise"][0]["spilled_bytes"] > 0
     assert [(t["tensor"], t["local"]) for t in tensors] == [(t["tensor"], t["local"])
                                                             for t in held["attribution"]["tensors"]]
+
+
+def test_weights_in_an_external_file_reach_the_single_nodes(run_parity, peak_model, tmp_path):
+    """The batch models copy the initializers as the model holds them (weights left in their file), so a
+    MatMul run alone reads its weights from the model's external data file, from another working folder."""
+    folder = tmp_path / "external"
+    folder.mkdir()
+    model = onnx.load(str(peak_model))
+    onnx.save(model, str(folder / "peaks.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="weights.bin", size_threshold=4096)
+    assert (folder / "weights.bin").stat().st_size >= 2 * K * C * 4  # both weight matrices are outside
+    report = tmp_path / "report.json"
+    run = run_parity("run", folder / "peaks.onnx", "--ref", "--onnxrt", "--onnx-outputs", "mark", "all",
+                     "--attribute", *TOLERANCES, "--report", report, timeout=RUN_TIMEOUT, cwd=tmp_path)
+    assert run.returncode == 1, run.describe()
+    attribution = json.loads(report.read_text())["attribution"]
+    assert all("not_run" not in t for t in attribution["tensors"]), attribution["tensors"]
+    assert attribution["top"][0]["op"] == "MatMul"
