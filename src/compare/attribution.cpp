@@ -23,6 +23,9 @@ namespace {
 const std::string kLocalSuffix = "::parity_local";
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// A local error this many times the total error (and over the tolerance) is flagged: the unit alone
+// computes otherwise than inside the whole run.
+constexpr double kLocalOverTotal = 10;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The larger error, NaN when either is.
@@ -499,6 +502,16 @@ void log_attribution(const AttributionResult& result, std::size_t count) {
       log::warning("'{}' [Op: {}] flips {} element(s) of '{}' on inherited differences (exact on the reference's "
                    "inputs; inherited abs {})",
                    t.node, t.op, t.flipped, t.tensor, number(t.inherited_abs));
+  std::vector<std::string> over_total;
+  for (const auto& t : result.tensors)
+    if (t.not_run.empty() && t.local_failed && t.local_abs > kLocalOverTotal * t.total_abs)
+      over_total.push_back(fmt::format("'{}' (local abs {}, total abs {})", t.tensor, number(t.local_abs),
+                                       number(t.total_abs)));
+  if (!over_total.empty())
+    log::warning("{} tensor(s) differ far more recomputed alone than in the whole run: {}; the backend may compile "
+                 "a node or layer alone otherwise than inside the model (other kernels, fusions or precisions), so "
+                 "their local error says more about that than about the model",
+                 over_total.size(), fmt::join(over_total, ", "));
   for (const auto& t : result.tensors)
     if (!t.not_run.empty()) log::warning("Not attributed: '{}' (node '{}' [Op: {}]): {}", t.tensor, t.node, t.op, t.not_run);
 }
