@@ -12,6 +12,7 @@
 
 #include "bindings.h"
 #include "conversion.h"
+#include "parity/compare/attribution.h"
 #include "parity/compare/comparator.h"
 #include "parity/compare/judge.h"
 #include "parity/compare/postprocess.h"
@@ -211,6 +212,27 @@ compare::DataLoaderFunc data_loader_func(nb::object data_loader) {
   };
 }
 
+// Comparator.run_layerwise(attribute=True): the layerwise comparison's tensors attributed
+// (compare/attribution.h) on the ONNX model the reference (else the runner under test) runs.
+compare::AttributionResult attribute_layerwise(const std::vector<runtime::Runner*>& runners, const NamedTensors& feed,
+                                               const compare::Verdict& verdict, const compare::SimpleOptions& simple,
+                                               uint64_t memory_budget, std::size_t count) {
+  runtime::ModelLoader model = runners.front()->source_model();
+  if (!model) model = runners.back()->source_model();
+  if (!model)
+    raise<InvalidInputError>("Comparator.run_layerwise(attribute=True) needs a runner of an ONNX model it can give "
+                             "back; {} and {} run none",
+                             runners.front()->name(), runners.back()->name());
+  if (verdict.layerwise.size() != 1)
+    raise<InternalError>("attribution: {} layerwise comparisons, one expected", verdict.layerwise.size());
+  compare::AttributionOptions options;
+  options.simple = simple;
+  options.memory_budget = memory_budget;
+  auto result = compare::attribute(model(), *runners.front(), *runners.back(), feed, verdict.layerwise.front(), options);
+  compare::log_attribution(result, count);
+  return result;
+}
+
 }  // namespace
 
 void bind_compare(nb::module_& m) {
@@ -316,7 +338,7 @@ void bind_compare(nb::module_& m) {
         [](nb::list runners, nb::object data_loader, int warm_up, std::optional<std::vector<std::string>> tensors,
            std::vector<std::string> exclude, const CompareFunction& function,
            std::vector<std::tuple<std::string, int64_t, int64_t>> postprocess, bool fail_fast, bool validate,
-           uint64_t memory_budget, std::size_t worst_count) {
+           uint64_t memory_budget, std::size_t worst_count, bool attribute) {
           if (!function.simple)
             raise<InvalidInputError>("Comparator.run_layerwise compares with CompareFunc.simple() only, not {}",
                                      function.kind);
@@ -336,12 +358,20 @@ void bind_compare(nb::module_& m) {
           options.warm_up = warm_up;
           options.memory_budget = memory_budget;
           options.worst_count = worst_count;
+          NamedTensors first_feed;  // what attribution runs the reference on again
+          if (attribute)
+            options.on_feeds = [&first_feed](const std::vector<NamedTensors>& made) {
+              if (!made.empty()) first_feed = made.front();
+            };
           compare::DataLoaderFunc feeds = data_loader_func(std::move(data_loader));
           compare::Verdict verdict;
+          std::optional<compare::AttributionResult> attribution;
           {
             nb::gil_scoped_release release;
             verdict = compare::Judge(list.pointers, {}, std::move(options)).run(feeds);
             feeds = nullptr;
+            if (attribute) attribution = attribute_layerwise(list.pointers, first_feed, verdict, *function.simple,
+                                                             memory_budget, worst_count);
           }
           list.rename(verdict.results);
           nb::list layerwise;
@@ -351,11 +381,13 @@ void bind_compare(nb::module_& m) {
           converted["streamed"] = verdict.streamed;
           converted["results"] = results_to_python(verdict.results);
           converted["layerwise"] = layerwise;
-          converted["report"] = verdict.report(worst_count).dump();
+          auto report = verdict.report(worst_count);
+          if (attribution) report["attribution"] = compare::to_json(*attribution, worst_count);
+          converted["report"] = report.dump();
           return converted;
         },
         "runners"_a, "data_loader"_a, "warm_up"_a, "tensors"_a.none(), "exclude"_a, "compare_func"_a,
-        "postprocess"_a, "fail_fast"_a, "validate"_a, "memory_budget"_a, "worst_count"_a);
+        "postprocess"_a, "fail_fast"_a, "validate"_a, "memory_budget"_a, "worst_count"_a, "attribute"_a = false);
 
   m.def("compare_accuracy",
         [](nb::handle results, const CompareFunction& function, bool fail_fast,

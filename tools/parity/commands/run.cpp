@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "args/attribution_args.h"
 #include "args/comparison_args.h"
 #include "args/thread_args.h"
 #include "args/data_loader_args.h"
@@ -84,6 +85,7 @@ class RunCommand : public Command {
         ->group(inference);
     comparison_.add_to(app);
     compute_.add_to(app);
+    attribution_.add_to(app);
     app.add_option("--gen-script,--gen", gen_script_,
                    "Write a Python script (Parity's Python API) that does what this command would do, to this path "
                    "('-' for standard output), instead of running it")
@@ -129,6 +131,8 @@ class RunCommand : public Command {
     compared_ = intermediates_.mode != runtime::IntermediateOutputs::Mode::kNone ? intermediates_
                 : runners_.openvino().fused_outputs()                          ? runtime::IntermediateOutputs::all()
                                                                                 : runners_.openvino().outputs();
+    attribution_.check(compared_.mode == runtime::IntermediateOutputs::Mode::kAll, runners_.runner_count(),
+                       !comparison_.load_outputs().empty(), comparison_.is_plain_simple());
   }
 
   // op:, node: and re: entries of --onnx-outputs and --onnx-exclude-outputs, replaced by the tensors
@@ -191,7 +195,7 @@ class RunCommand : public Command {
                           comparison_.is_plain_simple() && runners_.runner_count() == 2 &&
                           comparison_.load_outputs().empty() && !use_subprocess_;
     for (const char* flag :
-         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess"})
+         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess", "--attribute"})
       if (app_->count(flag)) script.cannot_express(flag);
     if (!streamed)
       for (const char* flag : {"--layerwise-worst", "--layerwise-memory"})
@@ -300,8 +304,14 @@ class RunCommand : public Command {
       log::warning("--layerwise-memory has no effect here: only two live runners compared layerwise tensor by tensor "
                    "(--onnx-outputs, `simple`, nothing saved) keep the first one's tensors waiting for their twins");
     auto verdict = judge.run(data_loader_.data_loader());
+    if (attribution_.requested())
+      attribution_.attribute(model_.load_once(kRunnerLoad), *live.front(), *live.back(), verdict,
+                             comparison_.simple_options(), layerwise_memory_budget_,
+                             static_cast<std::size_t>(layerwise_worst_));
     if (!comparison_.report().empty()) {
-      compare::save_report(comparison_.report(), verdict.report(static_cast<std::size_t>(layerwise_worst_)));
+      auto report = verdict.report(static_cast<std::size_t>(layerwise_worst_));
+      attribution_.add_to_report(report);
+      compare::save_report(comparison_.report(), report);
       log::info("Saved report to {}", comparison_.report());
     }
     return verdict.passed;
@@ -323,7 +333,10 @@ class RunCommand : public Command {
     options.memory_budget = layerwise_memory_budget_;
     options.worst_count = static_cast<std::size_t>(layerwise_worst_);
     options.use_subprocess = use_subprocess_;
-    options.on_feeds = [this](const std::vector<NamedTensors>& feeds) { data_loader_.save_inputs(feeds); };
+    options.on_feeds = [this](const std::vector<NamedTensors>& feeds) {
+      data_loader_.save_inputs(feeds);
+      attribution_.keep_feeds(feeds);
+    };
     if (!save_outputs_.empty())
       options.on_results = [this](const compare::RunResults& results) {
         compare::save_run_results(save_outputs_, results);
@@ -366,6 +379,7 @@ class RunCommand : public Command {
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
   ThreadArgs compute_;
+  AttributionArgs attribution_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
   std::string layerwise_memory_;                                          // --layerwise-memory as given
