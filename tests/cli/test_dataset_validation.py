@@ -52,10 +52,10 @@ def dataset(resnet, tmp_path_factory):
     return folder
 
 
-def validate(parity_bin, model, dataset, folder, *extra, expect=None, name="run"):
+def validate(parity_bin, model, dataset, folder, *extra, expect=None, name="run", tolerances=TOLERANCES):
     results = folder / f"{name}.jsonl"
     report = folder / f"{name}.json"
-    run = run_binary(parity_bin, ["run", model, "--onnxrt", "--ref", "--dataset", dataset, *TOLERANCES,
+    run = run_binary(parity_bin, ["run", model, "--onnxrt", "--ref", "--dataset", dataset, *tolerances,
                                   "--sample-results", results, "--report", report, *extra], cwd=folder)
     if expect is not None:
         assert run.returncode == expect, run.describe()
@@ -156,3 +156,114 @@ def test_iterations_take_the_first_samples(parity_bin, resnet, dataset, tmp_path
     run, verdicts, report = validate(parity_bin, model, dataset, tmp_path, "--iterations", "5")
     assert [v["index"] for v in verdicts] == list(range(5))
     assert report["samples"] == 5
+
+
+# ---- faults ----
+
+def test_a_killed_worker_is_restarted_and_its_sample_runs_again(parity_bin, resnet, tmp_path):
+    model, shape = resnet
+    marker = tmp_path / "killed_once"
+    # Sample 17's first load kills the worker process running it (the parent of the script's Python),
+    # as an out-of-memory kill would.
+    kill = (f"    if i == 17 and not os.path.exists({str(marker)!r}):\n"
+            f"        open({str(marker)!r}, 'w').close()\n"
+            f"        os.kill(os.getppid(), 9)\n")
+    clean = write_script(tmp_path, 40, shape)
+    _, clean_verdicts, clean_report = validate(parity_bin, model, clean, tmp_path, name="clean")
+    (tmp_path / "killing").mkdir()
+    killing = write_script(tmp_path / "killing", 40, shape, body=kill)
+    run, verdicts, report = validate(parity_bin, model, killing, tmp_path, "--workers", "2", name="killed")
+    assert marker.exists(), "the worker was not killed"
+    assert "ended (signal 9" in run.stdout and "sample 17" in run.stdout, run.describe()
+    # Every sample counted exactly once, with the results of a run nobody killed.
+    assert [v["index"] for v in verdicts] == list(range(40))
+    assert verdicts == clean_verdicts
+    assert without_runner_names(report) == without_runner_names(clean_report)
+
+
+def test_a_sample_that_kills_every_worker_fails_with_that_error(parity_bin, resnet, tmp_path):
+    model, shape = resnet
+    script = write_script(tmp_path, 12, shape, body="    if i == 5:\n        os.kill(os.getppid(), 9)\n")
+    run, verdicts, report = validate(parity_bin, model, script, tmp_path, "--workers", "2")
+    assert [v["index"] for v in verdicts] == list(range(12))
+    assert "twice" in verdicts[5]["error"] and not verdicts[5]["passed"]
+    assert report["errors"] == 1 and report["first_errors"][0]["sample"] == 5
+    assert run.returncode == 1
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]], ids=["in-process", "workers"])
+def test_a_sample_that_fails_in_a_runner_is_recorded_and_the_run_goes_on(parity_bin, resnet, tmp_path, workers):
+    model, shape = resnet
+    # Sample 3 has the wrong rank: both runners refuse it.
+    script = write_script(tmp_path, 10, shape,
+                          body="    if i == 3:\n        return {'x': np.zeros((3, 32, 32), np.float32)}\n")
+    run, verdicts, report = validate(parity_bin, model, script, tmp_path, *workers,
+                                     tolerances=["--atol", "1", "--rtol", "1"])
+    assert run.returncode == 1, run.describe()
+    assert [v["index"] for v in verdicts] == list(range(10))
+    assert verdicts[3]["error"] and "'x'" in verdicts[3]["error"] and not verdicts[3]["passed"]
+    assert all(v["passed"] for i, v in enumerate(verdicts) if i != 3)
+    assert report["errors"] == 1 and report["passed"] == 9
+    assert any("sample 3:" in line for line in run.lines("[E] ")), run.describe()
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]], ids=["in-process", "workers"])
+def test_fail_fast_stops_at_a_failed_sample(parity_bin, resnet, dataset, tmp_path, workers):
+    model, _ = resnet
+    run, verdicts, report = validate(parity_bin, model, dataset, tmp_path, *workers, "--fail-fast",
+                                         tolerances=["--atol", "0", "--rtol", "0"])
+    assert run.returncode == 1
+    assert report["done"] < SAMPLES and report["failed"] >= 1
+    assert "stopping (--fail-fast)" in run.output
+
+
+def test_a_metric_that_raises_on_one_sample_is_recorded(parity_bin, resnet, tmp_path):
+    model, shape = resnet
+    script = write_script(tmp_path, 8, shape)
+    metric = tmp_path / "metric.py"
+    metric.write_text("""def metric(result0, result1, feed):
+    if feed["x"].flat[0] == np.float32(__import__("numpy").random.default_rng(4).standard_normal(1)[0]):
+        raise ValueError("cannot score this sample")
+    return 1.0
+import numpy as np
+""")
+    run, verdicts, report = validate(parity_bin, model, script, tmp_path, "--workers", "2", "--metric-script",
+                                     metric, tolerances=["--atol", "1", "--rtol", "1"])
+    assert run.returncode == 0, run.describe()  # a metric's error does not fail the sample
+    assert all(v["passed"] for v in verdicts)
+    assert "cannot score this sample" in verdicts[4]["metric_error"]
+    assert report["metric_errors"] == 1
+    assert report["metrics"][0]["count"] == 7 and report["metrics"][0]["mean"] == 1.0
+    assert any("sample 4" in line for line in run.lines("[W] ")), run.describe()
+
+
+def test_a_dataset_shorter_than_iterations_is_an_error(parity_bin, resnet, dataset, tmp_path):
+    model, _ = resnet
+    run = run_binary(parity_bin, ["run", model, "--onnxrt", "--dataset", dataset, "--iterations", "100",
+                                  "--workers", "2"], cwd=tmp_path)
+    assert run.returncode == 1
+    errors = run.lines("[E] ")
+    assert len(errors) == 1 and "48 sample(s), fewer than --iterations 100" in errors[0], run.describe()
+    assert "Validating" not in run.output
+
+
+@pytest.mark.parametrize("case", ["no_load", "empty_folder", "missing", "with_load_inputs", "workers_alone"])
+def test_bad_dataset_input_is_one_clear_error(parity_bin, resnet, dataset, tmp_path, case):
+    model, _ = resnet
+    if case == "no_load":
+        (tmp_path / "data.py").write_text("def num_samples():\n    return 3\n")
+        args, expected = ["--dataset", tmp_path / "data.py"], "defines no load"
+    elif case == "empty_folder":
+        (tmp_path / "empty").mkdir()
+        args, expected = ["--dataset", tmp_path / "empty"], "holds no .npz files"
+    elif case == "missing":
+        args, expected = ["--dataset", tmp_path / "nothing"], "no such file or folder"
+    elif case == "with_load_inputs":
+        args, expected = ["--dataset", dataset, "--load-inputs", dataset / "0000.npz"], "--load-inputs cannot be used"
+    else:
+        args, expected = ["--workers", "2"], "give --dataset"
+    run = run_binary(parity_bin, ["run", model, "--onnxrt", *args], cwd=tmp_path)
+    assert run.returncode == 1
+    errors = run.lines("[E] ")
+    assert len(errors) == 1 and expected in errors[0], run.describe()
+    assert not run.crash_markers()

@@ -69,7 +69,7 @@ compare::MetricFunc metric_script(const ScriptSpec& script) {
     try {
       reply = worker->call("metric", {{"runner0", r0.runner_name}, {"runner1", r1.runner_name}}, tensors).result;
     } catch (const runtime::PythonCommandError& error) {
-      raise<InvalidInputError>("--metric-script {}: {}", script.path, error.what());
+      raise<InvalidInputError>("{}", error.what());  // "the metric script <path>: metric: <error>"
     }
     std::vector<std::pair<std::string, double>> values;
     for (const auto& entry : reply) values.emplace_back(entry.at(0).get<std::string>(), entry.at(1).get<double>());
