@@ -13,6 +13,7 @@
 
 #include "args/metric_script.h"
 #include "args/python_scripts.h"
+#include "parity/compare/dataset_ray.h"
 #include "parity/compare/dataset_validation.h"
 #include "parity/compare/dataset_worker_pool.h"
 #include "parity/compare/run_results.h"
@@ -81,6 +82,13 @@ void DatasetArgs::add_to(CLI::App& app) {
                  "--dataset: run the runners in this many worker processes on this machine (default: in this "
                  "process)")
       ->group(group);
+  app.add_option("--ray", ray_address_,
+                 "--dataset: run the runners as Ray actors, on the cluster whose head is at ADDRESS (HOST:PORT, or "
+                 "'auto'), or without ADDRESS on a local cluster that ray.init() starts; --workers: how many actors "
+                 "(default: one per CPU of the cluster). Paths must be the same on every node")
+      ->expected(0, 1)
+      ->type_name("[ADDRESS]")
+      ->group(group);
   app.add_option("--worst-samples", worst_count_, "--dataset: how many of the worst samples to list (default 5)")
       ->group(group);
   app.add_option("--save-worst", save_worst_,
@@ -98,12 +106,12 @@ void DatasetArgs::add_to(CLI::App& app) {
 }
 
 void DatasetArgs::parse() {
-  const bool dataset_flags = app_->count("--workers") || app_->count("--worst-samples") ||
+  const bool dataset_flags = app_->count("--workers") || app_->count("--ray") || app_->count("--worst-samples") ||
                              app_->count("--save-worst") || app_->count("--metric-script") ||
                              app_->count("--sample-results");
   if (!given()) {
     if (dataset_flags)
-      raise<InvalidInputError>("--workers, --worst-samples, --save-worst, --metric-script and --sample-results "
+      raise<InvalidInputError>("--workers, --ray, --worst-samples, --save-worst, --metric-script and --sample-results "
                                "validate over a dataset: give --dataset");
     return;
   }
@@ -147,7 +155,7 @@ bool DatasetArgs::run(const RunnerFactory& make_runners, const compare::CompareF
                       const std::string& report_path) {
   // The metric runs where the samples run: in this process, or in each worker.
   compare::MetricFunc metrics;
-  if (!metric_script_.empty() && (is_worker() || workers_ == 0))
+  if (!metric_script_.empty() && (is_worker() || (workers_ == 0 && !app_->count("--ray"))))
     metrics = metric_script(parse_script_spec(metric_script_, "metric"));
   auto dataset = runtime::open_dataset(dataset_, configured_python());
 
@@ -161,8 +169,11 @@ bool DatasetArgs::run(const RunnerFactory& make_runners, const compare::CompareF
   }
 
   const std::size_t samples = sample_count(dataset->size());
+  const bool on_ray = app_->count("--ray") > 0;
   log::info("Validating {} sample(s) of {} {}", samples, dataset->describe(),
-            workers_ > 0 ? fmt::format("in {} worker process(es)", workers_) : std::string("in this process"));
+            on_ray ? fmt::format("on Ray ({})", ray_address_.empty() ? "a local cluster" : ray_address_)
+            : workers_ > 0 ? fmt::format("in {} worker process(es)", workers_)
+                           : std::string("in this process"));
   compare::DatasetSummary summary(samples, static_cast<std::size_t>(worst_count_));
   Progress progress(samples);
   std::optional<std::ofstream> sample_results;
@@ -194,7 +205,16 @@ bool DatasetArgs::run(const RunnerFactory& make_runners, const compare::CompareF
     return *validator;
   };
 
-  if (workers_ > 0) {
+  if (on_ray) {
+    compare::RayOptions options;
+    options.address = ray_address_;
+    options.python = configured_python();
+    options.program = fs::read_symlink("/proc/self/exe").string();
+    options.arguments = own_arguments();
+    options.folder = fs::current_path().string();
+    options.actors = static_cast<std::size_t>(workers_);
+    compare::run_on_ray(options, samples, on_record);
+  } else if (workers_ > 0) {
     compare::WorkerPoolOptions options;
     options.worker.program = fs::read_symlink("/proc/self/exe").string();
     options.worker.arguments = own_arguments();

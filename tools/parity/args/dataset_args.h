@@ -1,5 +1,5 @@
 // `parity run`'s dataset validation flags (docs/dataset-validation.md): --dataset (a folder of
-// .npz files or a script with num_samples() and load(i)), --workers, --worst-samples,
+// .npz files or a script with num_samples() and load(i)), --workers, --ray, --worst-samples,
 // --save-worst, --metric-script, --sample-results. With --dataset the run validates every sample
 // (or the first --iterations) and reports over the whole dataset instead of per iteration.
 #pragma once
@@ -32,7 +32,7 @@ class DatasetArgs {
   // standard error. Call before anything is logged.
   static void claim_standard_output();
 
-  // Runs the validation: in this process, in --workers worker processes, and returns whether
+  // Runs the validation: in this process, in --workers worker processes or on Ray actors (--ray), and returns whether
   // every sample passed. In a worker, serves samples instead and returns true.
   bool run(const RunnerFactory& make_runners, const compare::CompareFunc& compare_func, bool fail_fast,
            const std::string& report_path);
@@ -42,7 +42,8 @@ class DatasetArgs {
 
   CLI::App* app_ = nullptr;
   std::string dataset_;
-  int workers_ = 0;  // 0: in this process
+  int workers_ = 0;  // 0: in this process (with --ray: one actor per CPU of the cluster)
+  std::string ray_address_;  // --ray's value; empty with --ray alone: a local cluster
   int worst_count_ = 5;
   std::string save_worst_;
   std::string metric_script_;
