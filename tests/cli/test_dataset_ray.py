@@ -20,7 +20,6 @@ import pytest
 from conftest import run_binary
 from exported_models import build, export
 
-pytest.importorskip("ray", reason="scripts/requirements.txt installs ray")
 
 SAMPLES = 2000
 # Ray 2.60 starts clusters with token authentication; the test's cluster is local to this machine.
