@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,7 +19,9 @@
 #include <fmt/format.h>
 
 #include "parity/core/error.h"
+#include "parity/core/file_io.h"
 #include "parity/core/logger.h"
+#include "parity/core/temporary_folder.h"
 
 namespace parity::compare {
 namespace {
@@ -65,6 +68,37 @@ class SampleQueue {
   bool stopped_ = false;
 };
 
+// The last "[E] " line of a worker's log (the prefix, colours and indentation left out), else "".
+std::string last_error_line(const std::filesystem::path& log_path) {
+  std::string text;
+  try {
+    text = read_file(log_path);
+  } catch (const Error&) {
+    return "";
+  }
+  std::string found;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    std::string plain;
+    for (std::size_t i = 0; i < line.size(); ++i) {  // ANSI colour sequences out
+      if (line[i] == '\x1b') {
+        while (i < line.size() && line[i] != 'm') ++i;
+        continue;
+      }
+      plain += line[i];
+    }
+    if (plain.rfind("[E] ", 0) == 0) {
+      found = plain.substr(4);
+      found.erase(0, found.find_first_not_of(' '));
+    }
+  }
+  return found;
+}
+
 // One worker process and the lines it writes.
 class WorkerProcess {
  public:
@@ -103,9 +137,20 @@ class WorkerProcess {
 
 void run_worker_pool(const WorkerPoolOptions& options, std::size_t samples,
                      const std::function<bool(const SampleRecord&)>& on_record) {
-  ProcessSpec spec = options.worker;
-  spec.standard_input = ProcessStream::pipe();
-  spec.standard_output = ProcessStream::pipe();
+  TemporaryFolder logs("parity-dataset-workers", "the dataset workers' logs");
+  const ProcessSpec spec = options.worker;
+  auto log_path = [&](std::size_t slot) { return logs.path() / fmt::format("worker_{}.log", slot); };
+  auto worker_spec = [&](std::size_t slot) {
+    ProcessSpec with_streams = spec;
+    with_streams.standard_input = ProcessStream::pipe();
+    with_streams.standard_output = ProcessStream::pipe();
+    with_streams.standard_error = ProcessStream::to_file(log_path(slot));
+    return with_streams;
+  };
+  auto why = [&](std::size_t slot) {
+    std::string line = last_error_line(log_path(slot));
+    return line.empty() ? std::string() : ": " + line;
+  };
   SampleQueue queue(samples);
   std::mutex record_mutex;
   std::exception_ptr failure;
@@ -116,12 +161,11 @@ void run_worker_pool(const WorkerPoolOptions& options, std::size_t samples,
     queue.stop();
   };
   auto start = [&](std::size_t slot) {
-    auto worker = std::make_unique<WorkerProcess>(spec);
+    auto worker = std::make_unique<WorkerProcess>(worker_spec(slot));
     auto line = worker->read_line();
     if (!line || *line != kReady) {
       ProcessEnd end = line ? worker->kill() : worker->finish();
-      raise<Error>("dataset worker {} (pid {}) ended before it was ready ({}); its error is above", slot,
-                   worker->pid(), end.describe());
+      raise<Error>("dataset worker {} ended before it was ready ({}){}", slot, end.describe(), why(slot));
     }
     return worker;
   };
@@ -136,13 +180,14 @@ void run_worker_pool(const WorkerPoolOptions& options, std::size_t samples,
           ProcessEnd end = worker->finish();
           worker.reset();
           if (queue.give_back(*index)) {
-            log::warning("Dataset worker {} ended ({}) while running sample {}: restarting it; the sample runs again",
-                         slot, end.describe(), *index);
+            log::warning("Dataset worker {} ended ({}{}) while running sample {}: restarting it; the sample runs again",
+                         slot, end.describe(), why(slot), *index);
             continue;
           }
           SampleRecord record;
           record.index = *index;
-          record.error = fmt::format("a worker ended ({}) while running this sample, twice", end.describe());
+          record.error =
+              fmt::format("a worker ended ({}{}) while running this sample, twice", end.describe(), why(slot));
           std::lock_guard lock(record_mutex);
           if (!on_record(record)) queue.stop();
           continue;

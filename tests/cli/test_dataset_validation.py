@@ -247,10 +247,16 @@ def test_a_dataset_shorter_than_iterations_is_an_error(parity_bin, resnet, datas
     assert "Validating" not in run.output
 
 
-@pytest.mark.parametrize("case", ["no_load", "empty_folder", "missing", "with_load_inputs", "workers_alone"])
+@pytest.mark.parametrize("case", ["no_load", "empty_folder", "missing", "with_load_inputs", "workers_alone",
+                                  "bad_model_in_workers"])
 def test_bad_dataset_input_is_one_clear_error(parity_bin, resnet, dataset, tmp_path, case):
     model, _ = resnet
-    if case == "no_load":
+    if case == "bad_model_in_workers":
+        # Only the workers load the model: their error is the driver's one [E] line.
+        model = tmp_path / "broken.onnx"
+        model.write_bytes(b"not a model")
+        args, expected = ["--dataset", dataset, "--workers", "2"], "broken.onnx: cannot parse the file"
+    elif case == "no_load":
         (tmp_path / "data.py").write_text("def num_samples():\n    return 3\n")
         args, expected = ["--dataset", tmp_path / "data.py"], "defines no load"
     elif case == "empty_folder":

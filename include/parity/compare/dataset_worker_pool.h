@@ -17,15 +17,17 @@
 namespace parity::compare {
 
 struct WorkerPoolOptions {
-  ProcessSpec worker;  // its standard input and output are the pool's pipes; standard error as given
+  ProcessSpec worker;  // its standard streams are the pool's: input and output pipes, standard error a file
   std::size_t workers = 1;
 };
 
 // Runs samples [0, samples) over the workers; `on_record` gets each record, one call at a time,
 // in the order they arrive, and returns false to stop the run (the workers still running are
-// ended). A sample on which a worker ends twice gets a record with `error` saying so. Throws Error
-// when a worker ends before it is ready (its runners could not be made or activated: its own
-// message went to its standard error), or what `on_record` threw.
+// ended). A sample on which a worker ends twice gets a record with `error` saying so. Each
+// worker's standard error goes to a file of its own, read back when the worker ends: the last
+// "[E]" line it logged is in the warning (a worker that ended mid-run) or the Error thrown (a
+// worker that ended before it was ready: its runners could not be made or activated). Also
+// throws what `on_record` threw.
 void run_worker_pool(const WorkerPoolOptions& options, std::size_t samples,
                      const std::function<bool(const SampleRecord&)>& on_record);
 
