@@ -19,8 +19,8 @@ namespace {
 
 // The Ray driver. argv[1]: the configuration (JSON). On its standard output, one JSON line each:
 // a sample's record (relayed as the worker wrote it), {"error": ...} before it exits 1,
-// {"warning": ...} for an actor restarted, {"nodes": {node id: samples}} at the end. Everything else it or Ray prints goes to its standard
-// error.
+// {"warning": ...} for an actor restarted, {"nodes": {node id: samples}} at the end. Everything
+// else it or Ray prints goes to its standard error.
 constexpr const char* kRayDriver = R"PY(
 import json, os, signal, socket, subprocess, sys
 config = json.loads(sys.argv[1])
@@ -46,7 +46,8 @@ except ImportError:
 if address and address != "auto":
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
-        fail(f"{where}: expected HOST:PORT, the address of a Ray cluster's head ('ray start --head' prints it), or 'auto'")
+        fail(f"{where}: expected HOST:PORT, the address of a Ray cluster's head ('ray start --head' prints it), "
+             "or 'auto'")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
     except OSError as error:
@@ -126,7 +127,8 @@ try:
             actors[slot] = start_actor()
         else:
             if restarted:
-                emit({"warning": f"a Ray actor on node {node[:12]} ended and was restarted; the samples it held ran again"})
+                emit({"warning": f"a Ray actor on node {node[:12]} ended and was restarted; "
+                                 "the samples it held ran again"})
             nodes[node] = nodes.get(node, 0) + len(lines)
             _out.write("".join(lines))
             _out.flush()

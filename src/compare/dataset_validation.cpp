@@ -107,7 +107,7 @@ SampleRecord SampleRecord::from_json(const nlohmann::json& json) {
   record.passed = json.at("passed").get<bool>();
   record.error = json.at("error").get<std::string>();
   for (const auto& pair_json : json.at("pairs")) {
-    PairRecord pair{pair_json.at("runner0").get<std::string>(), pair_json.at("runner1").get<std::string>(), {}};
+    PairRecord pair{pair_json.at("runner0").get<std::string>(), pair_json.at("runner1").get<std::string>(), {}, {}};
     for (const auto& output_json : pair_json.at("outputs")) {
       OutputRecord output;
       output.name = output_json.at("name").get<std::string>();
@@ -182,7 +182,7 @@ SampleRecord SampleValidator::validate(std::size_t index, const NamedTensors& fe
       QuietLog quiet;
       comparison = compare_func_(r0, r1);
     }
-    PairRecord pair{r0.runner_name, r1.runner_name, {}};
+    PairRecord pair{r0.runner_name, r1.runner_name, {}, {}};
     for (const auto& output : comparison.outputs) pair.outputs.push_back(measure(output, r0, r1, index));
     record.passed = record.passed && comparison.passed();
     if (metrics_) {
@@ -224,7 +224,8 @@ void DatasetSummary::add(const SampleRecord& record) {
     PairTotals& pair_totals = pairs_[p];
     for (const auto& output : pair.outputs) {
       auto& outputs = pair_totals.outputs;
-      auto it = std::find_if(outputs.begin(), outputs.end(), [&](const auto& entry) { return entry.first == output.name; });
+      auto it = std::find_if(outputs.begin(), outputs.end(),
+                             [&](const auto& entry) { return entry.first == output.name; });
       if (it == outputs.end()) it = outputs.insert(outputs.end(), {output.name, {}});
       OutputTotals& totals = it->second;
       if (!output.compared) ++totals.not_compared;

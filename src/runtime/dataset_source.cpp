@@ -52,7 +52,8 @@ _spec.loader.exec_module(_dataset)
 def _describe(arguments, tensors):
     missing = [name for name in ("num_samples", "load") if not callable(getattr(_dataset, name, None))]
     if missing:
-        raise CommandFailed(f"{_dataset_path} defines no {' or '.join(missing)} (a dataset script defines num_samples() and load(i))")
+        raise CommandFailed(f"{_dataset_path} defines no {' or '.join(missing)} "
+                            "(a dataset script defines num_samples() and load(i))")
     count = _dataset.num_samples()
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise CommandFailed(f"{_dataset_path}: num_samples() returned {count!r}, expected a non-negative int")
@@ -62,7 +63,8 @@ def _describe(arguments, tensors):
 def _load(arguments, tensors):
     feed = _dataset.load(arguments["index"])
     if not isinstance(feed, dict):
-        raise CommandFailed(f"load({arguments['index']}) returned a {type(feed).__name__}, expected a dict of input name -> array")
+        raise CommandFailed(f"load({arguments['index']}) returned a {type(feed).__name__}, "
+                            "expected a dict of input name -> array")
     for name in feed:
         if not isinstance(name, str):
             raise CommandFailed(f"load({arguments['index']}): input names must be strings, got {name!r}")
