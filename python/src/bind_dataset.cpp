@@ -1,7 +1,7 @@
-// Validation over a dataset for Python (parity._parity.DatasetValidation, parity.open_dataset):
-// the samples are run and judged by the C++ SampleValidator and merged into the DatasetSummary
-// that `parity run --dataset` reports with; parity/comparator/dataset.py feeds it samples from any
-// source (the CLI's folders and scripts, a sequence, a Ray Dataset).
+// Validation over a dataset for Python (parity._parity.SampleValidation, DatasetValidation,
+// open_dataset): the samples are run and judged by the C++ SampleValidator and merged into the
+// DatasetSummary that `parity run --dataset` reports with; parity/comparator/dataset.py feeds them
+// samples from any source (the CLI's folders and scripts, a sequence, a Ray Dataset).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -45,28 +45,55 @@ compare::MetricFunc metric_func(nb::object metric) {
 
 nb::object json_to_python(const std::string& text) { return nb::module_::import_("json").attr("loads")(text); }
 
-// The runners (activated once, for the object's life), the comparison and the merged summary.
-class DatasetValidation {
+// Runs and judges samples with runners it activates once (for the object's life): in this
+// process, or in each actor of a Ray Data actor pool.
+class SampleValidation {
  public:
-  DatasetValidation(nb::list runners, const CompareFunction& function, nb::object metric, std::size_t samples,
-                    std::size_t worst_count)
-      : runners_(runners), summary_(samples, worst_count) {
+  SampleValidation(nb::list runners, const CompareFunction& function, nb::object metric) : runners_(runners) {
     compare::MetricFunc metrics = metric_func(std::move(metric));
     nb::gil_scoped_release release;
     validator_ = std::make_unique<compare::SampleValidator>(runners_.pointers, function.function, std::move(metrics));
   }
 
-  // Runs and judges sample `index` and merges its record; returns its verdict (--sample-results'
-  // line) as a dict.
-  nb::object validate(std::size_t index, nb::handle feed) {
+  // Sample `index`'s record (as JSON text, for DatasetValidation.add).
+  std::string validate(std::size_t index, nb::handle feed) {
+    if (!validator_) raise<InvalidInputError>("the sample validation is closed");
     NamedTensors tensors = feed_from_dict(feed, "input");
-    compare::SampleRecord record;
-    {
-      nb::gil_scoped_release release;
-      record = validator_->validate(index, tensors);
-      tensors.clear();
-    }
-    return add(record);
+    nb::gil_scoped_release release;
+    std::string record = validator_->validate(index, tensors).to_json().dump();
+    tensors.clear();
+    return record;
+  }
+
+  // Deactivates the runners, with the GIL released for Python runners' deactivate.
+  void close() {
+    nb::gil_scoped_release release;
+    validator_.reset();
+  }
+
+ private:
+  RunnerList runners_;
+  std::unique_ptr<compare::SampleValidator> validator_;
+};
+
+// The records of a dataset's samples merged into its report.
+class DatasetValidation {
+ public:
+  DatasetValidation(std::size_t samples, std::size_t worst_count) : summary_(samples, worst_count) {}
+
+  // Merges a record (SampleValidation.validate's) as sample `index`'s; returns its verdict (the
+  // line --sample-results writes) as a dict.
+  nb::object add(std::size_t index, const std::string& record_json) {
+    compare::SampleRecord record = compare::SampleRecord::from_json(nlohmann::json::parse(record_json));
+    // A Ray actor does not know the row's position: its record is made as sample 0, and renamed here.
+    record.index = index;
+    for (auto& pair : record.pairs)
+      for (auto& output : pair.outputs)
+        for (compare::ErrorSummary* summary : {&output.absolute, &output.relative}) {
+          if (summary->min_sample != compare::ErrorSummary::kNoSample) summary->min_sample = index;
+          if (summary->max_sample != compare::ErrorSummary::kNoSample) summary->max_sample = index;
+        }
+    return merge(record);
   }
 
   // Records sample `index` as failed with `error` (it could not be loaded).
@@ -74,28 +101,19 @@ class DatasetValidation {
     compare::SampleRecord record;
     record.index = index;
     record.error = error;
-    return add(record);
+    return merge(record);
   }
 
   void log_report() const { summary_.log_report(); }
   nb::object report() const { return json_to_python(summary_.to_json().dump()); }
 
-  // Releases the runners (deactivated), with the GIL released for Python runners' deactivate.
-  void close() {
-    nb::gil_scoped_release release;
-    validator_.reset();
-  }
-
  private:
-  nb::object add(const compare::SampleRecord& record) {
-    if (!validator_) raise<InvalidInputError>("the dataset validation is closed");
+  nb::object merge(const compare::SampleRecord& record) {
     summary_.add(record);
     return json_to_python(record.verdict_json().dump());
   }
 
-  RunnerList runners_;
   compare::DatasetSummary summary_;
-  std::unique_ptr<compare::SampleValidator> validator_;
 };
 
 }  // namespace
@@ -117,14 +135,16 @@ void bind_dataset(nb::module_& m) {
       }, "index"_a);
   m.def("open_dataset", &runtime::open_dataset, "spec"_a, "python"_a);
 
+  nb::class_<SampleValidation>(m, "SampleValidation")
+      .def(nb::init<nb::list, const CompareFunction&, nb::object>(), "runners"_a, "compare_func"_a, "metric"_a.none())
+      .def("validate", &SampleValidation::validate, "index"_a, "feed"_a)
+      .def("close", &SampleValidation::close);
   nb::class_<DatasetValidation>(m, "DatasetValidation")
-      .def(nb::init<nb::list, const CompareFunction&, nb::object, std::size_t, std::size_t>(), "runners"_a,
-           "compare_func"_a, "metric"_a.none(), "samples"_a, "worst_count"_a)
-      .def("validate", &DatasetValidation::validate, "index"_a, "feed"_a)
+      .def(nb::init<std::size_t, std::size_t>(), "samples"_a, "worst_count"_a)
+      .def("add", &DatasetValidation::add, "index"_a, "record"_a)
       .def("fail", &DatasetValidation::fail, "index"_a, "error"_a)
       .def("log_report", &DatasetValidation::log_report)
-      .def("report", &DatasetValidation::report)
-      .def("close", &DatasetValidation::close);
+      .def("report", &DatasetValidation::report);
 }
 
 }  // namespace parity::python

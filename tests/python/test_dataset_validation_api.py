@@ -2,6 +2,7 @@
 (docs/dataset-validation.md), over the CLI's sources, a sequence of feeds and a Ray Dataset. Its
 report must be the CLI's report on the same samples: per-sample verdicts identical, the merged
 statistics equal."""
+import functools
 import json
 import os
 import subprocess
@@ -72,10 +73,14 @@ def cli_report(resnet, source, tmp_path, *extra):
     return json.loads(report.read_text()), verdicts
 
 
+def make_runners(model):
+    return [OnnxrtRunner(SessionFromOnnx(model)), RefRunner(model)]
+
+
 def api_report(resnet, dataset, metric=None, **options):
     model = resnet[0]
     verdicts = []
-    report = validate_dataset([OnnxrtRunner(SessionFromOnnx(str(model))), RefRunner(str(model))], dataset,
+    report = validate_dataset(make_runners(str(model)), dataset,
                               CompareFunc.simple(atol=ATOL, rtol=0), metric=metric, on_sample=verdicts.append,
                               **options)
     assert isinstance(report, DatasetReport)
@@ -129,7 +134,7 @@ def test_a_ray_dataset_gives_the_folders_report(resnet, tmp_path):
     except ImportError as error:  # scripts/requirements.txt pins ray, pyarrow and pandas
         print(f"skipped: Ray Data cannot be imported here: {error}")
         pytest.skip(f"Ray Data cannot be imported here: {error}")
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         ray.data.DataContext.get_current().execution_options.preserve_order = True
         dataset = ray.data.from_items(resnet[1])
@@ -140,6 +145,16 @@ def test_a_ray_dataset_gives_the_folders_report(resnet, tmp_path):
         # The first `iterations` rows only.
         report, verdicts = api_report(resnet, dataset, iterations=7)
         assert [v["index"] for v in verdicts] == list(range(7)) and verdicts == folder_verdicts[:7]
+        # The runners in a pool of two Ray Data actors, each making its own.
+        import ray.cloudpickle
+
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        verdicts = []
+        report = validate_dataset(functools.partial(make_runners, str(resnet[0])), dataset,
+                                  CompareFunc.simple(atol=ATOL, rtol=0), on_sample=verdicts.append, ray_actors=2,
+                                  ray_batch_size=5)
+        assert sorted(verdicts, key=lambda v: v["index"]) == folder_verdicts
+        assert without_runner_names(report) == without_runner_names(folder_report)
     finally:
         ray.shutdown()
 
@@ -166,5 +181,7 @@ def test_bad_datasets_are_one_clear_error(resnet, tmp_path):
         api_report(resnet, resnet[1], iterations=30)
     with pytest.raises(InvalidInputError, match="not int"):
         api_report(resnet, 42)
+    with pytest.raises(InvalidInputError, match="ray_actors"):
+        api_report(resnet, resnet[1], ray_actors=2)
     with pytest.raises(Exception, match="no_such_folder"):
         api_report(resnet, str(tmp_path / "no_such_folder"))
