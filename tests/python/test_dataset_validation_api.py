@@ -155,6 +155,29 @@ def test_a_ray_dataset_gives_the_folders_report(resnet, tmp_path):
                                   ray_batch_size=5)
         assert sorted(verdicts, key=lambda v: v["index"]) == folder_verdicts
         assert without_runner_names(report) == without_runner_names(folder_report)
+
+        # An actor killed mid-batch (its process ends in the metric, once) is restarted by Ray Data
+        # and its batch run again: every sample counted once, the same report as in one process.
+        marker = tmp_path / "killed"
+        victim = float(resnet[1][10]["x"].ravel()[0])
+
+        def metric(result0, result1, feed):
+            if float(feed["x"].ravel()[0]) == victim and not marker.exists():
+                marker.touch()
+                os._exit(9)
+            return 1.0
+
+        marker.touch()
+        local_report, local_verdicts = api_report(resnet, resnet[1], metric=metric)
+        marker.unlink()
+        verdicts = []
+        report = validate_dataset(functools.partial(make_runners, str(resnet[0])), dataset,
+                                  CompareFunc.simple(atol=ATOL, rtol=0), metric=metric, on_sample=verdicts.append,
+                                  ray_actors=2, ray_batch_size=4)
+        assert marker.exists(), "the metric should have ended an actor"
+        assert sorted(verdicts, key=lambda v: v["index"]) == local_verdicts
+        assert without_runner_names(report) == without_runner_names(local_report)
+        assert report["metrics"][0]["count"] == SAMPLES
     finally:
         ray.shutdown()
 
