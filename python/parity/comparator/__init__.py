@@ -5,3 +5,4 @@ from parity.comparator.data_loader import DataLoader  # noqa: F401
 from parity.comparator.layerwise import LayerwiseEntry, LayerwiseResult  # noqa: F401
 from parity.comparator.postprocess import PostprocessFunc  # noqa: F401
 from parity.comparator.struct import AccuracyResult, IterationResult, RunResults  # noqa: F401
+from parity.comparator.dataset import DatasetReport, validate_dataset  # noqa: F401

@@ -19,6 +19,7 @@
 #include "args/comparison_args.h"
 #include "args/thread_args.h"
 #include "args/data_loader_args.h"
+#include "args/dataset_args.h"
 #include "args/generated_script.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
@@ -77,6 +78,7 @@ class RunCommand : public Command {
     data_loader_.add_to(app);
     const char* inference = "Comparator Inference";
     data_loader_.add_save_inputs_to(app, inference);
+    dataset_.add_to(app);
     app.add_option("--save-outputs,--save-results", save_outputs_, "Save the results (Polygraphy RunResults JSON)")
         ->group(inference);
     app.add_flag("--use-subprocess", use_subprocess_,
@@ -94,6 +96,7 @@ class RunCommand : public Command {
   }
 
   int run() override {
+    if (DatasetArgs::is_worker()) DatasetArgs::claim_standard_output();
     if (!gen_script_.empty()) return write_script();
     return run_with_verdict([this] { return execute(); });
   }
@@ -107,6 +110,7 @@ class RunCommand : public Command {
                                model_type_);
     compute_.apply();
     data_loader_.parse();
+    dataset_.parse();
     exclude_names_ = expand_tensor_entries(onnx_exclude_outputs_, "--onnx-exclude-outputs");
     if (layerwise_worst_ < 1) raise<InvalidInputError>("--layerwise-worst must be at least 1");
     if (!layerwise_memory_.empty())
@@ -288,6 +292,9 @@ class RunCommand : public Command {
     // Runners that load a model of their own get no loader when no model was given.
     runtime::ModelLoader model;
     if (!model_.path().empty()) model = [this] { return model_.load_once(kRunnerLoad); };
+    if (dataset_.given())
+      return dataset_.run([&] { return runners_.make_runners(model, compiled_file); }, comparison_.compare_func(),
+                          comparison_.fail_fast(), comparison_.report());
     auto live = runners_.make_runners(model, compiled_file);
     if (live.empty() && loaded.empty())
       log::warning("No runners were given ({}) and no results loaded; nothing to run or compare",
@@ -377,6 +384,7 @@ class RunCommand : public Command {
   ModelArgs model_;
   RunnerArgs runners_;
   DataLoaderArgs data_loader_;
+  DatasetArgs dataset_;
   ComparisonArgs comparison_;
   ThreadArgs compute_;
   AttributionArgs attribution_;
