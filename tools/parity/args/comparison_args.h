@@ -28,6 +28,8 @@ class ComparisonArgs {
   // `simple` is the function and no script replaces it (what a streamed comparison can do).
   bool is_plain_simple() const { return compare_func_ == "simple" && compare_func_script_.empty(); }
   const compare::SimpleOptions& simple_options() const { return simple_options_; }
+  // What `simple` calls with each output pair it compared (--save-heatmaps and the like); after parse().
+  void set_on_compared(compare::ComparedPairObserver observer) { simple_options_.on_compared = std::move(observer); }
   const compare::PostprocessRules& postprocess_rules() const { return postprocess_rules_; }
   // Pairs of result indices to compare: adjacent pairs, or each against --compare-to's target.
   std::vector<std::pair<std::size_t, std::size_t>> comparisons(const compare::RunResults& results) const;

@@ -22,6 +22,7 @@
 #include "args/model_args.h"
 #include "args/model_save_args.h"
 #include "args/output_marks.h"
+#include "args/picture_args.h"
 #include "args/runner_args.h"
 #include "args/tensor_meta_parse.h"
 #include "args/value_parsing.h"
@@ -83,6 +84,7 @@ class RunCommand : public Command {
                  "crashes is reported as that runner's failure instead of ending parity")
         ->group(inference);
     comparison_.add_to(app);
+    pictures_.add_to(app);
     compute_.add_to(app);
     app.add_option("--gen-script,--gen", gen_script_,
                    "Write a Python script (Parity's Python API) that does what this command would do, to this path "
@@ -110,6 +112,7 @@ class RunCommand : public Command {
     if (!layerwise_memory_.empty())
       layerwise_memory_budget_ = static_cast<uint64_t>(parse_num_bytes(layerwise_memory_, "--layerwise-memory"));
     comparison_.parse();
+    pictures_.parse(comparison_);
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     resolve_tensor_entries_in_model();
     excluded_.insert(exclude_names_.begin(), exclude_names_.end());
@@ -191,7 +194,8 @@ class RunCommand : public Command {
                           comparison_.is_plain_simple() && runners_.runner_count() == 2 &&
                           comparison_.load_outputs().empty() && !use_subprocess_;
     for (const char* flag :
-         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess"})
+         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess", "--save-heatmaps",
+          "--show-heatmaps", "--save-error-metrics-plot", "--show-error-metrics-plot"})
       if (app_->count(flag)) script.cannot_express(flag);
     if (!streamed)
       for (const char* flag : {"--layerwise-worst", "--layerwise-memory"})
@@ -262,6 +266,7 @@ class RunCommand : public Command {
   bool execute() {
     parse_arguments();
     check_model_given();
+    pictures_.start();
     compare::RunResults loaded;
     for (const auto& path : comparison_.load_outputs()) {
       auto more = compare::load_run_results(path);
@@ -365,6 +370,7 @@ class RunCommand : public Command {
   RunnerArgs runners_;
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
+  PictureArgs pictures_;
   ThreadArgs compute_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
