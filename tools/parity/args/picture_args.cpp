@@ -31,7 +31,7 @@ void PictureArgs::parse(ComparisonArgs& comparison) {
                              "--show-error-metrics-plot draw the comparisons of --compare simple; leave them out with "
                              "another comparison function or --compare-func-script");
   pictures_ = std::make_unique<compare::ErrorPictures>(options_);
-  comparison.set_on_compared(pictures_->observer());
+  comparison.add_on_compared(pictures_->observer());
 }
 
 void PictureArgs::start() {

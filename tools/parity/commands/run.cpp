@@ -23,6 +23,7 @@
 #include "args/model_save_args.h"
 #include "args/output_marks.h"
 #include "args/picture_args.h"
+#include "args/report_html_args.h"
 #include "args/runner_args.h"
 #include "args/tensor_meta_parse.h"
 #include "args/value_parsing.h"
@@ -85,6 +86,7 @@ class RunCommand : public Command {
         ->group(inference);
     comparison_.add_to(app);
     pictures_.add_to(app);
+    report_html_.add_to(app);
     compute_.add_to(app);
     app.add_option("--gen-script,--gen", gen_script_,
                    "Write a Python script (Parity's Python API) that does what this command would do, to this path "
@@ -95,12 +97,13 @@ class RunCommand : public Command {
 
   int run() override {
     if (!gen_script_.empty()) return write_script();
-    return run_with_verdict([this] { return execute(); });
+    return run_with_verdict([this] { return report_html_.guard(command_line(), [this] { return execute(); }); });
   }
 
  private:
   // All flags are checked before any inference, so bad flags fail fast.
   void parse_arguments() {
+    report_html_.parse();
     if (!model_type_.empty() && model_type_ != "onnx")
       raise<InvalidInputError>("--model-type {}: Parity runs ONNX models only (Polygraphy's other model types need "
                                "TensorFlow or TensorRT)",
@@ -113,6 +116,7 @@ class RunCommand : public Command {
       layerwise_memory_budget_ = static_cast<uint64_t>(parse_num_bytes(layerwise_memory_, "--layerwise-memory"));
     comparison_.parse();
     pictures_.parse(comparison_);
+    report_html_.attach(comparison_);
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     resolve_tensor_entries_in_model();
     excluded_.insert(exclude_names_.begin(), exclude_names_.end());
@@ -195,7 +199,7 @@ class RunCommand : public Command {
                           comparison_.load_outputs().empty() && !use_subprocess_;
     for (const char* flag :
          {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess", "--save-heatmaps",
-          "--show-heatmaps", "--save-error-metrics-plot", "--show-error-metrics-plot"})
+          "--show-heatmaps", "--save-error-metrics-plot", "--show-error-metrics-plot", "--report-html"})
       if (app_->count(flag)) script.cannot_express(flag);
     if (!streamed)
       for (const char* flag : {"--layerwise-worst", "--layerwise-memory"})
@@ -309,6 +313,7 @@ class RunCommand : public Command {
       compare::save_report(comparison_.report(), verdict.report(static_cast<std::size_t>(layerwise_worst_)));
       log::info("Saved report to {}", comparison_.report());
     }
+    report_html_.write(command_line(), verdict, static_cast<std::size_t>(layerwise_worst_));
     return verdict.passed;
   }
 
@@ -371,6 +376,7 @@ class RunCommand : public Command {
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
   PictureArgs pictures_;
+  ReportHtmlArgs report_html_;
   ThreadArgs compute_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
