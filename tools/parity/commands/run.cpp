@@ -20,6 +20,7 @@
 #include "args/data_loader_args.h"
 #include "args/generated_script.h"
 #include "args/model_args.h"
+#include "args/model_explorer_args.h"
 #include "args/model_save_args.h"
 #include "args/output_marks.h"
 #include "args/picture_args.h"
@@ -87,6 +88,7 @@ class RunCommand : public Command {
     comparison_.add_to(app);
     pictures_.add_to(app);
     report_html_.add_to(app);
+    model_explorer_.add_to(app);
     compute_.add_to(app);
     app.add_option("--gen-script,--gen", gen_script_,
                    "Write a Python script (Parity's Python API) that does what this command would do, to this path "
@@ -104,6 +106,7 @@ class RunCommand : public Command {
   // All flags are checked before any inference, so bad flags fail fast.
   void parse_arguments() {
     report_html_.parse();
+    model_explorer_.parse();
     if (!model_type_.empty() && model_type_ != "onnx")
       raise<InvalidInputError>("--model-type {}: Parity runs ONNX models only (Polygraphy's other model types need "
                                "TensorFlow or TensorRT)",
@@ -199,7 +202,8 @@ class RunCommand : public Command {
                           comparison_.load_outputs().empty() && !use_subprocess_;
     for (const char* flag :
          {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess", "--save-heatmaps",
-          "--show-heatmaps", "--save-error-metrics-plot", "--show-error-metrics-plot", "--report-html"})
+          "--show-heatmaps", "--save-error-metrics-plot", "--show-error-metrics-plot", "--report-html",
+          "--save-model-explorer-overlay"})
       if (app_->count(flag)) script.cannot_express(flag);
     if (!streamed)
       for (const char* flag : {"--layerwise-worst", "--layerwise-memory"})
@@ -314,6 +318,7 @@ class RunCommand : public Command {
       log::info("Saved report to {}", comparison_.report());
     }
     report_html_.write(command_line(), verdict, static_cast<std::size_t>(layerwise_worst_));
+    model_explorer_.write(verdict);
     return verdict.passed;
   }
 
@@ -377,6 +382,7 @@ class RunCommand : public Command {
   ComparisonArgs comparison_;
   PictureArgs pictures_;
   ReportHtmlArgs report_html_;
+  ModelExplorerArgs model_explorer_;
   ThreadArgs compute_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
