@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "parity/debug/search_html_report.h"
+
 #include "parity/compare/accuracy.h"
 #include "parity/compare/run_results.h"
 #include "parity/core/error.h"
@@ -316,7 +318,7 @@ class PrecisionDebug {
   void write_report(const PrecisionSearchResult& result, const std::vector<PrecisionNode>& kept,
                     const std::vector<PrecisionSearchStep>& steps, std::string_view precision,
                     bool with_segments) const {
-    if (options_.report_path.empty()) return;
+    if (options_.report_path.empty() && options_.report_html_path.empty()) return;
     static const char* kOutcomes[] = {"nothing_to_keep", "found", "fails_with_all_kept", "iteration_limit",
                                       "cannot_run_reduced"};
     nlohmann::ordered_json report;
@@ -351,8 +353,14 @@ class PrecisionDebug {
                                  {"kept_count", step.kept_count},
                                  {"passed", step.verdict.passed},
                                  {"detail", step.verdict.detail}});
-    compare::save_report(options_.report_path, report);
-    log::info("Saved report to {}", options_.report_path);
+    if (!options_.report_path.empty()) {
+      compare::save_report(options_.report_path, report);
+      log::info("Saved report to {}", options_.report_path);
+    }
+    if (!options_.report_html_path.empty()) {
+      save_search_html_report(options_.report_html_path, "debug precision", options_.command_line, report);
+      log::info("Saved HTML report to {}", options_.report_html_path);
+    }
   }
 
   const onnx::Model& model_;

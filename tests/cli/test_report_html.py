@@ -170,3 +170,31 @@ def test_700_tensor_run_stays_small(run_parity, tmp_path, browser_noise):
     assert dom.count('class="point"') == compared
     render_ms = re.search(r'data-render-ms="(\d+)"', dom).group(1)
     print(f"{compared} tensors: {page.stat().st_size / 1e6:.2f} MB, rendered in {render_ms} ms")
+
+
+def test_debug_precision_report(run_parity, tmp_path, browser_noise):
+    from test_debug_precision import TOLERANCES, planted_model
+
+    model = tmp_path / "planted.onnx"
+    planted = planted_model(model)
+    page, report = tmp_path / "precision.html", tmp_path / "precision.json"
+    run = run_parity("debug", "precision", model, "--ref", *TOLERANCES, "--report", report, "--report-html", page,
+                     timeout=300)
+    assert run.returncode == 0, run.output
+    assert f"Saved HTML report to {page}" in run.output
+    steps = json.loads(report.read_text())["steps"]
+    dom = check_page(page, tmp_path, browser_noise)
+    assert dom.count('class="step"') == len(steps) and 'id="steps"' in dom
+    assert dom.count('<tr class="row">') == len(steps) + len(planted) + 2 + 3  # steps, answer, errors, latency
+    for name in planted:
+        assert f"<td>{name}</td>" in dom
+
+
+def test_debug_precision_that_fails_before_searching(run_parity, tmp_path, browser_noise):
+    page = tmp_path / "failed.html"
+    run = run_parity("debug", "precision", tmp_path / "missing.onnx", "--ref", "--report-html", page)
+    assert run.returncode != 0
+    dom = check_page(page, tmp_path, browser_noise)
+    assert 'id="run-error"' in dom and "missing.onnx" in dom
+    run = run_parity("debug", "precision", tmp_path / "missing.onnx", "--ref", "--report-html", tmp_path / "no" / "p.html")
+    assert "[E] --report-html" in run.output and "does not exist" in run.output
