@@ -28,7 +28,7 @@ th{background:#f3f3f3}.error{background:#fdecea;border:1px solid #c0392b;padding
 <script>
 "use strict";
 window.addEventListener("error", function () { document.body.dataset.rendered = "error"; });
-var D = JSON.parse(document.getElementById("data").textContent), R = D.report || {};
+var D = JSON.parse(document.getElementById("data").textContent);
 var app = document.getElementById("app");
 function el(tag, attrs, children) {
   var e = document.createElement(tag);
@@ -43,34 +43,32 @@ function table(id, head, rows) {
     return el("tr", {"class": "row"}, r.map(function (c) { return c instanceof Node ? el("td", {}, [c]) : el("td", {text: String(c)}); }));
   })));
 }
-var found = R.outcome === "found" || R.outcome === "nothing_to_keep";
-app.appendChild(el("h1", {}, [document.createTextNode(D.title + " "), D.error !== undefined ? badge(false, "ERROR") : badge(found, R.outcome || "")]));
+app.appendChild(el("h1", {}, [document.createTextNode(D.title + " "), D.error !== undefined ? badge(false, "ERROR") : badge(D.ok, D.outcome)]));
 app.appendChild(el("p", {"class": "mono", text: D.command}));
 if (D.error !== undefined) {
   app.appendChild(el("h2", {text: "The search ended before its answer"}));
   app.appendChild(el("div", {"class": "error", id: "run-error", text: D.error}));
 } else {
   app.appendChild(el("h2", {text: "The answer"}));
-  app.appendChild(el("p", {text: "Model " + R.model + ", " + R.precision + " (" + R.mechanism + " mechanism): " + (R.kept || []).length + " node(s) kept in float32 after " + R.iterations + " iteration(s)."}));
-  app.appendChild(table("answer", ["node kept in float32", "op"], (R.kept || []).map(function (n) { return [n.name, n.op_type]; })));
-  app.appendChild(table("errors", ["", "error"], [["with no node kept", R.error_before || ""], ["with these kept", R.error_after || ""]]));
-  if (R.latency_ms) app.appendChild(table("latency", ["latency (ms, median of " + R.latency_ms.runs + ")", ""],
-    [["none kept", R.latency_ms.none_kept.toFixed(3)], ["these kept", R.latency_ms.kept.toFixed(3)], ["all kept", R.latency_ms.all_kept.toFixed(3)]]));
-  if (R.segments) app.appendChild(table("segments", ["precision", "first node", "last node", "nodes"], R.segments.map(function (s) { return [s.precision, s.first_node, s.last_node, s.node_count]; })));
-  var steps = R.steps || [];
-  app.appendChild(el("h2", {text: "Each step of the search (" + steps.length + ")"}));
-  var w = 900, h = 160, pad = 40, max = Math.max.apply(null, steps.map(function (s) { return s.kept_count; }).concat([1]));
+  app.appendChild(el("p", {id: "summary", text: D.summary}));
+  (D.tables || []).forEach(function (t) {
+    app.appendChild(el("h3", {text: t.caption}));
+    app.appendChild(table(t.id, t.columns, t.rows));
+  });
+  var steps = D.steps || [];
+  app.appendChild(el("h2", {text: D.steps_caption + " (" + steps.length + ")"}));
+  var w = 900, h = 160, pad = 40, max = Math.max.apply(null, steps.map(function (s) { return s.size; }).concat([1]));
   var chart = svg("svg", {width: w, height: h, id: "steps-chart"});
   steps.forEach(function (s, i) {
-    var x = pad + (steps.length > 1 ? i / (steps.length - 1) : 0.5) * (w - 2 * pad), y = h - pad - s.kept_count / max * (h - 1.5 * pad);
+    var x = pad + (steps.length > 1 ? i / (steps.length - 1) : 0.5) * (w - 2 * pad), y = h - pad - s.size / max * (h - 1.5 * pad);
     var c = svg("circle", {cx: x, cy: y, r: 5, fill: s.passed ? "#2a8a3e" : "#c0392b", "class": "step"});
-    var t = svg("title", {}); t.textContent = "step " + (i + 1) + " (" + s.phase + "): " + s.kept_count + " kept, " + (s.passed ? "PASSED" : "FAILED") + " | " + s.detail;
+    var t = svg("title", {}); t.textContent = (i + 1) + ". " + s.candidate + ": " + s.verdict + (s.detail ? " | " + s.detail : "");
     c.appendChild(t); chart.appendChild(c);
   });
-  var label = svg("text", {x: w / 2, y: h - 8, "font-size": 11, "text-anchor": "middle"}); label.textContent = "steps in order; y: nodes kept in float32 (0 .. " + max + "); green passed, red failed"; chart.appendChild(label);
+  var label = svg("text", {x: w / 2, y: h - 8, "font-size": 11, "text-anchor": "middle"}); label.textContent = "in order; y: " + D.size_axis + " (0 .. " + max + "); green " + D.passed_word + ", red " + D.failed_word; chart.appendChild(label);
   app.appendChild(chart);
-  app.appendChild(table("steps", ["step", "iteration", "phase", "candidate: nodes kept", "verdict", "error"], steps.map(function (s, i) {
-    return [i + 1, s.iteration, s.phase, s.kept_count, badge(s.passed, s.passed ? "PASSED" : "FAILED"), s.detail];
+  app.appendChild(table("steps", ["#", "candidate", "verdict", "error"], steps.map(function (s, i) {
+    return [i + 1, s.candidate, badge(s.passed, s.verdict), s.detail || ""];
   })));
 }
 document.body.dataset.rendered = "ok";
@@ -109,9 +107,8 @@ void check_html_report_path(const std::filesystem::path& path, const std::string
   if (std::filesystem::is_directory(path, error)) raise<FileError>("{} {}: is a folder, not a file", flag, path.string());
 }
 
-void save_search_html_report(const std::filesystem::path& path, const std::string& title, const std::string& command,
-                             const nlohmann::ordered_json& report) {
-  write_page(path, {{"title", title}, {"command", command}, {"report", report}});
+void save_search_html_report(const std::filesystem::path& path, const nlohmann::ordered_json& view) {
+  write_page(path, view);
 }
 
 void save_search_html_failure(const std::filesystem::path& path, const std::string& title, const std::string& command,

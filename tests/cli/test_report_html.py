@@ -198,3 +198,30 @@ def test_debug_precision_that_fails_before_searching(run_parity, tmp_path, brows
     assert 'id="run-error"' in dom and "missing.onnx" in dom
     run = run_parity("debug", "precision", tmp_path / "missing.onnx", "--ref", "--report-html", tmp_path / "no" / "p.html")
     assert "[E] --report-html" in run.output and "does not exist" in run.output
+
+
+def test_debug_reduce_report(run_parity, tmp_path, browser_noise):
+    from reduce_models import PLANTED, chain_model
+    from test_debug_reduce import IN_PROCESS, SHAPES
+
+    import onnx
+    model = tmp_path / "chain.onnx"
+    onnx.save(chain_model(), model)
+    page = tmp_path / "reduce.html"
+    run = run_parity("debug", "reduce", model, "-o", tmp_path / "r.onnx", *SHAPES, *IN_PROCESS, "--report-html", page,
+                     timeout=300)
+    assert run.returncode == 0, run.output
+    checks = int(re.search(r"\((\d+) check\(s\) run", run.output).group(1))
+    dom = check_page(page, tmp_path, browser_noise)
+    assert dom.count('class="step"') == checks  # one step per check run
+    assert f"<td>{PLANTED}</td>" in dom and 'id="answer"' in dom
+    assert "FAILS" in dom and "passes" in dom  # both verdicts were seen on the way
+
+
+def test_debug_reduce_that_fails_before_reducing(run_parity, tmp_path, browser_noise):
+    page = tmp_path / "failed.html"
+    run = run_parity("debug", "reduce", tmp_path / "missing.onnx", "-o", tmp_path / "r.onnx", "--ref", "--onnxrt",
+                     "--report-html", page)
+    assert run.returncode != 0
+    dom = check_page(page, tmp_path, browser_noise)
+    assert 'id="run-error"' in dom and "missing.onnx" in dom
