@@ -225,3 +225,28 @@ def test_debug_reduce_that_fails_before_reducing(run_parity, tmp_path, browser_n
     assert run.returncode != 0
     dom = check_page(page, tmp_path, browser_noise)
     assert 'id="run-error"' in dom and "missing.onnx" in dom
+
+
+def test_inspect_capability_report(run_parity, tmp_path, browser_noise):
+    from test_inspect_capability import planted_model
+
+    model = planted_model(tmp_path / "planted.onnx")
+    page = tmp_path / "capability.html"
+    run = run_parity("inspect", "capability", model, "--openvino", "-o", tmp_path / "dumps", "--report-html", page,
+                     timeout=300)
+    assert run.returncode == 0, run.output
+    written = sorted(p.name for p in (tmp_path / "dumps").glob("*.onnx"))
+    dom = check_page(page, tmp_path, browser_noise)
+    assert dom.count('class="step"') == len(written)  # one step per subgraph
+    for name in written:
+        assert f"<td>{name}</td>" in dom
+    assert "<td>planted_det</td>" in dom and "<td>planted_det_2</td>" in dom  # the unsupported nodes' table
+    assert "No conversion rule found for operations: Det-17" in dom
+
+
+def test_inspect_capability_that_fails_before_answering(run_parity, tmp_path, browser_noise):
+    page = tmp_path / "failed.html"
+    run = run_parity("inspect", "capability", tmp_path / "missing.onnx", "--openvino", "--report-html", page)
+    assert run.returncode != 0
+    dom = check_page(page, tmp_path, browser_noise)
+    assert 'id="run-error"' in dom and "missing.onnx" in dom
