@@ -209,7 +209,7 @@ def test_debug_reduce_report(run_parity, tmp_path, browser_noise):
     onnx.save(chain_model(), model)
     page = tmp_path / "reduce.html"
     run = run_parity("debug", "reduce", model, "-o", tmp_path / "r.onnx", *SHAPES, *IN_PROCESS, "--report-html", page,
-                     timeout=300)
+                     cwd=tmp_path, timeout=300)  # (its replay file is written to the working folder)
     assert run.returncode == 0, run.output
     checks = int(re.search(r"\((\d+) check\(s\) run", run.output).group(1))
     dom = check_page(page, tmp_path, browser_noise)
@@ -221,7 +221,7 @@ def test_debug_reduce_report(run_parity, tmp_path, browser_noise):
 def test_debug_reduce_that_fails_before_reducing(run_parity, tmp_path, browser_noise):
     page = tmp_path / "failed.html"
     run = run_parity("debug", "reduce", tmp_path / "missing.onnx", "-o", tmp_path / "r.onnx", "--ref", "--onnxrt",
-                     "--report-html", page)
+                     "--report-html", page, cwd=tmp_path)
     assert run.returncode != 0
     dom = check_page(page, tmp_path, browser_noise)
     assert 'id="run-error"' in dom and "missing.onnx" in dom
