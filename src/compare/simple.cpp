@@ -247,6 +247,10 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
         message += fmt::format(" | {} element(s) have a NaN/Inf error", metrics.nonfinite_error_count);
     }
     log::info("{}", message);
+    if (params.on_compared) {
+      Logger::Indent pictures_indent;
+      (*params.on_compared)(ComparedPair{runner0, name0, out0v, runner1, name1, out1v, params.infinities_compare_equal});
+    }
     log_output_stats(outcome.absdiff, have_values ? &abs_values : nullptr,
                      have_histograms ? &outcome.histogram_abs : nullptr, failed, "Absolute Difference", style);
     log_output_stats(outcome.reldiff, have_values ? &rel_values : nullptr,
@@ -289,6 +293,7 @@ SimpleOutputParams simple_output_params(const SimpleOptions& options, const std:
   params.check_shapes = options.check_shapes;
   params.infinities_compare_equal = options.infinities_compare_equal;
   params.style = options.style;
+  if (options.on_compared) params.on_compared = &options.on_compared;
   return params;
 }
 

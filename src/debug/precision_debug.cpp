@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "parity/debug/search_html_report.h"
+
 #include "parity/compare/accuracy.h"
 #include "parity/compare/run_results.h"
 #include "parity/core/error.h"
@@ -312,11 +314,66 @@ class PrecisionDebug {
     log::info("Error with these kept: {}", result.final_verdict.detail);
   }
 
+  // --report-html's page of the search, from the JSON report.
+  nlohmann::ordered_json html_view(const nlohmann::ordered_json& report) const {
+    const std::string outcome = report["outcome"];
+    // A table row of two cells (a braced pair of a string and a value would be read as an object's member).
+    auto row = [](const std::string& label, const nlohmann::ordered_json& value) {
+      return nlohmann::ordered_json::array({label, value});
+    };
+    nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+    for (const auto& node : report["kept"]) kept.push_back(row(node["name"], node["op_type"]));
+    nlohmann::ordered_json tables = nlohmann::ordered_json::array();
+    tables.push_back({{"id", "answer"}, {"caption", "Nodes kept in float32"}, {"columns", {"node", "op"}}, {"rows", kept}});
+    tables.push_back({{"id", "errors"},
+                      {"caption", "Errors"},
+                      {"columns", {"", "error"}},
+                      {"rows", nlohmann::ordered_json::array({row("with no node kept", report["error_before"]),
+                                                              row("with these kept", report["error_after"])})}});
+    if (report.contains("latency_ms")) {
+      const auto& latency = report["latency_ms"];
+      tables.push_back({{"id", "latency"},
+                        {"caption", fmt::format("Latency (ms, median of {} runs)", latency["runs"].get<int>())},
+                        {"columns", {"", "ms"}},
+                        {"rows", nlohmann::ordered_json::array({row("none kept", latency["none_kept"]),
+                                                                row("these kept", latency["kept"]),
+                                                                row("all kept", latency["all_kept"])})}});
+    }
+    if (report.contains("segments")) {
+      nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+      for (const auto& segment : report["segments"])
+        rows.push_back({segment["precision"], segment["first_node"], segment["last_node"], segment["node_count"]});
+      tables.push_back({{"id", "segments"}, {"caption", "Segments"}, {"columns", {"precision", "first node", "last node", "nodes"}}, {"rows", rows}});
+    }
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+    for (const auto& step : report["steps"])
+      steps.push_back({{"candidate", fmt::format("{}: keep {} node(s) in float32", step["phase"].get<std::string>(),
+                                                 step["kept_count"].get<int64_t>())},
+                       {"size", step["kept_count"]},
+                       {"passed", step["passed"]},
+                       {"verdict", step["passed"].get<bool>() ? "PASSED" : "FAILED"},
+                       {"detail", step["detail"]}});
+    return {{"title", "debug precision"},
+            {"command", options_.command_line},
+            {"ok", outcome == "found" || outcome == "nothing_to_keep"},
+            {"outcome", outcome},
+            {"summary", fmt::format("Model {}, {} ({} mechanism): {} node(s) kept in float32 after {} iteration(s).",
+                                    report["model"].get<std::string>(), report["precision"].get<std::string>(),
+                                    report["mechanism"].get<std::string>(), kept.size(),
+                                    report["iterations"].get<int64_t>())},
+            {"tables", std::move(tables)},
+            {"steps_caption", "Each step of the search"},
+            {"size_axis", "nodes kept in float32"},
+            {"passed_word", "passed"},
+            {"failed_word", "failed"},
+            {"steps", std::move(steps)}};
+  }
+
   // `with_segments`: the split's segments are listed (unless every kept candidate failed).
   void write_report(const PrecisionSearchResult& result, const std::vector<PrecisionNode>& kept,
                     const std::vector<PrecisionSearchStep>& steps, std::string_view precision,
                     bool with_segments) const {
-    if (options_.report_path.empty()) return;
+    if (options_.report_path.empty() && options_.report_html_path.empty()) return;
     static const char* kOutcomes[] = {"nothing_to_keep", "found", "fails_with_all_kept", "iteration_limit",
                                       "cannot_run_reduced"};
     nlohmann::ordered_json report;
@@ -351,8 +408,14 @@ class PrecisionDebug {
                                  {"kept_count", step.kept_count},
                                  {"passed", step.verdict.passed},
                                  {"detail", step.verdict.detail}});
-    compare::save_report(options_.report_path, report);
-    log::info("Saved report to {}", options_.report_path);
+    if (!options_.report_path.empty()) {
+      compare::save_report(options_.report_path, report);
+      log::info("Saved report to {}", options_.report_path);
+    }
+    if (!options_.report_html_path.empty()) {
+      save_search_html_report(options_.report_html_path, html_view(report));
+      log::info("Saved HTML report to {}", options_.report_html_path);
+    }
   }
 
   const onnx::Model& model_;

@@ -141,5 +141,5 @@ def test_unsupported_options_raise():
 
     with pytest.raises(NotImplementedError, match="use_subprocess"):
         Comparator.run([], use_subprocess=True)
-    with pytest.raises(NotImplementedError, match="save_heatmaps"):
-        CompareFunc.simple(save_heatmaps="heatmaps")
+    with pytest.raises(NotImplementedError, match="find_output_func"):
+        CompareFunc.simple(find_output_func=lambda *args: [])

@@ -203,6 +203,19 @@ struct IterationComparison {
 using CompareFunc = std::function<IterationComparison(const IterationResult&, const IterationResult&)>;
 
 // ---- simple ----
+// One output pair `simple` compared, values in hand (the second reshaped to the first's shape when
+// check_shapes is off), for callers that draw its error (compare/error_pictures.h).
+struct ComparedPair {
+  const std::string& runner0;
+  const std::string& name0;
+  TensorView out0;
+  const std::string& runner1;
+  const std::string& name1;
+  TensorView out1;
+  bool infinities_compare_equal = false;
+};
+using ComparedPairObserver = std::function<void(const ComparedPair&)>;
+
 struct SimpleOptions {
   bool check_shapes = true;
   PerOutput<double> rtol{1e-5};
@@ -213,6 +226,9 @@ struct SimpleOptions {
   bool infinities_compare_equal = false;
   PerOutput<double> error_quantile{0.99};
   statistics::StatisticsStyle style = statistics::StatisticsStyle::kParity;
+  // Called inside each compared output's "Error Metrics" block, after its required tolerance line (a
+  // streamed layerwise comparison calls it for each tensor too); empty: nothing is called.
+  ComparedPairObserver on_compared;
 };
 // Refuses (InvalidInputError) a NaN atol or rtol, global or per output: the failure test
 // `difference > tolerance` is false against NaN, so every element would pass (in Polygraphy too).
@@ -229,6 +245,7 @@ struct SimpleOutputParams {
   bool check_shapes = true;
   bool infinities_compare_equal = false;
   statistics::StatisticsStyle style = statistics::StatisticsStyle::kParity;
+  const ComparedPairObserver* on_compared = nullptr;  // SimpleOptions::on_compared, when set
 };
 // The parameters `simple` uses for the output called `name` (what a streamed comparison uses).
 SimpleOutputParams simple_output_params(const SimpleOptions& options, const std::string& name);

@@ -56,6 +56,8 @@ struct PrecisionDebugOptions {
   std::string output_path;     // graph mechanism: the model converted with the answer kept (empty: not saved)
   onnx::SaveOptions save;      // for output_path
   std::string report_path;     // the JSON report (empty: not written)
+  std::string report_html_path;  // the report as an HTML page (search_html_report.h; empty: not written)
+  std::string command_line;      // the command line, on the HTML page
 };
 
 // Runs the search on `fp32` (shape-inferred, float32). Returns whether a keep list was found (or

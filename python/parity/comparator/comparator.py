@@ -147,6 +147,10 @@ class Comparator:
         Returns a LayerwiseResult (true when everything matched and, with validate, no tensor held
         NaN or Inf): the entries, the first divergence, the worst tensors and the runners' graph
         outputs (RunResults)."""
+        if getattr(compare_func, "_pictures", None):
+            raise ValueError("Comparator.run_layerwise: heatmaps and error metrics plots (save_heatmaps=...) are drawn "
+                             "by Comparator.compare_accuracy; run with Comparator.run and compare its results, or use "
+                             "`parity run --save-heatmaps`, which draws streamed comparisons too")
         if len(runners) != 2:
             raise ValueError(f"Comparator.run_layerwise compares two runners, got {len(runners)}")
         compare_func = compare_func if compare_func is not None else CompareFunc.simple()
@@ -176,6 +180,9 @@ class Comparator:
         or another CompareFunc, or as in Polygraphy any callable(IterationResult, IterationResult)
         returning {output name: result} where bool(result) says whether the output matched."""
         compare_func = compare_func if compare_func is not None else CompareFunc.simple()
+        if getattr(compare_func, "_pictures", None):
+            # CompareFunc.simple(save_heatmaps=...) draws each pair's pictures in Python, after comparing it.
+            return _compare_accuracy_with(compare_func, run_results, fail_fast, comparisons)
         if not hasattr(compare_func, "_native"):
             if not callable(compare_func):
                 raise TypeError("compare_func must be a CompareFunc or a callable(iteration_result0, "

@@ -28,6 +28,18 @@ class ComparisonArgs {
   // `simple` is the function and no script replaces it (what a streamed comparison can do).
   bool is_plain_simple() const { return compare_func_ == "simple" && compare_func_script_.empty(); }
   const compare::SimpleOptions& simple_options() const { return simple_options_; }
+  // Adds what `simple` calls with each output pair it compared (--save-heatmaps, --report-html), after
+  // those added before.
+  void add_on_compared(compare::ComparedPairObserver observer) {
+    if (auto before = std::move(simple_options_.on_compared))
+      simple_options_.on_compared = [before = std::move(before), observer = std::move(observer)](
+                                        const compare::ComparedPair& pair) {
+        before(pair);
+        observer(pair);
+      };
+    else
+      simple_options_.on_compared = std::move(observer);
+  }
   const compare::PostprocessRules& postprocess_rules() const { return postprocess_rules_; }
   // Pairs of result indices to compare: adjacent pairs, or each against --compare-to's target.
   std::vector<std::pair<std::size_t, std::size_t>> comparisons(const compare::RunResults& results) const;

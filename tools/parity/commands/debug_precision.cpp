@@ -27,6 +27,7 @@
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/debug/precision_debug.h"
+#include "parity/debug/search_html_report.h"
 #include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
@@ -93,10 +94,24 @@ class DebugPrecisionCommand : public Command {
     // Each candidate is compared with the golden outputs: there is no other pair to choose.
     app.remove_option(app.get_option("--compare-to"));
     compute_.add_to(app);
+    app.add_option("--report-html", report_html_,
+                   "Write the search as one self-contained HTML page (no network requests): each step's candidate, "
+                   "verdict and error, and the answer (docs/pictures.md)")
+        ->group("Output");
   }
 
   int run() override {
-    return run_with_verdict([this] { return execute(); });
+    return run_with_verdict([this] {
+      if (report_html_.empty()) return execute();
+      debug::check_html_report_path(report_html_, "--report-html");
+      try {
+        return execute();
+      } catch (const std::exception& error) {
+        debug::save_search_html_failure(report_html_, "debug precision", command_line(), error.what());
+        log::info("Saved HTML report to {}", report_html_);
+        throw;
+      }
+    });
   }
 
  private:
@@ -210,6 +225,8 @@ class DebugPrecisionCommand : public Command {
     options.output_path = output_;
     options.save = save_.options();
     options.report_path = comparison_.report();
+    options.report_html_path = report_html_;
+    options.command_line = command_line();
     return debug::debug_precision(model, options);
   }
 
@@ -225,7 +242,7 @@ class DebugPrecisionCommand : public Command {
   std::vector<std::string> keep_fp32_;
   std::string iter_artifact_;
   CheckArgs checks_;
-  std::string save_keep_list_, output_;
+  std::string save_keep_list_, output_, report_html_;
 
   // Parsed.
   onnx::ReducedPrecisionOptions options_;

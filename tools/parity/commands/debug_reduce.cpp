@@ -19,11 +19,13 @@
 #include "args/replay_args.h"
 #include "args/runner_args.h"
 #include "args/tensor_meta_parse.h"
+#include "args/value_parsing.h"
 #include "command.h"
 #include "parity/compare/judge.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/debug/reduce.h"
+#include "parity/debug/search_html_report.h"
 #include "parity/onnx/model.h"
 #include "parity/onnx/passes.h"
 #include "parity/runtime/feed_coercion.h"
@@ -59,6 +61,10 @@ class DebugReduceCommand : public Command {
     model_.add_to(app, /*shape_inference_by_default=*/true, /*checker_flag=*/false);
     const char* group = "Reduction";
     app.add_option("-o,--output", output_, "Path to save the reduced model (still failing)")->group(group);
+    app.add_option("--report-html", report_html_,
+                   "Write the reduction as one self-contained HTML page (no network requests): each check's "
+                   "candidate and verdict, and the reduced model's nodes (docs/pictures.md)")
+        ->group(group);
     save_.add_to(app);  // for -o and --min-good; --iter-artifact candidates stay self-contained
     app.add_option("--min-good,--minimal-good", min_good_,
                    "Path to save a model close in size to the reduced model that does not fail (not always found)")
@@ -113,6 +119,19 @@ class DebugReduceCommand : public Command {
   }
 
   int run() override {
+    if (report_html_.empty()) return execute();
+    debug::check_html_report_path(report_html_, "--report-html");
+    try {
+      return execute();
+    } catch (const std::exception& error) {
+      debug::save_search_html_failure(report_html_, "debug reduce", command_line(), error.what());
+      log::info("Saved HTML report to {}", report_html_);
+      throw;
+    }
+  }
+
+ private:
+  int execute() {
     const auto start = std::chrono::steady_clock::now();
     parse_arguments();
     // As Polygraphy: no ONNX shape inference when the fallback gives the shapes.
@@ -181,9 +200,21 @@ class DebugReduceCommand : public Command {
                                                : debug::FailureCheck([this](const onnx::Model& candidate, int) {
                                                    return compare_in_process(candidate);
                                                  });
+    nlohmann::ordered_json checked = nlohmann::ordered_json::array();  // --report-html's steps
+    debug::FailureCheck recorded = [&](const onnx::Model& candidate, int step) {
+      const bool fails = check(candidate, step);
+      std::vector<std::string> outputs;
+      for (const auto& output : candidate->graph().output()) outputs.push_back(output.name());
+      checked.push_back({{"candidate", fmt::format("check {}: {} node(s)", step, candidate->graph().node_size())},
+                         {"size", candidate->graph().node_size()},
+                         {"passed", !fails},
+                         {"verdict", fails ? "FAILS" : "passes"},
+                         {"detail", fmt::format("graph outputs: {}", fmt::join(outputs, ", "))}});
+      return fails;
+    };
     debug::ReduceResult result;
     try {
-      result = debug::reduce(model, values_, check, options);
+      result = debug::reduce(model, values_, recorded, options);
     } catch (...) {
       remove_iter_artifact();
       throw;
@@ -191,6 +222,7 @@ class DebugReduceCommand : public Command {
     remove_iter_artifact();
     refuse_broken_check(result);
     report(result);
+    if (!report_html_.empty()) save_html_report(result, std::move(checked));
     if (!output_.empty()) {
       suggest_further_reduction(result);
       save_.save(result.reduced, output_);
@@ -214,7 +246,6 @@ class DebugReduceCommand : public Command {
     return 0;
   }
 
- private:
   void parse_arguments() {
     checks_.parse(/*required=*/false);
     if (output_.empty() && min_good_.empty())
@@ -325,6 +356,41 @@ class DebugReduceCommand : public Command {
     fs::remove(iter_artifact_, error);
   }
 
+  // --report-html: the reduced model's nodes, the facts of the reduction and each check run.
+  void save_html_report(const debug::ReduceResult& result, nlohmann::ordered_json checked) const {
+    const auto& graph = result.reduced->graph();
+    // Table rows of two cells (a braced pair of a string and a value would be read as an object's member).
+    auto row = [](const std::string& label, const nlohmann::ordered_json& value) {
+      return nlohmann::ordered_json::array({label, value});
+    };
+    nlohmann::ordered_json facts = nlohmann::ordered_json::array(
+        {row("nodes of the model", result.original_nodes), row("nodes kept", graph.node_size()),
+         row("why", result.failing_node.empty() ? std::string("-") : result.failing_node),
+         row("graph inputs that were intermediate tensors", fmt::format("{}", fmt::join(result.frozen_inputs, ", "))),
+         row("checks run / replayed", fmt::format("{} / {}", result.checks_run, result.checks_replayed))});
+    nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+    for (const auto& node : graph.node()) nodes.push_back(row(node.name(), node.op_type()));
+    nlohmann::ordered_json tables = nlohmann::ordered_json::array();
+    tables.push_back({{"id", "answer"}, {"caption", "Nodes of the reduced model"}, {"columns", {"node", "op"}},
+                      {"rows", std::move(nodes)}});
+    tables.push_back({{"id", "facts"}, {"caption", "The reduction"}, {"columns", {"", ""}}, {"rows", std::move(facts)}});
+    debug::save_search_html_report(
+        report_html_,
+        {{"title", "debug reduce"},
+         {"command", command_line()},
+         {"ok", result.reduced_fails},
+         {"outcome", result.reduced_fails ? "reduced" : "no candidate failed"},
+         {"summary", fmt::format("Reduced {} node(s) to {} that still fail the check{}.", result.original_nodes,
+                                 graph.node_size(), result.reduced_fails ? "" : " (no candidate failed: the whole model)")},
+         {"tables", std::move(tables)},
+         {"steps_caption", "Each check run (replayed outcomes are not listed)"},
+         {"size_axis", "nodes in the candidate"},
+         {"passed_word", "passes"},
+         {"failed_word", "fails the check"},
+         {"steps", std::move(checked)}});
+    log::info("Saved HTML report to {}", report_html_);
+  }
+
   void report(const debug::ReduceResult& result) const {
     const auto& graph = result.reduced->graph();
     std::string nodes;
@@ -374,7 +440,7 @@ class DebugReduceCommand : public Command {
   RunnerArgs runners_;
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
-  std::string output_, min_good_, mode_ = "bisect";
+  std::string output_, min_good_, mode_ = "bisect", report_html_;
   bool no_reduce_inputs_ = false, no_reduce_outputs_ = false, require_failing_model_ = false,
        force_fallback_ = false, reduce_neighbourhood_ = false;
   std::vector<std::string> model_input_shapes_;

@@ -15,10 +15,12 @@
 
 #include "args/model_args.h"
 #include "args/tensor_meta_parse.h"
+#include "args/value_parsing.h"
 #include "command.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
+#include "parity/debug/search_html_report.h"
 #include "parity/onnx/node_range.h"
 #include "parity/onnx/passes.h"
 #include "parity/runtime/backend_registry.h"
@@ -51,8 +53,25 @@ class InspectCapabilityCommand : public Command {
                    "Folder for the subgraphs and results.txt (default: parity_capability_dumps); "
                    "files of the same names there are replaced")
         ->group("Save");
+    app.add_option("--report-html", report_html_,
+                   "Write the answer as one self-contained HTML page (no network requests): each subgraph with its "
+                   "verdict and the unsupported nodes with the backend's reasons (docs/pictures.md)")
+        ->group("Save");
   }
   int run() override {
+    if (report_html_.empty()) return execute();
+    debug::check_html_report_path(report_html_, "--report-html");
+    try {
+      return execute();
+    } catch (const std::exception& error) {
+      debug::save_search_html_failure(report_html_, "inspect capability", command_line(), error.what());
+      log::info("Saved HTML report to {}", report_html_);
+      throw;
+    }
+  }
+
+ private:
+  int execute() {
     const runtime::BackendDescriptor* asked = nullptr;
     std::vector<std::string> flags;
     int count = 0;
@@ -73,6 +92,7 @@ class InspectCapabilityCommand : public Command {
     std::unique_ptr<runtime::SupportQuery> query = asked->make_support_query();
     runtime::CapabilityReport report = runtime::analyze_capability(prepared, *query);
     std::string summary = report.summary();
+    if (!report_html_.empty()) save_html_report(report, prepared);
     if (report.fully_supported()) {  // as Polygraphy: nothing to partition, nothing written
       log::info("{}", summary);
       return 0;
@@ -106,7 +126,6 @@ class InspectCapabilityCommand : public Command {
     return failed.empty() ? 0 : 1;
   }
 
- private:
   // The backends that answer a support query, the last registered first (--openvino, --onnxrt).
   static std::vector<std::reference_wrapper<const runtime::BackendDescriptor>> query_backends() {
     std::vector<std::reference_wrapper<const runtime::BackendDescriptor>> found;
@@ -196,6 +215,60 @@ class InspectCapabilityCommand : public Command {
   std::vector<std::string> input_shapes_;
   std::map<std::string, bool> asked_;  // --<backend>: its support query is asked
   std::string output_ = "parity_capability_dumps";
+  std::string report_html_;
+
+  // --report-html: each partition (its nodes, supported or not, the reasons of its unsupported nodes) and
+  // the unsupported nodes.
+  void save_html_report(const runtime::CapabilityReport& report, const onnx::Model& prepared) const {
+    // Table rows as arrays (a braced pair of a string and a value would be read as an object's member).
+    auto row = [](const nlohmann::ordered_json& a, const nlohmann::ordered_json& b, const nlohmann::ordered_json& c) {
+      nlohmann::ordered_json cells = nlohmann::ordered_json::array();
+      cells.push_back(a);
+      cells.push_back(b);
+      cells.push_back(c);
+      return cells;
+    };
+    const auto& graph = prepared->graph();
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array(), partitions = nlohmann::ordered_json::array();
+    for (const auto& partition : report.partitions) {
+      std::vector<std::string> reasons;
+      for (const auto& node : report.unsupported)
+        if (node.index >= partition.begin && node.index < partition.end)
+          reasons.push_back(fmt::format("{} ({}): {}", node.name, node.op_type, node.reason));
+      const std::string nodes = fmt::format("nodes {}-{}: {} .. {}", partition.begin, partition.end - 1,
+                                            graph.node(partition.begin).name(), graph.node(partition.end - 1).name());
+      steps.push_back({{"candidate", nodes},
+                       {"size", partition.end - partition.begin},
+                       {"passed", partition.supported},
+                       {"verdict", partition.supported ? "supported" : "unsupported"},
+                       {"detail", fmt::format("{}", fmt::join(reasons, "; "))}});
+      partitions.push_back(row(partition.file_name(), partition.supported ? "supported" : "unsupported",
+                               partition.end - partition.begin));
+    }
+    nlohmann::ordered_json unsupported = nlohmann::ordered_json::array();
+    for (const auto& node : report.unsupported) unsupported.push_back(row(node.name, node.op_type, node.reason));
+    nlohmann::ordered_json tables = nlohmann::ordered_json::array();
+    tables.push_back({{"id", "answer"}, {"caption", "Subgraphs"}, {"columns", {"subgraph", "verdict", "nodes"}},
+                      {"rows", std::move(partitions)}});
+    tables.push_back({{"id", "unsupported"}, {"caption", fmt::format("Nodes {} cannot run", report.backend)},
+                      {"columns", {"node", "op", "reason"}}, {"rows", std::move(unsupported)}});
+    debug::save_search_html_report(
+        report_html_,
+        {{"title", "inspect capability"},
+         {"command", command_line()},
+         {"ok", report.fully_supported()},
+         {"outcome", report.fully_supported() ? "fully supported" : "partly supported"},
+         {"summary", fmt::format("{} runs {} of {} node(s), in {} subgraph(s).", report.backend,
+                                 report.node_count - static_cast<int>(report.unsupported.size()), report.node_count,
+                                 report.partitions.size())},
+         {"tables", std::move(tables)},
+         {"steps_caption", "Each subgraph in topological order"},
+         {"size_axis", "nodes in the subgraph"},
+         {"passed_word", "supported"},
+         {"failed_word", "unsupported"},
+         {"steps", std::move(steps)}});
+    log::info("Saved HTML report to {}", report_html_);
+  }
   std::optional<TensorMetadata> ran_;  // the reference run's tensors, once made (empty when it failed)
 };
 

@@ -22,8 +22,11 @@
 #include "args/dataset_args.h"
 #include "args/generated_script.h"
 #include "args/model_args.h"
+#include "args/model_explorer_args.h"
 #include "args/model_save_args.h"
 #include "args/output_marks.h"
+#include "args/picture_args.h"
+#include "args/report_html_args.h"
 #include "args/runner_args.h"
 #include "args/tensor_meta_parse.h"
 #include "args/value_parsing.h"
@@ -86,6 +89,9 @@ class RunCommand : public Command {
                  "crashes is reported as that runner's failure instead of ending parity")
         ->group(inference);
     comparison_.add_to(app);
+    pictures_.add_to(app);
+    report_html_.add_to(app);
+    model_explorer_.add_to(app);
     compute_.add_to(app);
     attribution_.add_to(app);
     app.add_option("--gen-script,--gen", gen_script_,
@@ -98,12 +104,14 @@ class RunCommand : public Command {
   int run() override {
     if (DatasetArgs::is_worker()) DatasetArgs::claim_standard_output();
     if (!gen_script_.empty()) return write_script();
-    return run_with_verdict([this] { return execute(); });
+    return run_with_verdict([this] { return report_html_.guard(command_line(), [this] { return execute(); }); });
   }
 
  private:
   // All flags are checked before any inference, so bad flags fail fast.
   void parse_arguments() {
+    report_html_.parse();
+    model_explorer_.parse();
     if (!model_type_.empty() && model_type_ != "onnx")
       raise<InvalidInputError>("--model-type {}: Parity runs ONNX models only (Polygraphy's other model types need "
                                "TensorFlow or TensorRT)",
@@ -116,6 +124,8 @@ class RunCommand : public Command {
     if (!layerwise_memory_.empty())
       layerwise_memory_budget_ = static_cast<uint64_t>(parse_num_bytes(layerwise_memory_, "--layerwise-memory"));
     comparison_.parse();
+    pictures_.parse(comparison_);
+    report_html_.attach(comparison_);
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     resolve_tensor_entries_in_model();
     excluded_.insert(exclude_names_.begin(), exclude_names_.end());
@@ -199,7 +209,9 @@ class RunCommand : public Command {
                           comparison_.is_plain_simple() && runners_.runner_count() == 2 &&
                           comparison_.load_outputs().empty() && !use_subprocess_;
     for (const char* flag :
-         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess", "--attribute"})
+         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess", "--attribute",
+          "--save-heatmaps", "--show-heatmaps", "--save-error-metrics-plot", "--show-error-metrics-plot",
+          "--report-html", "--save-model-explorer-overlay"})
       if (app_->count(flag)) script.cannot_express(flag);
     if (!streamed)
       for (const char* flag : {"--layerwise-worst", "--layerwise-memory"})
@@ -270,6 +282,7 @@ class RunCommand : public Command {
   bool execute() {
     parse_arguments();
     check_model_given();
+    pictures_.start();
     compare::RunResults loaded;
     for (const auto& path : comparison_.load_outputs()) {
       auto more = compare::load_run_results(path);
@@ -321,6 +334,8 @@ class RunCommand : public Command {
       compare::save_report(comparison_.report(), report);
       log::info("Saved report to {}", comparison_.report());
     }
+    report_html_.write(command_line(), verdict, static_cast<std::size_t>(layerwise_worst_));
+    model_explorer_.write(verdict);
     return verdict.passed;
   }
 
@@ -386,6 +401,9 @@ class RunCommand : public Command {
   DataLoaderArgs data_loader_;
   DatasetArgs dataset_;
   ComparisonArgs comparison_;
+  PictureArgs pictures_;
+  ReportHtmlArgs report_html_;
+  ModelExplorerArgs model_explorer_;
   ThreadArgs compute_;
   AttributionArgs attribution_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;

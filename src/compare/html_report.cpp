@@ -1,0 +1,188 @@
+// `--report-html`: the self-contained HTML page of a run (parity/compare/html_report.h).
+#include "parity/compare/html_report.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "html_report_page.h"
+#include "parity/compare/layerwise.h"
+#include "parity/core/error.h"
+#include "parity/core/file_io.h"
+#include "parity/core/values.h"
+
+namespace parity::compare {
+namespace {
+
+constexpr int kMaxCells = 48;
+constexpr int kLowestDecade = -12;  // histogram bins: zero, < 1e-12, [1e-12,1e-11) .. [1e3,1e4), >= 1e4, NaN/Inf
+constexpr int kDecades = 16;
+
+std::string base64(const std::vector<unsigned char>& bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const unsigned v = (bytes[i] << 16) | (i + 1 < bytes.size() ? bytes[i + 1] << 8 : 0) |
+                       (i + 2 < bytes.size() ? bytes[i + 2] : 0);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
+// A JSON number, or null for NaN/Inf (JSON has neither).
+nlohmann::json number(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(); }
+
+}  // namespace
+
+HtmlReport::HtmlReport(std::filesystem::path path) : path_(std::move(path)) {
+  auto folder = path_.parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code error;
+  if (!std::filesystem::is_directory(folder, error))
+    raise<FileError>("--report-html {}: the folder {} does not exist", path_.string(), folder.string());
+  if (::access(folder.c_str(), W_OK) != 0)
+    raise<FileError>("--report-html {}: the folder {} cannot be written", path_.string(), folder.string());
+  if (std::filesystem::is_directory(path_, error))
+    raise<FileError>("--report-html {}: is a folder, not a file", path_.string());
+}
+
+void HtmlReport::collect(const ComparedPair& pair) {
+  if (pictures_.count(pair.name0)) return;
+  Pictures& pictures = pictures_[pair.name0];
+  pictures.histogram.assign(kDecades + 4, 0);
+  const TensorView& out0 = pair.out0;
+  const TensorView& out1 = pair.out1;
+  const int64_t size = static_cast<int64_t>(out0.size());
+  const Shape& shape = out0.shape();
+  const bool heatmap = shape.size() >= 2 && size > 0;
+  int64_t rows = 1, cols = heatmap ? shape.back() : 1;
+  for (std::size_t d = 0; heatmap && d + 1 < shape.size(); ++d) rows *= shape[d];
+  if (heatmap) {
+    pictures.rows = static_cast<int>(std::min<int64_t>(rows, kMaxCells));
+    pictures.cols = static_cast<int>(std::min<int64_t>(cols, kMaxCells));
+  } else {
+    pictures.no_heatmap = size == 0 ? "empty output" : fmt::format("rank {}: no rows and columns", shape.size());
+  }
+  // Each cell: the largest absolute error of its block; -1 marks NaN/Inf.
+  std::vector<double> cells(static_cast<std::size_t>(pictures.rows) * pictures.cols, 0.0);
+  for (int64_t i = 0; i < size; ++i) {
+    double error;
+    try {
+      error = std::fabs(element_as_double(out0, i) - element_as_double(out1, i));
+    } catch (const Error&) {
+      pictures_.erase(pair.name0);  // a dtype without numbers (strings): no pictures
+      return;
+    }
+    if (pair.infinities_compare_equal && std::isinf(element_as_double(out0, i)) &&
+        element_as_double(out0, i) == element_as_double(out1, i))
+      error = 0;
+    std::size_t bin;
+    if (!std::isfinite(error))
+      bin = kDecades + 3;
+    else if (error == 0)
+      bin = 0;
+    else
+      bin = static_cast<std::size_t>(std::clamp(static_cast<int>(std::floor(std::log10(error))) - kLowestDecade + 2, 1,
+                                                kDecades + 2));
+    ++pictures.histogram[bin];
+    if (!heatmap) continue;
+    const int64_t r = (i / cols) * pictures.rows / rows, c = (i % cols) * pictures.cols / cols;
+    double& cell = cells[static_cast<std::size_t>(r * pictures.cols + c)];
+    if (!std::isfinite(error))
+      cell = -1;
+    else if (cell >= 0)
+      cell = std::max(cell, error);
+  }
+  if (!heatmap) return;
+  double low = INFINITY, high = -INFINITY;
+  for (double cell : cells)
+    if (cell > 0) low = std::min(low, std::log10(cell)), high = std::max(high, std::log10(cell));
+  if (!(low <= high)) low = high = 0;
+  pictures.low = low;
+  pictures.high = high;
+  std::vector<unsigned char> bytes(cells.size());
+  for (std::size_t k = 0; k < cells.size(); ++k) {
+    if (cells[k] < 0)
+      bytes[k] = 255;
+    else if (cells[k] == 0)
+      bytes[k] = 0;
+    else
+      bytes[k] = static_cast<unsigned char>(
+          1 + std::lround(high > low ? (std::log10(cells[k]) - low) / (high - low) * 253 : 253));
+  }
+  pictures.cells = base64(bytes);
+}
+
+void HtmlReport::write(const std::string& command, const Verdict& verdict, std::size_t worst_count) const {
+  nlohmann::json data;
+  data["command"] = command;
+  data["passed"] = verdict.passed;
+  data["report"] = nlohmann::json::parse(verdict.report(worst_count).dump(-1, ' ', false,
+                                                                          nlohmann::json::error_handler_t::replace));
+  nlohmann::json layerwise = nlohmann::json::array();
+  for (const auto& result : verdict.layerwise) {
+    nlohmann::json entries = nlohmann::json::array();
+    for (const auto& e : result.entries) {
+      nlohmann::json j = {{"tensor", e.tensor},         {"node", e.node},
+                          {"op", e.op},                 {"iteration", e.iteration},
+                          {"passed", e.comparison.passed},
+                          {"max_abs", number(e.max_abs_error())},
+                          {"max_rel", number(e.max_rel_error())},
+                          {"excess", number(e.excess())}};
+      if (!e.engine_layer.empty()) j["engine_layer"] = e.engine_layer;
+      if (!e.not_a_divergence.empty()) j["not_a_divergence"] = e.not_a_divergence;
+      if (e.comparison.simple) j["atol"] = number(e.comparison.simple->atol), j["rtol"] = number(e.comparison.simple->rtol);
+      entries.push_back(std::move(j));
+    }
+    const LayerwiseEntry* first = result.first_divergence();
+    layerwise.push_back({{"runner0", result.runner0},
+                         {"runner1", result.runner1},
+                         {"first_divergence", first ? nlohmann::json(first->tensor) : nlohmann::json()},
+                         {"entries", std::move(entries)}});
+  }
+  data["layerwise"] = std::move(layerwise);
+  nlohmann::json pictures = nlohmann::json::object();
+  for (const auto& [name, p] : pictures_) {
+    nlohmann::json j = {{"histogram", p.histogram}};
+    if (p.rows > 0)
+      j["heatmap"] = {{"rows", p.rows}, {"cols", p.cols}, {"low", p.low}, {"high", p.high}, {"cells", p.cells}};
+    else
+      j["no_heatmap"] = p.no_heatmap;
+    pictures[name] = std::move(j);
+  }
+  data["pictures"] = std::move(pictures);
+  data["histogram_lowest_decade"] = kLowestDecade;
+  write_page(data);
+}
+
+void HtmlReport::write_failure(const std::string& command, const std::string& message) const {
+  write_page({{"command", command}, {"passed", false}, {"error", message}});
+}
+
+void HtmlReport::write_page(const nlohmann::json& data) const {
+  // Inside <script>, "</" could end the element: JSON allows "<\/".
+  std::string json = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string escaped;
+  escaped.reserve(json.size());
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') {
+      escaped += "<\\/";
+      ++i;
+    } else {
+      escaped += json[i];
+    }
+  }
+  std::string page = kHtmlReportPage;
+  const std::string marker = "@DATA@";
+  page.replace(page.find(marker), marker.size(), escaped);
+  write_file_atomic(path_, page);
+}
+
+}  // namespace parity::compare
