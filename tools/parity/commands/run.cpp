@@ -18,6 +18,7 @@
 #include "args/comparison_args.h"
 #include "args/thread_args.h"
 #include "args/data_loader_args.h"
+#include "args/int8_args.h"
 #include "args/generated_script.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
@@ -83,6 +84,10 @@ class RunCommand : public Command {
                  "crashes is reported as that runner's failure instead of ending parity")
         ->group(inference);
     comparison_.add_to(app);
+    int8_.add_to(app,
+                 "Quantize to int8 (docs/int8.md): the first runner runs the float model, the reference; the "
+                 "others an int8 Q/DQ model calibrated once on the data loader's inputs",
+                 /*keep_fp32_flag=*/true);
     compute_.add_to(app);
     app.add_option("--gen-script,--gen", gen_script_,
                    "Write a Python script (Parity's Python API) that does what this command would do, to this path "
@@ -110,6 +115,7 @@ class RunCommand : public Command {
     if (!layerwise_memory_.empty())
       layerwise_memory_budget_ = static_cast<uint64_t>(parse_num_bytes(layerwise_memory_, "--layerwise-memory"));
     comparison_.parse();
+    int8_.parse();
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     resolve_tensor_entries_in_model();
     excluded_.insert(exclude_names_.begin(), exclude_names_.end());
@@ -200,6 +206,7 @@ class RunCommand : public Command {
     if (!model_.path().empty() && (runtime::is_openvino_compiled_file(model_.path()) ||
                                    std::filesystem::path(model_.path()).extension() == ".ovc"))
       script.cannot_express("a compiled OpenVINO model (" + model_.path() + ")");
+    if (int8_.enabled()) script.cannot_express("--int8");
     if (!comparison_.load_outputs().empty())
       script.add_summary(
           fmt::format("It will check against outputs stored in {}", fmt::join(comparison_.load_outputs(), ", ")));
@@ -285,6 +292,11 @@ class RunCommand : public Command {
     runtime::ModelLoader model;
     if (!model_.path().empty()) model = [this] { return model_.load_once(kRunnerLoad); };
     auto live = runners_.make_runners(model, compiled_file);
+    if (int8_.enabled()) {
+      if (!compiled_file.empty())
+        raise<InvalidInputError>("{} is a compiled OpenVINO model: --int8 quantizes an ONNX model", compiled_file);
+      int8_.quantize_runners_under_test(live, runners_, model_, data_loader_.data_loader());
+    }
     if (live.empty() && loaded.empty())
       log::warning("No runners were given ({}) and no results loaded; nothing to run or compare",
                    RunnerArgs::runner_flags());
@@ -363,6 +375,7 @@ class RunCommand : public Command {
 
   ModelArgs model_;
   RunnerArgs runners_;
+  Int8Args int8_;
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
   ThreadArgs compute_;
