@@ -1,6 +1,8 @@
 #include "parity/quantize/calibrator.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <set>
 
 #include <fmt/format.h>
@@ -14,6 +16,8 @@ float scale_of_amax(double amax) { return amax > 0 ? static_cast<float>(amax / 1
 
 namespace {
 
+constexpr std::size_t kStackedFeeds = 16;
+
 void check_batch_names(const NamedTensors& batch, const TensorMetadata& inputs, std::size_t index) {
   std::set<std::string> given, expected;
   for (const auto& [name, tensor] : batch) given.insert(name);
@@ -21,6 +25,51 @@ void check_batch_names(const NamedTensors& batch, const TensorMetadata& inputs, 
   if (given == expected) return;
   raise<InvalidInputError>("calibration batch {} has input(s) {} but the model's inputs are {}", index,
                            fmt::join(given, ", "), fmt::join(expected, ", "));
+}
+
+// Whether feeds can be stacked along axis 0 into one inference: every input's leading dimension is
+// the same named dynamic dimension (the batch) and no input holds strings.
+bool stackable(const TensorMetadata& inputs) {
+  std::string symbol;
+  for (const auto& [name, info] : inputs) {
+    if (!info.shape || info.shape->empty() || info.dtype == DType::kString) return false;
+    const Dim& leading = info.shape->front();
+    if (leading.is_fixed() || leading.symbol.empty()) return false;
+    if (symbol.empty()) symbol = leading.symbol;
+    if (leading.symbol != symbol) return false;
+  }
+  return !symbol.empty();
+}
+
+// Whether `b` stacks onto `a`: the same inputs in the same order, with the same dtypes and the same
+// dimensions after the first.
+bool stacks_onto(const NamedTensors& a, const NamedTensors& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const Tensor& x = a[i].second;
+    const Tensor& y = b[i].second;
+    if (a[i].first != b[i].first || x.dtype() != y.dtype() || x.rank() < 1 || x.rank() != y.rank() ||
+        !std::equal(x.shape().begin() + 1, x.shape().end(), y.shape().begin() + 1))
+      return false;
+  }
+  return true;
+}
+
+NamedTensors stack(std::span<const NamedTensors> feeds) {
+  NamedTensors stacked;
+  for (std::size_t i = 0; i < feeds.front().size(); ++i) {
+    Shape shape = feeds.front()[i].second.shape();
+    shape[0] = 0;
+    for (const auto& feed : feeds) shape[0] += feed[i].second.shape()[0];
+    Tensor tensor = Tensor::uninitialized(feeds.front()[i].second.dtype(), shape);
+    auto* out = static_cast<std::byte*>(tensor.mutable_raw());
+    for (const auto& feed : feeds) {
+      std::memcpy(out, feed[i].second.raw(), feed[i].second.byte_size());
+      out += feed[i].second.byte_size();
+    }
+    stacked.emplace_back(feeds.front()[i].first, std::move(tensor));
+  }
+  return stacked;
 }
 
 }  // namespace
@@ -47,8 +96,9 @@ CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::stri
   for (const auto& [name, info] : inputs) input_names.insert(name);
   for (const auto& name : tensors)
     if (!input_names.count(name)) marked.push_back(name);
+  // The marked tensors come back with each batch's outputs (one batch's at a time); a tensor
+  // callback would make ONNX Runtime return every tensor of the graph.
   runner.set_intermediate_outputs(runtime::IntermediateOutputs::list(marked));
-  runner.set_tensor_callback([&](const runtime::ProducedTensor& produced) { fold(produced.name, produced.tensor); });
 
   auto last_log = start;
   auto log_progress = [&](std::size_t done) {
@@ -56,20 +106,41 @@ CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::stri
     for (const auto& [name, histogram] : result.histograms) seen += histogram.count() > 0;
     log::info("Calibrating: {}/{} batches, {}/{} tensors seen", done, batches.size(), seen, tensors.size());
   };
-  for (std::size_t b = 0; b < batches.size(); ++b) {
-    check_batch_names(batches[b], inputs, b);
+  for (std::size_t b = 0; b < batches.size(); ++b) check_batch_names(batches[b], inputs, b);
+  bool stacking = stackable(inputs);
+  for (std::size_t b = 0; b < batches.size();) {
+    std::size_t end = b + 1;
+    while (stacking && end < batches.size() && end - b < kStackedFeeds && stacks_onto(batches[b], batches[end])) ++end;
+    NamedTensors outputs;
+    if (end - b > 1) {
+      try {
+        outputs = runner.infer(stack(batches.subspan(b, end - b)));
+      } catch (const Error& error) {
+        log::info("calibration: {} feeds stacked along the batch dimension fail to run ({}); running the feeds one "
+                  "at a time",
+                  end - b, error.what());
+        stacking = false;
+        continue;
+      }
+    } else {
+      outputs = runner.infer(batches[b]);
+    }
     seen_this_batch.clear();
-    for (const auto& [name, tensor] : batches[b]) fold(name, tensor);
-    const NamedTensors outputs = runner.infer(batches[b]);
+    for (std::size_t i = b; i < end; ++i) {
+      for (const auto& [name, tensor] : batches[i]) {
+        seen_this_batch.erase(name);
+        fold(name, tensor);
+      }
+    }
     for (const auto& [name, tensor] : outputs) fold(name, tensor);
-    ++result.batches;
+    result.batches += static_cast<int64_t>(end - b);
+    b = end;
     const auto now = Clock::now();
-    if (b + 1 == batches.size() || now - last_log >= std::chrono::seconds(1)) {
-      log_progress(b + 1);
+    if (b == batches.size() || now - last_log >= std::chrono::seconds(1)) {
+      log_progress(b);
       last_log = now;
     }
   }
-  runner.set_tensor_callback(nullptr);
   runner.set_intermediate_outputs(runtime::IntermediateOutputs::none());
 
   for (const auto& name : tensors) {

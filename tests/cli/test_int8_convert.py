@@ -6,6 +6,7 @@ both exporters quantized and run on ONNX Runtime."""
 import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from exported_models import export
 from int8_util import (calibration_data, conv_chain_model, entropy_amax, hex_scale, initializers, read_cache,
@@ -158,3 +159,27 @@ def test_exported_resnet_quantized_runs_close_to_float(run_parity, resnet, tmp_p
     run = run_parity("run", out, "--onnxrt", "--input-shapes", f"{name}:[2,3,32,32]", "--load-outputs", floats,
                      "--atol", "0.5", "--rtol", "0.5", "--check-error-stat", "mean")
     assert run.returncode == 0, run.describe()
+
+
+def test_feeds_that_cannot_be_stacked_run_one_at_a_time(run_parity, tmp_path):
+    # x [N, 4] -> Reshape to [1, 4] (a batch of one written into the graph) -> MatMul: feeds stacked
+    # along N fail to run, so calibration runs them one by one; the scale still covers every feed.
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["flat"], name="reshape"),
+         helper.make_node("MatMul", ["flat", "M"], ["y"], name="fc")], "fixed_batch",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
+        [numpy_helper.from_array(np.array([1, 4], np.int64), "shape"),
+         numpy_helper.from_array(np.ones((4, 2), np.float32), "M")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "fixed.onnx"))
+    script = write_calibration_script(tmp_path / "calib.py", batches=5, batch=1, shape_tail=(4,))
+    result = convert(run_parity, tmp_path / "fixed.onnx", tmp_path / "q.onnx", "--data-loader-script", script,
+                     "--calibration-algo", "minmax", "--calibration-cache", tmp_path / "c.cache")
+    assert "running the feeds one at a time" in result.output, result.describe()
+    assert "Calibrating: 5/5 batches" in result.output
+    rng = np.random.default_rng(3)
+    data = [rng.standard_normal((1, 4)).astype(np.float32) for _ in range(5)]
+    assert read_cache(tmp_path / "c.cache")[1]["flat"] == pytest.approx(max(np.abs(d).max() for d in data) / 127,
+                                                                         rel=1e-6)

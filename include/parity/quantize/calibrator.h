@@ -1,7 +1,10 @@
-// Calibration: the float model run over the calibration batches on a runner that streams the
-// activations to quantize (marked as outputs), each folded into its AbsHistogram as it comes and
-// then dropped, so memory is bounded by the histograms (2048 counters a tensor), not by the
-// number of batches. Logs a progress line (batches done, tensors seen) at most once a second and
+// Calibration: the float model run over the calibration batches on a runner that returns the
+// activations to quantize (marked as outputs) with each batch's outputs; each is folded into its
+// AbsHistogram and dropped before the next batch, so memory is bounded by the histograms (2048
+// counters a tensor) and one batch's tensors, not by the number of batches. When every input's
+// leading dimension is the same named dynamic dimension (a batch), up to 16 consecutive feeds
+// that agree on the other dimensions are stacked along it into one inference (the statistics of
+// |x| are those of the same values); if such an inference fails, the feeds run one at a time. Logs a progress line (batches done, tensors seen) at most once a second and
 // after the last batch.
 #pragma once
 
