@@ -114,10 +114,13 @@ QuantizationPlan plan_quantization(onnx::Model& model, onnx::PrecisionKeepList k
         "or pass --recalibrate to remove them and calibrate the float model again",
         model.path.empty() ? std::string("the model") : model.path.string(), existing.size(),
         onnx::describe_node(*existing.front()));
-  if (const int64_t opset = onnx::default_opset(*model); opset < 13)
-    raise<InvalidInputError>("int8 quantization needs opset 13 or later (per-channel DequantizeLinear); {} has "
+  if (const int64_t opset = onnx::default_opset(*model); opset < 10)
+    raise<InvalidInputError>("int8 quantization needs opset 10 or later (QuantizeLinear/DequantizeLinear); {} has "
                              "opset {}",
                              model.path.empty() ? std::string("the model") : model.path.string(), opset);
+  else if (opset < 13)
+    log::info("int8: opset {} has no per-channel DequantizeLinear (opset 13): weights are quantized per tensor",
+              opset);
   onnx::lower_constant_nodes(graph);
   if (auto inference = onnx::infer_shapes(*model); !inference.ok)
     log::warning("ONNX shape inference stopped early; tensors of unknown type are not quantized.\nNote: error was: {}",
@@ -161,6 +164,7 @@ QuantizationPlan plan_quantization(onnx::Model& model, onnx::PrecisionKeepList k
 
 QdqReport insert_qdq(onnx::Model& model, const QuantizationPlan& plan, const std::map<std::string, float>& scales) {
   auto& graph = *model->mutable_graph();
+  const bool per_channel = onnx::default_opset(*model) >= 13;
   NameMaker names(graph);
   QdqReport report;
   const std::set<std::string> quantized_nodes(plan.nodes.begin(), plan.nodes.end());
@@ -197,7 +201,7 @@ QdqReport insert_qdq(onnx::Model& model, const QuantizationPlan& plan, const std
       if (init == initializer_index.end()) continue;
       const auto& proto = graph.initializer(init->second);
       if (proto.data_type() != ::onnx::TensorProto::FLOAT) continue;
-      const int64_t axis = weight_axis(node, input, proto.dims_size());
+      const int64_t axis = per_channel ? weight_axis(node, input, proto.dims_size()) : -1;
       auto& made = weights[{name, axis}];
       if (made.empty()) {
         const Tensor w = onnx::tensor_from_proto(proto, model.base_dir);

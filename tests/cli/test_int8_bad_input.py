@@ -86,15 +86,31 @@ def test_model_with_qdq_is_refused_unless_recalibrate(run_parity, tmp_path):
     np.testing.assert_array_equal(conv_weight(inits, model), conv_weight(first_inits, first_model))
 
 
-def test_opset_below_13(run_parity, tmp_path):
+def matmul_model(path, opset):
     graph = helper.make_graph([helper.make_node("MatMul", ["x", "M"], ["y"], name="fc")], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
-                              [numpy_helper.from_array(np.ones((4, 2), np.float32), "M")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
-    model.ir_version = 7
-    onnx.save(model, str(tmp_path / "old.onnx"))
-    assert_one_error(convert(run_parity, tmp_path / "old.onnx", tmp_path / "q.onnx"), "opset 13", "opset 11")
+                              [numpy_helper.from_array(np.arange(8, dtype=np.float32).reshape(4, 2) - 3, "M")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7 if opset > 9 else 4
+    onnx.save(model, str(path))
+    return path
+
+
+def test_opset_below_10_is_refused(run_parity, tmp_path):
+    model = matmul_model(tmp_path / "old.onnx", 9)
+    assert_one_error(convert(run_parity, model, tmp_path / "q.onnx"), "opset 10", "opset 9")
+
+
+def test_opset_below_13_quantizes_weights_per_tensor(run_parity, tmp_path):
+    # Opset 11 has no per-channel DequantizeLinear: one scale for the whole weight, max |w| / 127.
+    model = matmul_model(tmp_path / "old.onnx", 11)
+    result = convert(run_parity, model, tmp_path / "q.onnx")
+    assert result.returncode == 0, result.describe()
+    assert "weights are quantized per tensor" in result.output
+    inits, quantized = initializers(tmp_path / "q.onnx")
+    assert inits["M_scale"].shape == () and inits["M_scale"] == np.float32(4 / 127)
+    onnx.checker.check_model(quantized)
 
 
 def test_percentile_needs_the_percentile_algorithm(run_parity, tmp_path):

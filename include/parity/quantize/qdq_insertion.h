@@ -11,7 +11,8 @@
 // - A weight (an initializer) is stored as int8 with a DequantizeLinear, symmetric per output
 //   channel: Conv's weight along axis 0, ConvTranspose's along axis 1 (per tensor when grouped),
 //   Gemm's B along 0 with transB else 1, MatMul's B along its last axis; other weight inputs (a
-//   constant A, a 1-D B) per tensor. Scale = max |w| / 127 per channel (1 for an all-zero channel).
+//   constant A, a 1-D B), and every weight below opset 13 (no per-channel DequantizeLinear), per
+//   tensor. Scale = max |w| / 127 per channel (1 for an all-zero channel).
 #pragma once
 
 #include <map>
@@ -36,8 +37,7 @@ struct QuantizationPlan {
 
 // Lowers Constant nodes to initializers and runs shape inference on `model` (a tensor's type must
 // be known float32 to be quantized), then plans. Throws InvalidInputError for a model with Q/DQ
-// nodes already (naming the first; see remove_qdq), an opset below 13 (per-channel
-// DequantizeLinear), or a keep-list node name or pattern that matches no node.
+// nodes already (naming the first; see remove_qdq), an opset below 10 (no QuantizeLinear), or a keep-list node name or pattern that matches no node.
 QuantizationPlan plan_quantization(onnx::Model& model, onnx::PrecisionKeepList keep);
 
 struct QdqReport {
