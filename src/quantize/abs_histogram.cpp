@@ -1,6 +1,8 @@
 #include "parity/quantize/abs_histogram.h"
 
 #include <cmath>
+#include <limits>
+#include <utility>
 
 namespace parity::quantize {
 
@@ -22,14 +24,32 @@ void AbsHistogram::grow_to(double max_abs) {
   }
 }
 
-void AbsHistogram::add(std::span<const float> values) {
-  double batch_max = 0;
+namespace {
+
+// The largest finite |x| and the number of finite values.
+std::pair<double, int64_t> finite_max_abs(std::span<const float> values) {
+  float batch_max = 0;
   int64_t finite = 0;
   for (float v : values) {
-    if (!std::isfinite(v)) continue;
-    ++finite;
-    batch_max = std::max(batch_max, static_cast<double>(std::fabs(v)));
+    const float a = std::fabs(v);
+    const bool is_finite = a <= std::numeric_limits<float>::max();  // false for NaN and infinities
+    finite += is_finite;
+    batch_max = is_finite && a > batch_max ? a : batch_max;
   }
+  return {batch_max, finite};
+}
+
+}  // namespace
+
+void AbsHistogram::add_max_only(std::span<const float> values) {
+  const auto [batch_max, finite] = finite_max_abs(values);
+  non_finite_ += static_cast<int64_t>(values.size()) - finite;
+  count_ += finite;
+  max_abs_ = std::max(max_abs_, batch_max);
+}
+
+void AbsHistogram::add(std::span<const float> values) {
+  const auto [batch_max, finite] = finite_max_abs(values);
   non_finite_ += static_cast<int64_t>(values.size()) - finite;
   count_ += finite;
   if (batch_max == 0) {

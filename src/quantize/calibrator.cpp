@@ -81,12 +81,13 @@ CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::stri
   if (batches.empty()) raise<InvalidInputError>("calibration: the data loader gave no batches");
   CalibrationResult result;
   for (const auto& name : tensors) result.histograms[name];
-  std::set<std::string> seen_this_batch;
   auto fold = [&](const std::string& name, const Tensor& tensor) {
     auto it = result.histograms.find(name);
     if (it == result.histograms.end() || tensor.dtype() != DType::kFloat32) return;
-    if (!seen_this_batch.insert(name).second) return;
-    it->second.add(tensor.span<float>());
+    if (settings.algo == CalibrationAlgo::kMinMax)
+      it->second.add_max_only(tensor.span<float>());
+    else
+      it->second.add(tensor.span<float>());
   };
 
   runtime::ActiveRunner active(runner);
@@ -125,14 +126,13 @@ CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::stri
     } else {
       outputs = runner.infer(batches[b]);
     }
-    seen_this_batch.clear();
-    for (std::size_t i = b; i < end; ++i) {
-      for (const auto& [name, tensor] : batches[i]) {
-        seen_this_batch.erase(name);
-        fold(name, tensor);
-      }
-    }
-    for (const auto& [name, tensor] : outputs) fold(name, tensor);
+    // Graph inputs from the feeds; the rest from the outputs, each once (an input returned as a
+    // graph output is not counted twice).
+    for (std::size_t i = b; i < end; ++i)
+      for (const auto& [name, tensor] : batches[i]) fold(name, tensor);
+    std::set<std::string> folded;
+    for (const auto& [name, tensor] : outputs)
+      if (!input_names.count(name) && folded.insert(name).second) fold(name, tensor);
     result.batches += static_cast<int64_t>(end - b);
     b = end;
     const auto now = Clock::now();

@@ -51,6 +51,17 @@ TEST(AbsHistogram, ZerosBeforeTheRangeGoToBinZeroAndNonFiniteValuesAreLeftOut) {
   EXPECT_EQ(histogram.bins()[2047], 1);
 }
 
+TEST(AbsHistogram, MaxOnlyKeepsNoBins) {
+  AbsHistogram histogram;
+  histogram.add_max_only(std::vector<float>{-3.5f, std::numeric_limits<float>::quiet_NaN(), 1.0f, INFINITY});
+  histogram.add_max_only(std::vector<float>{2.0f});
+  EXPECT_EQ(histogram.max_abs(), 3.5);
+  EXPECT_EQ(histogram.count(), 3);
+  EXPECT_EQ(histogram.non_finite(), 2);
+  EXPECT_TRUE(histogram.bins().empty());
+  EXPECT_EQ(amax_from(histogram, {CalibrationAlgo::kMinMax, 99.99}), 3.5);
+}
+
 TEST(CalibrationAlgorithm, PercentileTakesTheTopEdgeOfTheBinReachingIt) {
   AbsHistogram histogram;
   std::vector<float> values;

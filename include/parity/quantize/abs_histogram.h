@@ -22,6 +22,8 @@ class AbsHistogram {
   static constexpr int kBins = 2048;
 
   void add(std::span<const float> values);
+  // Only the count and the largest |x| (min-max calibration needs no bins): bins() stays empty.
+  void add_max_only(std::span<const float> values);
 
   // Values added (finite ones), and non-finite values left out.
   int64_t count() const { return count_; }
