@@ -125,3 +125,9 @@ def test_keep_fp32_node_matching_nothing(run_parity, tmp_path):
     model = conv_chain_model(tmp_path / "m.onnx")
     assert_one_error(convert(run_parity, model, tmp_path / "q.onnx", "--keep-fp32", "node:no_such_node"),
                      "no_such_node")
+
+
+def test_data_loader_flags_without_int8_or_report_error(run_parity, tmp_path):
+    model = conv_chain_model(tmp_path / "m.onnx")
+    assert_one_error(run_parity("convert", model, "--fp-to-fp16", "--iterations", "4", "-o", tmp_path / "h.onnx"),
+                     "--iterations", "--int8", "--report-error")

@@ -90,12 +90,20 @@ class ConvertCommand : public Command {
     outputs_.add_to(app);
     app.add_option("-o,--output", output_, "Path to save the converted model")->required()->group("ONNX Model Saving");
     save_.add_to(app);
+    app_ = &app;
   }
 
   int run() override {
     compute_.apply();
     data_loader_.parse();
     int8_.parse();
+    if (!int8_.enabled() && !report_error_)
+      for (const char* flag : {"--seed", "--iterations", "--data-loader-backend-module", "--val-range",
+                               "--input-shapes", "--load-inputs", "--data-loader-script"})
+        if (app_->count(flag))
+          raise<InvalidInputError>("convert: {} feeds the data loader, which only --int8 (calibration) and "
+                                   "--report-error use",
+                                   flag);
     if (int8_.enabled()) return convert_to_int8();
     openvino_args_.parse(openvino_ ? 1 : 0);
     if (openvino_ && save_.external_data_requested())
@@ -213,6 +221,7 @@ class ConvertCommand : public Command {
   }
 
  private:
+  CLI::App* app_ = nullptr;
   ModelArgs model_;
   ModelSaveArgs save_;
   ThreadArgs compute_;
