@@ -58,40 +58,43 @@ double amax_entropy(const std::vector<int64_t>& counts, double range) {
   std::vector<double> suffix(n + 1, 0.0);
   for (int i = n - 1; i >= 0; --i) suffix[i] = suffix[i + 1] + bins[i];
 
-  std::vector<double> level_sum(kLevels), level_nonzero(kLevels);
+  // Prefix sums over bins 0..j-1 of b, of [b > 0] and of b log b: every level of a candidate is a
+  // run of bins, so its sum and its count of non-empty bins come in O(1), and a candidate costs
+  // O(128) instead of O(i). With P = the candidate's total (outliers included), Q = the sum of its
+  // first i bins and level k's sum L and non-empty bins N, each non-empty bin j < i - 1 of level k
+  // adds (b/P) (log b - log P - log(L / (N Q))); bin i - 1, which holds the outliers too, is added
+  // apart.
+  std::vector<double> sum(n + 1, 0.0), nonzero(n + 1, 0.0), b_log_b(n + 1, 0.0);
+  for (int j = 0; j < n; ++j) {
+    sum[j + 1] = sum[j] + bins[j];
+    nonzero[j + 1] = nonzero[j] + (bins[j] > 0);
+    b_log_b[j + 1] = b_log_b[j] + (bins[j] > 0 ? bins[j] * std::log(bins[j]) : 0.0);
+  }
   double best = std::numeric_limits<double>::infinity();
   int best_i = n;
   for (int i = kLevels; i <= n; ++i) {
-    std::fill(level_sum.begin(), level_sum.end(), 0.0);
-    std::fill(level_nonzero.begin(), level_nonzero.end(), 0.0);
-    // Bin j falls in level floor(j * 128 / i) (numpy.digitize over linspace(0, i, 129)).
-    for (int j = 0; j < i; ++j) {
-      if (bins[j] == 0) continue;
-      const int level = static_cast<int>(static_cast<int64_t>(j) * kLevels / i);
-      level_sum[level] += bins[j];
-      level_nonzero[level] += 1;
-    }
-    double q_total = 0;
-    for (int level = 0; level < kLevels; ++level) q_total += level_sum[level];
+    const double q_total = sum[i];
     const double p_total = q_total + suffix[i];
-    if (p_total == 0 || q_total == 0) continue;
-    double divergence = 0;
-    for (int j = 0; j < i; ++j) {
-      double p = bins[j];
-      if (j == i - 1) p += suffix[i];
-      if (p == 0) continue;
-      p /= p_total;
-      double q = 0;
-      if (bins[j] != 0) {
-        const int level = static_cast<int>(static_cast<int64_t>(j) * kLevels / i);
-        q = level_sum[level] / level_nonzero[level] / q_total;
-      }
-      if (q == 0) {
-        divergence = std::numeric_limits<double>::infinity();
-        break;
-      }
-      divergence += p * std::log(p / q);
+    if (q_total == 0) continue;
+    const double last = bins[i - 1];
+    const double last_p = last + suffix[i];
+    if (last == 0 && last_p > 0) continue;  // outliers in an empty bin: Q is 0 where P is not
+    // Bins 0..i-2: sum of b log b, minus log P times their sum, minus the levels' log q.
+    double divergence = b_log_b[i - 1] - std::log(p_total) * sum[i - 1];
+    double last_q = 0;
+    for (int level = 0; level < kLevels; ++level) {
+      // Bin j is in level floor(j * 128 / i) (numpy.digitize over linspace(0, i, 129)).
+      const int lo = static_cast<int>((static_cast<int64_t>(level) * i + kLevels - 1) / kLevels);
+      const int hi = static_cast<int>((static_cast<int64_t>(level + 1) * i + kLevels - 1) / kLevels);
+      const double level_sum = sum[hi] - sum[lo];
+      if (level_sum == 0) continue;
+      const double q = level_sum / (nonzero[hi] - nonzero[lo]) / q_total;
+      const double without_last = hi == i ? level_sum - last : level_sum;
+      divergence -= without_last * std::log(q);
+      if (hi == i) last_q = q;
     }
+    divergence /= p_total;
+    if (last_p > 0) divergence += last_p / p_total * std::log(last_p / p_total / last_q);
     if (divergence <= best) {
       best = divergence;
       best_i = i;
