@@ -136,7 +136,8 @@ QuantizationPlan plan_quantization(onnx::Model& model, onnx::PrecisionKeepList k
   QuantizationPlan plan;
   std::set<std::string> planned;
   const auto& types = quantized_op_types();
-  for (const auto& node : graph.node()) {
+  for (int index = 0; index < graph.node_size(); ++index) {
+    const auto& node = graph.node(index);
     if (!is_default_domain(node.domain()) ||
         std::find(types.begin(), types.end(), node.op_type()) == types.end())
       continue;
@@ -152,7 +153,10 @@ QuantizationPlan plan_quantization(onnx::Model& model, onnx::PrecisionKeepList k
       any = true;
       if (!initializers.count(name) && planned.insert(name).second) plan.activations.push_back(name);
     }
-    if (any) plan.nodes.push_back(node.name());
+    if (any) {
+      plan.nodes.push_back(node.name());
+      plan.node_indices.push_back(index);
+    }
   }
   if (auto unmatched = keep.unmatched(); !unmatched.empty()) {
     std::vector<std::string> names;
@@ -167,7 +171,6 @@ QdqReport insert_qdq(onnx::Model& model, const QuantizationPlan& plan, const std
   const bool per_channel = onnx::default_opset(*model) >= 13;
   NameMaker names(graph);
   QdqReport report;
-  const std::set<std::string> quantized_nodes(plan.nodes.begin(), plan.nodes.end());
   std::map<std::string, int> initializer_index;
   for (int i = 0; i < graph.initializer_size(); ++i) initializer_index[graph.initializer(i).name()] = i;
 
@@ -188,8 +191,8 @@ QdqReport insert_qdq(onnx::Model& model, const QuantizationPlan& plan, const std
   }
   // Weights: int8 initializers, one per (weight, axis).
   std::map<std::pair<std::string, int64_t>, std::string> weights;
-  for (auto& node : *graph.mutable_node()) {
-    if (!quantized_nodes.count(node.name()) || node.op_type() == "QuantizeLinear") continue;
+  for (int index : plan.node_indices) {
+    auto& node = *graph.mutable_node(index);
     for (int input : quantized_inputs(node)) {
       if (input >= node.input_size() || node.input(input).empty()) continue;
       const std::string name = node.input(input);

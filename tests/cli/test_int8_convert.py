@@ -183,3 +183,22 @@ def test_feeds_that_cannot_be_stacked_run_one_at_a_time(run_parity, tmp_path):
     data = [rng.standard_normal((1, 4)).astype(np.float32) for _ in range(5)]
     assert read_cache(tmp_path / "c.cache")[1]["flat"] == pytest.approx(max(np.abs(d).max() for d in data) / 127,
                                                                          rel=1e-6)
+
+
+def test_nameless_nodes(run_parity, tmp_path):
+    # onnx.helper leaves node names empty unless given: only the quantizable nodes read Q/DQ outputs.
+    # A second, unquantized reader of the quantized tensor r must keep reading the float r.
+    model = onnx.load(str(conv_chain_model(tmp_path / "named.onnx")))
+    model.graph.node.append(helper.make_node("Neg", ["r"], ["r_negated"]))
+    model.graph.output.append(helper.make_tensor_value_info("r_negated", TensorProto.FLOAT, None))
+    for node in model.graph.node:
+        node.name = ""
+    onnx.save(model, str(tmp_path / "nameless.onnx"))
+    convert(run_parity, tmp_path / "nameless.onnx", tmp_path / "q.onnx", "--calibration-algo", "minmax")
+    _, quantized = initializers(tmp_path / "q.onnx")
+    inputs = {n.op_type: list(n.input) for n in quantized.graph.node if n.op_type not in ("QuantizeLinear",
+                                                                                          "DequantizeLinear")}
+    assert inputs["Relu"] == ["c"] and inputs["Flatten"] == ["g"] and inputs["Neg"] == ["r"]
+    assert inputs["GlobalAveragePool"] == ["r_dequantized"]
+    assert inputs["Conv"][:2] == ["x_dequantized", "W_dequantized"]
+    assert inputs["MatMul"] == ["f_dequantized", "M_dequantized"]

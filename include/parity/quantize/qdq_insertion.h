@@ -31,6 +31,7 @@ const std::vector<std::string>& quantized_op_types();
 
 struct QuantizationPlan {
   std::vector<std::string> nodes;        // names of the nodes quantized, in graph order
+  std::vector<int> node_indices;         // their indices in the main graph (names may be empty)
   std::vector<std::string> activations;  // float32 tensors to calibrate, in graph order
   int64_t nodes_kept = 0;                // quantizable nodes the keep list left in float32
 };
