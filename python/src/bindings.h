@@ -18,6 +18,7 @@ void bind_onnx(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_compare(nb::module_& m);
 void bind_dataset(nb::module_& m);
+void bind_quantize(nb::module_& m);
 
 // A runner written in Python (any object with activate/deactivate/get_input_metadata/infer) as a
 // C++ runner named `name`-N<k>-<time>; the caller owns it.

@@ -14,4 +14,5 @@ NB_MODULE(_parity, m) {
   parity::python::bind_runtime(m);
   parity::python::bind_compare(m);
   parity::python::bind_dataset(m);
+  parity::python::bind_quantize(m);
 }

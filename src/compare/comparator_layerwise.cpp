@@ -98,6 +98,21 @@ class LayerwiseSession {
   const LayerwiseRunOptions& options_;
 };
 
+bool is_qdq(const std::string& op) { return op == "QuantizeLinear" || op == "DequantizeLinear"; }
+
+// A tensor of run `run` (0 or 1) with no twin in the other run: a Q/DQ node's output goes to
+// qdq_only (once, from the first iteration; the quantized run is the one that has them), any
+// other to `missing`.
+void no_twin(LayerwiseResult& result, int run, int64_t iteration, const std::string& name, const std::string& op,
+             std::vector<std::string>& missing) {
+  if (!is_qdq(op)) {
+    missing.push_back(name);
+    return;
+  }
+  if (iteration == 0) result.qdq_only.push_back(name);
+  result.quantized_run = run;
+}
+
 // "PASSED | All N tensor(s) matched" (or how many failed) and Polygraphy's accuracy summary line.
 // Counted from the entries (as_pair() would copy every comparison: the run's largest transient).
 void log_layerwise_verdict(const LayerwiseResult& result) {
@@ -173,7 +188,7 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner0, runtime::Runner
           return;
         const auto* record = spill.find(iteration, t.name);
         if (!record) {
-          result.only_in_runner1.push_back(t.name);
+          no_twin(result, 1, iteration, t.name, t.op_type, result.only_in_runner1);
           return;
         }
         seen.emplace(iteration, t.name);
@@ -187,7 +202,8 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner0, runtime::Runner
       })));
   if (!session.stopped(result))
     for (const auto& record : spill.records())
-      if (!seen.count({record.iteration, record.name})) result.only_in_runner0.push_back(record.name);
+      if (!seen.count({record.iteration, record.name}))
+        no_twin(result, 0, record.iteration, record.name, record.op, result.only_in_runner0);
   result.spilled_bytes = spill.bytes_written();
   log_layerwise_verdict(result);
   log_timing(run);
@@ -223,7 +239,7 @@ LayerwiseRun Comparator::run_layerwise(runtime::Runner& runner, const RunnerResu
         if (iteration >= static_cast<int64_t>(held.iterations.size())) return;
         const Tensor* other = held.iterations[static_cast<std::size_t>(iteration)].find(t.name);
         if (!other) {
-          only_in_live.push_back(t.name);
+          no_twin(result, live_is_first ? 0 : 1, iteration, t.name, t.op_type, only_in_live);
           return;
         }
         seen.emplace(iteration, t.name);

@@ -150,9 +150,12 @@ void Judge::run_held(const DataLoaderFunc& data_loader, Verdict& verdict) {
           if (it >= iterations0.size() || it >= iterations1.size()) continue;
           const Tensor* out0 = iterations0[it].find(entry.comparison.output0);
           const Tensor* out1 = iterations1[it].find(entry.comparison.output1);
-          if (out0 && out1)
+          if (out0 && out1) {
             review_layer(entry, out0->view(), out1->view(), options_.streamable_simple->infinities_compare_equal);
+            entry.energies = energies(out0->view(), out1->view());
+          }
         }
+        mark_qdq_only(layerwise, results[first], results[second], producers);
       }
       verdict.layerwise.push_back(std::move(layerwise));
     }

@@ -209,6 +209,38 @@ Tensor TensorSpill::take(const Record& record) {
 
 // ---- results ----
 
+namespace {
+
+template <typename T>
+LayerwiseEntry::Energies sum_energies(const TensorView& a, const TensorView& b) {
+  LayerwiseEntry::Energies e;
+  const T* x = a.data<T>();
+  const T* y = b.data<T>();
+  for (int64_t i = 0, n = a.size(); i < n; ++i) {
+    const double u = x[i], v = y[i];
+    e.first += u * u;
+    e.second += v * v;
+    e.error += (u - v) * (u - v);
+  }
+  return e;
+}
+
+}  // namespace
+
+std::optional<LayerwiseEntry::Energies> energies(const TensorView& first, const TensorView& second) {
+  if (first.dtype() != second.dtype() || first.shape() != second.shape()) return std::nullopt;
+  if (first.dtype() == DType::kFloat32) return sum_energies<float>(first, second);
+  if (first.dtype() == DType::kFloat64) return sum_energies<double>(first, second);
+  return std::nullopt;
+}
+
+double LayerwiseEntry::sqnr_db(bool reference_is_first) const {
+  if (!energies) return std::nan("");
+  const double signal = reference_is_first ? energies->first : energies->second;
+  if (energies->error == 0) return signal == 0 ? std::nan("") : std::numeric_limits<double>::infinity();
+  return 10 * std::log10(signal / energies->error);
+}
+
 double LayerwiseEntry::max_abs_error() const {
   if (infinities_equal_errors) return infinities_equal_errors->max_abs;
   return comparison.simple ? comparison.simple->max_absdiff : std::nan("");
@@ -301,6 +333,7 @@ void compare_layer(LayerwiseResult& result, std::size_t order, int64_t iteration
     return;
   }
   review_layer(entry, out0, out1, params.infinities_compare_equal);
+  entry.energies = energies(out0, out1);
   result.entries.push_back(std::move(entry));
 }
 
@@ -326,6 +359,22 @@ LayerwiseResult layerwise_from_pair(const PairResult& pair,
   return result;
 }
 
+void mark_qdq_only(LayerwiseResult& result, const RunnerResults& first, const RunnerResults& second,
+                   const std::function<TensorProducer(const std::string&)>& producer) {
+  auto mark = [&](const RunnerResults& run, const RunnerResults& other, int index) {
+    for (std::size_t i = 0; i < run.iterations.size() && i < other.iterations.size(); ++i)
+      for (const auto& [name, tensor] : run.iterations[i].outputs) {
+        const std::string op = producer(name).op;
+        if ((op == "QuantizeLinear" || op == "DequantizeLinear") && !other.iterations[i].find(name)) {
+          if (i == 0) result.qdq_only.push_back(name);
+          result.quantized_run = index;
+        }
+      }
+  };
+  mark(first, second, 0);
+  mark(second, first, 1);
+}
+
 namespace {
 
 std::string describe_node(const LayerwiseEntry& e) {
@@ -345,6 +394,31 @@ std::string describe_error(const LayerwiseEntry& e) {
   return fmt::format("max abs error={}, max rel error={} | {} of {} element(s) beyond tolerance (atol={}, rtol={})",
                      number(e.max_abs_error()), number(e.max_rel_error()), m.mismatch_count, m.element_count,
                      number(m.atol), number(m.rtol));
+}
+
+// The Q/DQ tensors left out, then every compared tensor's SQNR against the float run, in order.
+void log_qdq_sqnr(const LayerwiseResult& result) {
+  const bool first_is_reference = *result.quantized_run == 1;
+  log::info("{} Q/DQ tensor(s) of {} (the int8 run) are left out: each stands for the float tensor its "
+            "QuantizeLinear reads, compared under its own name (listed with -v)",
+            result.qdq_only.size(), *result.quantized_run == 0 ? result.runner0 : result.runner1);
+  log::verbose("    {}", fmt::join(result.qdq_only, ", "));
+  std::vector<const LayerwiseEntry*> ordered;
+  for (const auto& e : result.entries) ordered.push_back(&e);
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) {
+    return std::pair(a->iteration, a->order) < std::pair(b->iteration, b->order);
+  });
+  std::string table = fmt::format("SQNR per tensor (10 log10(sum ref^2 / sum (ref - int8)^2), ref = {}):\n",
+                                  first_is_reference ? result.runner0 : result.runner1);
+  table += fmt::format("{:>5} | {:>9} | {:>10} | {:<32} | {}", "order", "iteration", "SQNR (dB)", "tensor",
+                       "node [op]");
+  for (const auto* e : ordered)
+    table += fmt::format("\n{:>5} | {:>9} | {:>10} | {:<32} | {}",
+                         e->order >= std::numeric_limits<std::size_t>::max() / 2 ? std::string("?")
+                                                                                 : std::to_string(e->order),
+                         e->iteration, number(e->sqnr_db(first_is_reference)), e->tensor,
+                         e->node.empty() && e->op.empty() ? std::string("-") : fmt::format("{} [{}]", e->node, e->op));
+  log::info("{}", table);
 }
 
 }  // namespace
@@ -375,6 +449,7 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
   };
   log_missing(result.only_in_runner0, result.runner0, result.runner1);
   log_missing(result.only_in_runner1, result.runner1, result.runner0);
+  if (result.quantized_run) log_qdq_sqnr(result);
   std::size_t not_divergences = 0;
   for (const auto& e : result.entries)
     if (!e.comparison.passed && !e.not_a_divergence.empty()) {
@@ -426,7 +501,8 @@ void log_layerwise_summary(const LayerwiseResult& result, std::size_t worst_coun
 }
 
 nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_count) {
-  auto entry_json = [](const LayerwiseEntry& e) {
+  const bool first_is_reference = result.quantized_run.value_or(1) == 1;
+  auto entry_json = [first_is_reference](const LayerwiseEntry& e) {
     nlohmann::ordered_json j;
     j["tensor"] = e.tensor;
     j["node"] = e.node;
@@ -442,6 +518,7 @@ nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_
       j["mismatch_count"] = e.comparison.simple->mismatch_count;
       j["element_count"] = e.comparison.simple->element_count;
     }
+    if (e.energies) j["sqnr_db"] = json_number(e.sqnr_db(first_is_reference));
     if (!e.comparison.failure.empty()) j["failure"] = e.comparison.failure;
     if (!e.engine_layer.empty()) j["engine_layer"] = e.engine_layer;
     if (!e.module.empty()) j["module"] = e.module;
@@ -479,6 +556,14 @@ nlohmann::ordered_json to_json(const LayerwiseResult& result, std::size_t worst_
   j["only_in_runner0"] = result.only_in_runner0;
   j["only_in_runner1"] = result.only_in_runner1;
   j["skipped"] = result.skipped;
+  if (result.quantized_run) {
+    j["quantized_run"] = *result.quantized_run == 0 ? result.runner0 : result.runner1;
+    j["qdq_left_out"] = result.qdq_only;
+    j["sqnr_db"] = nlohmann::ordered_json::array();
+    for (const auto& e : result.entries)
+      j["sqnr_db"].push_back({{"tensor", e.tensor}, {"iteration", e.iteration}, {"node", e.node}, {"op", e.op},
+                              {"sqnr_db", json_number(e.sqnr_db(first_is_reference))}});
+  }
   j["spilled_bytes"] = result.spilled_bytes;
   return j;
 }

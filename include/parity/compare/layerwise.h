@@ -122,6 +122,15 @@ struct LayerwiseEntry {
   // Why a failing tensor is no divergence a user can act on ("" for one that is): set by
   // review_layer. Such tensors are neither the first divergence nor among the worst.
   std::string not_a_divergence;
+  // Sums over the elements of a float32/float64 pair (0 for other types): the first run's squares,
+  // the second run's, and the squared differences; sqnr_db() reads them.
+  struct Energies {
+    double first = 0, second = 0, error = 0;
+  };
+  std::optional<Energies> energies;
+  // 10 log10(sum ref^2 / sum (ref - q)^2) with the first run's tensor as ref (`reference_is_first`)
+  // or the second's; +inf for equal tensors, NaN without energies or when both sums are 0.
+  double sqnr_db(bool reference_is_first) const;
   // The largest errors the summary reports and ranks by: infinities_equal_errors when set, else
   // the comparison's (NaN without `simple` metrics).
   double max_abs_error() const;
@@ -138,6 +147,13 @@ struct LayerwiseResult {
   std::vector<std::string> only_in_runner0;     // tensors the second run never produced
   std::vector<std::string> only_in_runner1;     // tensors the first run never produced
   std::vector<std::string> skipped;             // not comparable (string, complex)
+  // Outputs of QuantizeLinear/DequantizeLinear nodes that only one run produced (an int8 Q/DQ
+  // model's against its float model's), left out of the comparison: each stands for the float
+  // tensor its QuantizeLinear reads, which both runs produce under its own name and are compared.
+  std::vector<std::string> qdq_only;
+  // Which run is the quantized one (0 or 1): the one that produced qdq_only; the other is the
+  // reference of the SQNRs. Unset without Q/DQ-only tensors.
+  std::optional<int> quantized_run;
   uint64_t spilled_bytes = 0;                   // bytes that went through the spill file
   // The pairing behind the entries' module_outputs and the runner whose modules they are.
   struct TorchModules {
@@ -163,6 +179,9 @@ void compare_layer(LayerwiseResult& result, std::size_t order, int64_t iteration
                    const std::string& node, const std::string& op, const TensorView& out0, const TensorView& out1,
                    const SimpleOutputParams& params);
 
+// The sums behind LayerwiseEntry::sqnr_db for a float32/float64 pair of one shape; nullopt otherwise.
+std::optional<LayerwiseEntry::Energies> energies(const TensorView& first, const TensorView& second);
+
 // Builds a LayerwiseResult from whole-output comparisons (non-streamed layerwise runs);
 // `producer(name)` gives a tensor's (order, node, op); tensors it does not know go last, in the
 // order they were compared.
@@ -172,6 +191,12 @@ struct TensorProducer {
 };
 LayerwiseResult layerwise_from_pair(const PairResult& pair,
                                     const std::function<TensorProducer(const std::string&)>& producer);
+
+// For whole-output comparisons (layerwise_from_pair): the outputs of QuantizeLinear/DequantizeLinear
+// nodes (by `producer`) that one result holds and the other does not, as qdq_only, with
+// quantized_run the result that holds them.
+void mark_qdq_only(LayerwiseResult& result, const RunnerResults& first, const RunnerResults& second,
+                   const std::function<TensorProducer(const std::string&)>& producer);
 
 // Sets each entry's module from the model's nodes (onnx::torch_modules), for models exported by
 // torch.onnx.export(dynamo=True), whose node names do not say it.

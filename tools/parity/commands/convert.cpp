@@ -1,15 +1,17 @@
-// `parity convert`: model conversions: ONNX float32 -> float16 / bfloat16 (--fp-to-fp16, --fp-to-bf16), and
+// `parity convert`: model conversions: ONNX float32 -> float16 / bfloat16 (--fp-to-fp16, --fp-to-bf16), ONNX
+// float32 -> int8 Q/DQ with calibration data from the data loader (--int8, args/int8_args.h), and
 // ONNX -> a compiled OpenVINO model file (--openvino, parity/runtime/openvino/openvino_compiled_file.h); --onnx-outputs
 // and
 // --onnx-exclude-outputs change the saved ONNX model's outputs (alone: the model saved with new outputs).
 #include <cmath>
 
 #include "args/thread_args.h"
+#include "args/data_loader_args.h"
+#include "args/int8_args.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
 #include "args/openvino_args.h"
 #include "args/output_marks.h"
-#include "args/tensor_meta_parse.h"
 #include "command.h"
 #include "parity/compare/comparator.h"
 #include "parity/core/values.h"
@@ -72,11 +74,11 @@ class ConvertCommand : public Command {
                  "Run the float32 and the converted model on the reference runner with data-loader inputs and "
                  "report the error of each output")
         ->group(group);
-    app.add_option("--input-shapes,--inputs", input_shapes_, "Input shapes for --report-error: name:[dims]")
-        ->group(group);
-    app.add_option("--val-range", val_ranges_,
-                   "Value range of --report-error's inputs: [min,max] for all or name:[min,max] for one")
-        ->group(group);
+    data_loader_.add_to(app, {.warm_up = false,
+                              .input_shapes_help = "Input shapes of the data loader (--report-error, --int8): "
+                                                   "<name>:[d0,d1,...] ..."});
+    int8_.add_to(app, "Quantize to int8: Q/DQ nodes (activations per tensor, weights per channel, symmetric), the "
+                      "activation scales calibrated on the data loader's inputs (docs/int8.md)");
     app.add_flag("--openvino", openvino_,
                  "Compile the model with OpenVINO for this machine's CPU (with the --ov-* precision and shape "
                  "options) and save the compiled model with Parity's header (a .ovc file that `parity run "
@@ -88,18 +90,28 @@ class ConvertCommand : public Command {
     outputs_.add_to(app);
     app.add_option("-o,--output", output_, "Path to save the converted model")->required()->group("ONNX Model Saving");
     save_.add_to(app);
+    app_ = &app;
   }
 
   int run() override {
     compute_.apply();
+    data_loader_.parse();
+    int8_.parse();
+    if (!int8_.enabled() && !report_error_)
+      for (const char* flag : {"--seed", "--iterations", "--data-loader-backend-module", "--val-range",
+                               "--input-shapes", "--load-inputs", "--data-loader-script"})
+        if (app_->count(flag))
+          raise<InvalidInputError>("convert: {} feeds the data loader, which only --int8 (calibration) and "
+                                   "--report-error use",
+                                   flag);
+    if (int8_.enabled()) return convert_to_int8();
     openvino_args_.parse(openvino_ ? 1 : 0);
     if (openvino_ && save_.external_data_requested())
       raise<InvalidInputError>("--save-external-data applies to ONNX models; --openvino writes a compiled model");
     if (openvino_) return compile_for_openvino();
     if (!fp_to_fp16_ && !fp_to_bf16_ && !outputs_.given())
-      raise<InvalidInputError>("convert: nothing to do; give --fp-to-fp16, --fp-to-bf16, --openvino or "
+      raise<InvalidInputError>("convert: nothing to do; give --fp-to-fp16, --fp-to-bf16, --int8, --openvino or "
                                "--onnx-outputs/--onnx-exclude-outputs");
-    TensorMetadata shapes = parse_input_shapes(input_shapes_, "--input-shapes");
     onnx::Model model = model_.load();
     outputs_.apply(model, model_.path());  // before any conversion, as Polygraphy's loader does
     if (!fp_to_fp16_ && !fp_to_bf16_) {
@@ -128,7 +140,18 @@ class ConvertCommand : public Command {
     if (!inference.ok)
       log::warning("ONNX shape inference fails on the {} model.\nNote: error was: {}", precision, inference.error);
     if (original)
-      report_reduced_precision_error(*original, model, precision, shapes, parse_val_ranges(val_ranges_, "--val-range"));
+      report_reduced_precision_error(*original, model, precision, data_loader_.data_loader());
+    save_.save(model, output_);
+    return 0;
+  }
+
+  int convert_to_int8() {
+    if (fp_to_fp16_ || fp_to_bf16_ || openvino_ || report_error_ || no_default_keep_ || no_keep_io_types_)
+      raise<InvalidInputError>("convert --int8: --fp-to-fp16, --fp-to-bf16, --openvino, --report-error, "
+                               "--no-default-keep and --no-keep-io-types do not apply");
+    onnx::Model model = model_.load();
+    outputs_.apply(model, model_.path());
+    int8_.quantize(model, keep_fp32_, data_loader_.data_loader());
     save_.save(model, output_);
     return 0;
   }
@@ -159,18 +182,11 @@ class ConvertCommand : public Command {
     return 0;
   }
 
-  using ValueRanges = std::vector<std::pair<std::string, std::pair<double, double>>>;
   static void report_reduced_precision_error(const onnx::Model& fp32, const onnx::Model& reduced,
-                                             std::string_view precision, const TensorMetadata& shapes,
-                                             ValueRanges val_ranges) {
-    runtime::DataLoaderOptions options;
-    options.val_ranges = std::move(val_ranges);
-    for (const auto& [name, info] : shapes) {
-      std::vector<int64_t> dims;
-      for (const auto& d : *info.shape) dims.push_back(d.value ? *d.value : -1);
-      options.input_shapes.emplace_back(name, dims);
-    }
-    const auto feeds = runtime::DataLoader(options).generate(onnx::graph_inputs(fp32->graph()), 0);
+                                             std::string_view precision, const compare::DataLoaderFunc& data_loader) {
+    const std::vector<NamedTensors> all = data_loader(onnx::graph_inputs(fp32->graph()));
+    if (all.empty()) raise<InvalidInputError>("--report-error: the data loader gave no inputs");
+    const NamedTensors& feeds = all.front();
     // Each model on its own run of the Comparator, so each gets the feed cast to its inputs' types
     // (float16/bfloat16 inputs under --no-keep-io-types); its log lines are not this report's.
     auto run = [&](const onnx::Model& model) {
@@ -205,6 +221,7 @@ class ConvertCommand : public Command {
   }
 
  private:
+  CLI::App* app_ = nullptr;
   ModelArgs model_;
   ModelSaveArgs save_;
   ThreadArgs compute_;
@@ -215,7 +232,8 @@ class ConvertCommand : public Command {
   bool fp_to_bf16_ = false;
   bool no_default_keep_ = false;
   bool report_error_ = false;
-  std::vector<std::string> input_shapes_, val_ranges_;
+  DataLoaderArgs data_loader_;
+  Int8Args int8_;
   bool no_keep_io_types_ = false;
   std::vector<std::string> keep_fp32_;
   std::string output_;

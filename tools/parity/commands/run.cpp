@@ -20,6 +20,7 @@
 #include "args/thread_args.h"
 #include "args/data_loader_args.h"
 #include "args/dataset_args.h"
+#include "args/int8_args.h"
 #include "args/generated_script.h"
 #include "args/model_args.h"
 #include "args/model_explorer_args.h"
@@ -92,6 +93,10 @@ class RunCommand : public Command {
     pictures_.add_to(app);
     report_html_.add_to(app);
     model_explorer_.add_to(app);
+    int8_.add_to(app,
+                 "Quantize to int8 (docs/int8.md): the first runner runs the float model, the reference; the "
+                 "others an int8 Q/DQ model calibrated once on the data loader's inputs",
+                 /*keep_fp32_flag=*/true);
     compute_.add_to(app);
     attribution_.add_to(app);
     app.add_option("--gen-script,--gen", gen_script_,
@@ -126,6 +131,7 @@ class RunCommand : public Command {
     comparison_.parse();
     pictures_.parse(comparison_);
     report_html_.attach(comparison_);
+    int8_.parse();
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     resolve_tensor_entries_in_model();
     excluded_.insert(exclude_names_.begin(), exclude_names_.end());
@@ -220,6 +226,7 @@ class RunCommand : public Command {
     if (!model_.path().empty() && (runtime::is_openvino_compiled_file(model_.path()) ||
                                    std::filesystem::path(model_.path()).extension() == ".ovc"))
       script.cannot_express("a compiled OpenVINO model (" + model_.path() + ")");
+    if (int8_.enabled()) script.cannot_express("--int8");
     if (!comparison_.load_outputs().empty())
       script.add_summary(
           fmt::format("It will check against outputs stored in {}", fmt::join(comparison_.load_outputs(), ", ")));
@@ -309,6 +316,11 @@ class RunCommand : public Command {
       return dataset_.run([&] { return runners_.make_runners(model, compiled_file); }, comparison_.compare_func(),
                           comparison_.fail_fast(), comparison_.report());
     auto live = runners_.make_runners(model, compiled_file);
+    if (int8_.enabled()) {
+      if (!compiled_file.empty())
+        raise<InvalidInputError>("{} is a compiled OpenVINO model: --int8 quantizes an ONNX model", compiled_file);
+      int8_.quantize_runners_under_test(live, runners_, model_, data_loader_.data_loader());
+    }
     if (live.empty() && loaded.empty())
       log::warning("No runners were given ({}) and no results loaded; nothing to run or compare",
                    RunnerArgs::runner_flags());
@@ -398,6 +410,7 @@ class RunCommand : public Command {
 
   ModelArgs model_;
   RunnerArgs runners_;
+  Int8Args int8_;
   DataLoaderArgs data_loader_;
   DatasetArgs dataset_;
   ComparisonArgs comparison_;

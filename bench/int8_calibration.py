@@ -1,0 +1,276 @@
+"""int8 calibration against ONNX Runtime's quantize_static (issue 33), side by side in one run, on the
+same models and the same calibration data (saved once to .npy files: Parity reads them through a
+--data-loader-script, quantize_static through a CalibrationDataReader):
+
+- min-max: Parity's activation scales against quantize_static's (MinMax, symmetric int8 activations,
+  per-channel weights) on the tensors both quantize: the largest relative difference.
+- entropy and percentile: each tool's output error against float32 on held-out inputs, both int8
+  models run on ONNX Runtime.
+- calibration time for --inputs inputs (default 500) over quantize_static's, per algorithm (the
+  ratio; target <= 0.5): `parity convert --int8` (its wall time, the data loader script's
+  process and file hand-over included) and parity.quantization in this process (the same data
+  reader as quantize_static's).
+- latency of Parity's int8 model on OpenVINO and on ONNX Runtime (and of quantize_static's on ONNX
+  Runtime) against the float32 model on ONNX Runtime (medians, batch 1, the same --threads for all).
+- --table: the error of int8 against float32 per algorithm per model, as docs/int8.md lists it.
+
+    python bench/int8_calibration.py [--build build/release] [--inputs 500] [--threads 2] [--models resnet,bert]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+import onnx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
+sys.path.insert(0, os.path.join(ROOT, "build", "release", "python"))  # parity.quantization (--build's below)
+from exported_models import SIZES, export  # noqa: E402  (tests/cli is on the path from here)
+
+OPS = ["Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool"]
+ALGOS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile"}
+PERCENTILE = 99.99
+
+
+def model_inputs(path, batch=1):
+    """(name, numpy dtype, concrete shape) of each graph input; symbolic dims: batch, then the text length."""
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+    result = []
+    for value in model.graph.input:
+        if value.name in inits:
+            continue
+        t = value.type.tensor_type
+        dims = []
+        for i, d in enumerate(t.shape.dim):
+            dims.append(d.dim_value if d.HasField("dim_value") else (batch if i == 0 else SIZES["bench"]["seq"]))
+        result.append((value.name, onnx.helper.tensor_dtype_to_np_dtype(t.elem_type), tuple(dims)))
+    return result
+
+
+def make_data(path, count, seed, vocab):
+    """`count` feeds: float inputs N(0, 1); integer ones token ids below `vocab` (a mask: ones; token types: 0)."""
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for name, dtype, shape in model_inputs(path):
+        if np.issubdtype(dtype, np.floating):
+            arrays[name] = rng.standard_normal((count, *shape)).astype(dtype)
+        elif "mask" in name:
+            arrays[name] = np.ones((count, *shape), dtype)
+        elif "type" in name:
+            arrays[name] = np.zeros((count, *shape), dtype)
+        else:
+            arrays[name] = rng.integers(0, vocab, (count, *shape)).astype(dtype)
+    return arrays
+
+
+def save_data(folder, tag, arrays):
+    files = {}
+    for name, array in arrays.items():
+        files[name] = os.path.join(folder, f"{tag}_{len(files)}.npy")
+        np.save(files[name], array)
+    script = os.path.join(folder, f"{tag}_calib.py")
+    with open(script, "w") as f:
+        f.write(textwrap.dedent(f"""\
+            import numpy as np
+
+            FILES = {files!r}
+
+            def load_data():
+                arrays = {{name: np.load(path, mmap_mode="r") for name, path in FILES.items()}}
+                count = len(next(iter(arrays.values())))
+                for i in range(count):
+                    yield {{name: np.ascontiguousarray(a[i]) for name, a in arrays.items()}}
+            """))
+    return files, script
+
+
+class Reader:
+    """quantize_static's CalibrationDataReader over the same .npy files."""
+
+    def __init__(self, files):
+        self.arrays = {name: np.load(path, mmap_mode="r") for name, path in files.items()}
+        self.count = len(next(iter(self.arrays.values())))
+        self.i = 0
+
+    def get_next(self):
+        if self.i >= self.count:
+            return None
+        feed = {name: np.ascontiguousarray(a[self.i]) for name, a in self.arrays.items()}
+        self.i += 1
+        return feed
+
+    def rewind(self):
+        self.i = 0
+
+
+def parity_quantize(parity, model, out, algo, script):
+    args = [parity, "convert", model, "--int8", "--calibration-algo", algo, "--data-loader-script", script, "-o", out]
+    if algo == "percentile":
+        args += ["--percentile", str(PERCENTILE)]
+    start = time.perf_counter()
+    run = subprocess.run(args, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if run.returncode != 0:
+        raise SystemExit(f"parity convert failed:\n{run.stdout}\n{run.stderr}")
+    return seconds
+
+
+def api_quantize(model, algo, files):
+    """Parity's Python API in this process (parity.quantization), fed from the same .npy files."""
+    from parity.quantization import Calibrator, quantize_onnx
+    reader = Reader(files)
+    feeds = iter(reader.get_next, None)
+    start = time.perf_counter()
+    quantize_onnx(model, Calibrator(feeds, algo=algo, percentile=PERCENTILE if algo == "percentile" else None))
+    return time.perf_counter() - start
+
+
+def ort_quantize(model, out, algo, files):
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    extra = {"ActivationSymmetric": True, "WeightSymmetric": True}
+    if algo == "percentile":
+        extra["CalibPercentile"] = PERCENTILE
+    start = time.perf_counter()
+    quantize_static(model, out, Reader(files), quant_format=QuantFormat.QDQ, op_types_to_quantize=OPS,
+                    per_channel=True, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                    calibrate_method=getattr(CalibrationMethod, ALGOS[algo]), extra_options=extra)
+    return time.perf_counter() - start
+
+
+def activation_scales(path):
+    model = onnx.load(str(path))
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}
+    return {n.input[0]: float(inits[n.input[1]]) for n in model.graph.node
+            if n.op_type == "QuantizeLinear" and n.input[0] not in inits and n.input[1] in inits}
+
+
+def session(path, threads):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def outputs(path, feeds, threads):
+    s = session(path, threads)
+    return [s.run(None, feed) for feed in feeds]
+
+
+def relative_error(got, expected):
+    """||int8 - fp32|| / ||fp32|| over every output of every feed."""
+    num = sum(float(np.sum((g.astype(np.float64) - e) ** 2)) for gs, es in zip(got, expected) for g, e in zip(gs, es))
+    den = sum(float(np.sum(e.astype(np.float64) ** 2)) for es in expected for e in es)
+    return (num / den) ** 0.5
+
+
+def median_latency(run, feed, repeats):
+    for _ in range(5):
+        run(feed)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run(feed)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def latency(fp32, int8, theirs, feed, threads, repeats):
+    import openvino as ov
+    ort_fp32 = session(fp32, threads)
+    ort_int8 = session(int8, threads)
+    ort_theirs = session(theirs, threads)
+    core = ov.Core()
+    compiled = core.compile_model(str(int8), "CPU", {"INFERENCE_NUM_THREADS": threads})
+    request = compiled.create_infer_request()
+    return (median_latency(lambda f: ort_fp32.run(None, f), feed, repeats),
+            median_latency(lambda f: ort_int8.run(None, f), feed, repeats),
+            median_latency(lambda f: request.infer(f), feed, repeats),
+            median_latency(lambda f: ort_theirs.run(None, f), feed, repeats))
+
+
+def bench_model(parity, kind, path, folder, args):
+    vocab = SIZES["bench"]["vocab"]
+    calib_files, script = save_data(folder, f"{kind}_calib", make_data(path, args.inputs, 1, vocab))
+    held_out = make_data(path, args.eval, 2, vocab)
+    feeds = [{name: a[i] for name, a in held_out.items()} for i in range(args.eval)]
+    fp32_out = outputs(path, feeds, args.threads)
+    print(f"== {kind} ({os.path.basename(path)}), {args.inputs} calibration inputs, {args.eval} held out, "
+          f"{args.threads} thread(s)", flush=True)
+    errors = {}
+    for algo in args.algos.split(","):
+        ours, theirs = os.path.join(folder, f"{kind}_{algo}_parity.onnx"), os.path.join(folder, f"{kind}_{algo}_ort.onnx")
+        t_parity = parity_quantize(parity, path, ours, algo, script)
+        t_api = api_quantize(path, algo, calib_files)
+        e_parity = relative_error(outputs(ours, feeds, args.threads), fp32_out)
+        errors[algo] = e_parity
+        try:
+            t_ort = ort_quantize(path, theirs, algo, calib_files)
+            e_ort = relative_error(outputs(theirs, feeds, args.threads), fp32_out)
+        except Exception as error:  # the peer's failure is a result of the comparison, not the end of the bench
+            print(f"{algo:10s} parity convert {t_parity:.2f} s, parity.quantization {t_api:.2f} s | int8 vs fp32 "
+                  f"relative error: parity {e_parity:.4f} | quantize_static failed: {str(error).splitlines()[0][:300]}",
+                  flush=True)
+            continue
+        line = (f"{algo:10s} calibration time parity convert/quantize_static = {t_parity:.2f}/{t_ort:.2f} s = "
+                f"{t_parity / t_ort:.2f}x, parity.quantization/quantize_static = {t_api / t_ort:.2f}x | "
+                f"int8 vs fp32 relative error: parity {e_parity:.4f}, "
+                f"quantize_static {e_ort:.4f}")
+        if algo == "minmax":
+            a, b = activation_scales(ours), activation_scales(theirs)
+            common = sorted(set(a) & set(b))
+            worst = max((abs(a[t] - b[t]) / b[t] for t in common), default=float("nan"))
+            line += f" | min-max scales: {len(common)} common tensors, max relative difference {worst:.3g}"
+        print(line, flush=True)
+    if args.latency:
+        ours = os.path.join(folder, f"{kind}_entropy_parity.onnx")
+        theirs = os.path.join(folder, f"{kind}_entropy_ort.onnx")
+        if not os.path.exists(ours):
+            parity_quantize(parity, path, ours, "entropy", script)
+        if not os.path.exists(theirs):
+            ort_quantize(path, theirs, "entropy", calib_files)
+        fp32, ort_int8, ov_int8, ort_theirs = latency(path, ours, theirs, feeds[0], args.threads, args.repeats)
+        print(f"latency (median, batch 1): fp32 ONNX Runtime {fp32 * 1e3:.2f} ms | Parity's int8 model: ONNX Runtime "
+              f"{ort_int8 * 1e3:.2f} ms ({fp32 / ort_int8:.2f}x faster), OpenVINO {ov_int8 * 1e3:.2f} ms "
+              f"({fp32 / ov_int8:.2f}x faster) | quantize_static's int8 model on ONNX Runtime {ort_theirs * 1e3:.2f} ms "
+              f"({fp32 / ort_theirs:.2f}x faster)", flush=True)
+    return errors
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    parser.add_argument("--models", default="resnet,bert", help="exported kinds (bench size), and/or paths")
+    parser.add_argument("--inputs", type=int, default=500)
+    parser.add_argument("--eval", type=int, default=20)
+    parser.add_argument("--algos", default="minmax,entropy,percentile")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--no-latency", dest="latency", action="store_false")
+    parser.add_argument("--table", action="store_true", help="print docs/int8.md's error table at the end")
+    args = parser.parse_args()
+    sys.path.insert(0, os.path.join(args.build, "python"))
+    parity = os.path.join(args.build, "tools", "parity", "parity")
+    table = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for entry in args.models.split(","):
+            if os.path.exists(entry):
+                kind, path = os.path.splitext(os.path.basename(entry))[0], entry
+            else:
+                kind, path = entry, export(entry, os.path.join(folder, f"{entry}.onnx"), "torchscript", size="bench")
+            table[kind] = bench_model(parity, kind, path, folder, args)
+    if args.table:
+        algos = args.algos.split(",")
+        print("\n| model | " + " | ".join(algos) + " |\n|---|" + "---|" * len(algos))
+        for kind, errors in table.items():
+            print(f"| {kind} | " + " | ".join(f"{errors[a]:.4f}" for a in algos) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+// Calibration: the float model run over the calibration batches on a runner that returns the
+// activations to quantize (marked as outputs) with each batch's outputs; each is folded into its
+// AbsHistogram and dropped before the next batch, so memory is bounded by the histograms (2048
+// counters a tensor) and one batch's tensors, not by the number of batches. When every input's
+// leading dimension is the same named dynamic dimension (a batch), up to 16 consecutive feeds
+// that agree on the other dimensions are stacked along it into one inference (the statistics of
+// |x| are those of the same values); if such an inference fails, the feeds run one at a time. Logs a progress line (batches done, tensors seen) at most once a second and
+// after the last batch.
+#pragma once
+
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "parity/core/array_io.h"
+#include "parity/quantize/abs_histogram.h"
+#include "parity/quantize/calibration_algorithm.h"
+#include "parity/runtime/runner.h"
+
+namespace parity::quantize {
+
+struct CalibrationResult {
+  std::map<std::string, AbsHistogram> histograms;
+  std::map<std::string, double> amax;
+  // amax / 127; 1 for a tensor that was zero in every batch (a scale of 0 would divide by zero).
+  std::map<std::string, float> scales;
+  int64_t batches = 0;
+  double seconds = 0;
+};
+
+// Runs `runner` (inactive; activated and deactivated here) on every batch of `batches`, gathering
+// the statistics of `tensors` (float32 graph inputs or node outputs). Throws InvalidInputError
+// when a batch's input names differ from the runner's inputs (naming both), when there are no
+// batches, and when no batch reached a tensor (no values in any batch: naming it).
+CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::string>& tensors,
+                            std::span<const NamedTensors> batches, const CalibrationSettings& settings);
+
+// The scale of an amax: amax / 127, or 1 when amax is 0.
+float scale_of_amax(double amax);
+
+}  // namespace parity::quantize
