@@ -124,7 +124,9 @@ void DatasetArgs::parse() {
   }
   for (const char* flag : {"--load-inputs", "--data-loader-script", "--save-inputs", "--save-outputs", "--load-outputs",
                            "--onnx-outputs", "--onnx-exclude-outputs", "--use-subprocess", "--compare-to",
-                           "--postprocess", "--validate", "--warm-up", "--gen-script", "--save-onnx"})
+                           "--postprocess", "--validate", "--warm-up", "--gen-script", "--save-onnx", "--int8",
+                           "--attribute", "--report-html", "--save-heatmaps", "--show-heatmaps",
+                           "--save-error-metrics-plot", "--show-error-metrics-plot", "--save-model-explorer-overlay"})
     if (app_->count(flag))
       raise<InvalidInputError>("--dataset {}: {} cannot be used with --dataset (the dataset is the data; samples are "
                                "compared runner by adjacent runner on their graph outputs)",
