@@ -22,11 +22,13 @@
 #include "args/model_args.h"
 #include "args/model_save_args.h"
 #include "args/output_marks.h"
+#include "args/perf_args.h"
 #include "args/runner_args.h"
 #include "args/tensor_meta_parse.h"
 #include "args/value_parsing.h"
 #include "command.h"
 #include "parity/compare/judge.h"
+#include "parity/compare/perf.h"
 #include "parity/compare/run_results.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
@@ -84,6 +86,7 @@ class RunCommand : public Command {
         ->group(inference);
     comparison_.add_to(app);
     compute_.add_to(app);
+    perf_.add_to(app);
     app.add_option("--gen-script,--gen", gen_script_,
                    "Write a Python script (Parity's Python API) that does what this command would do, to this path "
                    "('-' for standard output), instead of running it")
@@ -105,6 +108,7 @@ class RunCommand : public Command {
                                model_type_);
     compute_.apply();
     data_loader_.parse();
+    perf_.parse(*app_, data_loader_);
     exclude_names_ = expand_tensor_entries(onnx_exclude_outputs_, "--onnx-exclude-outputs");
     if (layerwise_worst_ < 1) raise<InvalidInputError>("--layerwise-worst must be at least 1");
     if (!layerwise_memory_.empty())
@@ -121,6 +125,12 @@ class RunCommand : public Command {
                                "--save-onnx PATH");
     // A bad --external-data-size-threshold fails before anything runs.
     if (!save_onnx_.empty() && save_.external_data_requested()) save_.options();
+    if (perf_.enabled() && (!onnx_outputs_.empty() || use_subprocess_ ||
+                            runners_.openvino().outputs().mode != runtime::IntermediateOutputs::Mode::kNone ||
+                            runners_.openvino().fused_outputs()))
+      raise<InvalidInputError>("--perf measures the runners as they run the model: leave out --onnx-outputs, "
+                               "--ov-outputs and --use-subprocess (marked tensors and a subprocess change what is "
+                               "timed)");
     if (use_subprocess_ && runners_.openvino().fused_outputs())
       raise<InvalidInputError>("--use-subprocess with --ov-outputs mark fused: the fused layers are known only inside "
                                "the OpenVINO runner's process; leave out one of them");
@@ -191,7 +201,7 @@ class RunCommand : public Command {
                           comparison_.is_plain_simple() && runners_.runner_count() == 2 &&
                           comparison_.load_outputs().empty() && !use_subprocess_;
     for (const char* flag :
-         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess"})
+         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess", "--perf"})
       if (app_->count(flag)) script.cannot_express(flag);
     if (!streamed)
       for (const char* flag : {"--layerwise-worst", "--layerwise-memory"})
@@ -295,13 +305,30 @@ class RunCommand : public Command {
     // The order of results: live runners, then loaded ones (Polygraphy: results.extend(load)).
     std::vector<runtime::Runner*> runners;
     for (auto& runner : live) runners.push_back(runner.get());
-    compare::Judge judge(runners, std::move(loaded), judge_options(live));
+    std::vector<compare::PerfResult> perf;
+    auto options = judge_options(live);
+    if (perf_.enabled()) {
+      // Performance mode: the runners' untimed outputs are judged as held results.
+      compare::PerfOptions perf_options = perf_.options();
+      perf_options.on_feeds = options.on_feeds;
+      auto measured = compare::measure_performance(runners, data_loader_.data_loader(), perf_options);
+      perf = std::move(measured.perf);
+      if (options.on_results) options.on_results(measured.results);
+      options.on_results = nullptr;
+      measured.results.insert(measured.results.end(), std::make_move_iterator(loaded.begin()),
+                              std::make_move_iterator(loaded.end()));
+      loaded = std::move(measured.results);
+      runners.clear();
+    }
+    compare::Judge judge(runners, std::move(loaded), std::move(options));
     if (app_->count("--layerwise-memory") && !(judge.streamed() && live.size() == 2))
       log::warning("--layerwise-memory has no effect here: only two live runners compared layerwise tensor by tensor "
                    "(--onnx-outputs, `simple`, nothing saved) keep the first one's tensors waiting for their twins");
     auto verdict = judge.run(data_loader_.data_loader());
     if (!comparison_.report().empty()) {
-      compare::save_report(comparison_.report(), verdict.report(static_cast<std::size_t>(layerwise_worst_)));
+      auto report = verdict.report(static_cast<std::size_t>(layerwise_worst_));
+      if (perf_.enabled()) report["perf"] = compare::perf_report(perf);
+      compare::save_report(comparison_.report(), report);
       log::info("Saved report to {}", comparison_.report());
     }
     return verdict.passed;
@@ -366,6 +393,7 @@ class RunCommand : public Command {
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
   ThreadArgs compute_;
+  PerfArgs perf_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
   std::string layerwise_memory_;                                          // --layerwise-memory as given

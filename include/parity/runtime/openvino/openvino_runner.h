@@ -120,6 +120,9 @@ class OpenvinoRunner : public Runner {
   std::optional<std::string> engine_layer(const std::string& tensor) const override;
   // One precision hint for the whole model.
   bool precision_follows_model() const override { return false; }
+  // Per-layer times from OpenVINO's performance counters (openvino_layer_profile.cpp); compiles the
+  // model again with profiling when it was compiled without.
+  LayerProfile profile_layers(const NamedTensors& feed, int inferences) override;
 
  protected:
   void activate_impl() override;
@@ -156,6 +159,8 @@ class OpenvinoRunner : public Runner {
   std::string model_label_;
   std::string inference_precision_;
   std::string source_model_hash_;  // of an imported compiled model file (its header's)
+  std::string compiled_onnx_map_;  // of an imported compiled model file: its header's onnx-map (may be empty)
+  bool profiling_ = false;         // compiled with ov::enable_profiling for profile_layers()
   std::vector<std::string> unmarkable_;
   // The tensors compiled_ returns besides the graph outputs; unset where none were asked for.
   std::optional<std::size_t> marked_count_;
