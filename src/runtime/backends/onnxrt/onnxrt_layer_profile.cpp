@@ -26,18 +26,20 @@ struct RunSpan {
 };
 
 // The ONNX node a profiled node stands for: the node of that name, else the longest node name the
-// profiled name starts with (ONNX Runtime names the nodes its fusions make after the first node
-// they fuse, with a suffix); none for a node of ONNX Runtime's own (layout reorders).
-std::vector<std::string> onnx_nodes_of(const std::string& name, const std::set<std::string>& nodes) {
+// profiled name starts with before a '/' or '_', a "fused " prefix dropped (ONNX Runtime names the nodes its fusions
+// make after the first node they fuse: "<node>/MatMulScaleFusion/", "fused <node>/MatMulAddFusion");
+// none for a node of ONNX Runtime's own (layout reorders).
+std::vector<std::string> onnx_nodes_of(std::string name, const std::set<std::string>& nodes) {
   if (nodes.count(name)) return {name};
-  std::string best;
-  for (auto it = nodes.upper_bound(name); it != nodes.begin();) {
-    --it;
-    if (it->empty() || it->front() != name.front()) break;
-    if (name.rfind(*it, 0) == 0 && it->size() > best.size()) best = *it;
+  constexpr std::string_view kFused = "fused ";
+  if (name.rfind(kFused, 0) == 0) name.erase(0, kFused.size());
+  if (nodes.count(name)) return {name};
+  // The longest node name followed in `name` by '/' or '_' (a fusion's suffix).
+  for (std::size_t end = name.size(); end > 0; --end) {
+    if (name[end - 1] != '/' && name[end - 1] != '_') continue;
+    if (nodes.count(name.substr(0, end - 1))) return {name.substr(0, end - 1)};
   }
-  if (best.empty()) return {};
-  return {best};
+  return {};
 }
 
 }  // namespace
