@@ -11,7 +11,9 @@
 #include <memory>
 
 #include "bindings.h"
+#include "compare_bindings.h"
 #include "conversion.h"
+#include "parity/compare/attribution.h"
 #include "parity/compare/comparator.h"
 #include "parity/compare/judge.h"
 #include "parity/compare/perf.h"
@@ -24,13 +26,6 @@ namespace parity::python {
 using namespace nb::literals;
 
 namespace {
-
-// A comparison function made by CompareFunc.simple/indices/distance/quality.
-struct CompareFunction {
-  compare::CompareFunc function;
-  std::string kind;
-  std::optional<compare::SimpleOptions> simple{};  // CompareFunc.simple's options (streamed comparisons)
-};
 
 // A float or {name: float} ("" as the default) from Python.
 template <typename T>
@@ -167,38 +162,6 @@ nb::dict layerwise_to_python(const compare::LayerwiseResult& result) {
   return converted;
 }
 
-// The runners given to the Comparator: Parity's native runners as they are, runners written in
-// Python through an adapter; each result is renamed to the runner's display name.
-struct RunnerList {
-  // runners: [(native Runner or Python runner object, display name or None)]
-  explicit RunnerList(nb::list runners) {
-    for (nb::handle item : runners) {
-      auto entry = nb::cast<nb::tuple>(item);
-      runtime::Runner* native = nullptr;
-      if (nb::try_cast<runtime::Runner*>(entry[0], native) && native) {
-        pointers.push_back(native);
-      } else {
-        std::string name = nb::cast<std::string>(entry[0].attr("name"));
-        adapters.emplace_back(python_runner_adapter(nb::borrow(entry[0]), name));
-        adapters.back()->set_name(name);  // the log lines carry the runner's own name
-        pointers.push_back(adapters.back().get());
-      }
-      names.push_back(entry[1].is_none() ? pointers.back()->name() : nb::cast<std::string>(entry[1]));
-    }
-  }
-
-  void rename(compare::RunResults& results) const {
-    for (std::size_t i = 0; i < results.size() && i < names.size(); ++i) {
-      results[i].runner_name = names[i];
-      for (auto& iteration : results[i].iterations) iteration.runner_name = names[i];
-    }
-  }
-
-  std::vector<std::unique_ptr<runtime::Runner>> adapters;
-  std::vector<runtime::Runner*> pointers;
-  std::vector<std::string> names;
-};
-
 // data_loader: callable(metadata entries) -> [[(name, array, dtype)], ...] per iteration, called
 // with the GIL held.
 compare::DataLoaderFunc data_loader_func(nb::object data_loader) {
@@ -210,6 +173,27 @@ compare::DataLoaderFunc data_loader_func(nb::object data_loader) {
     for (nb::handle iteration : generated) result.push_back(feed_from_python(iteration));
     return result;
   };
+}
+
+// Comparator.run_layerwise(attribute=True): the layerwise comparison's tensors attributed
+// (compare/attribution.h) on the ONNX model the reference (else the runner under test) runs.
+compare::AttributionResult attribute_layerwise(const std::vector<runtime::Runner*>& runners, const NamedTensors& feed,
+                                               const compare::Verdict& verdict, const compare::SimpleOptions& simple,
+                                               uint64_t memory_budget, std::size_t count) {
+  runtime::ModelLoader model = runners.front()->source_model();
+  if (!model) model = runners.back()->source_model();
+  if (!model)
+    raise<InvalidInputError>("Comparator.run_layerwise(attribute=True) needs a runner of an ONNX model it can give "
+                             "back; {} and {} run none",
+                             runners.front()->name(), runners.back()->name());
+  if (verdict.layerwise.size() != 1)
+    raise<InternalError>("attribution: {} layerwise comparisons, one expected", verdict.layerwise.size());
+  compare::AttributionOptions options;
+  options.simple = simple;
+  options.memory_budget = memory_budget;
+  auto result = compare::attribute(model(), *runners.front(), *runners.back(), feed, verdict.layerwise.front(), options);
+  compare::log_attribution(result, count);
+  return result;
 }
 
 }  // namespace
@@ -344,7 +328,7 @@ void bind_compare(nb::module_& m) {
         [](nb::list runners, nb::object data_loader, int warm_up, std::optional<std::vector<std::string>> tensors,
            std::vector<std::string> exclude, const CompareFunction& function,
            std::vector<std::tuple<std::string, int64_t, int64_t>> postprocess, bool fail_fast, bool validate,
-           uint64_t memory_budget, std::size_t worst_count) {
+           uint64_t memory_budget, std::size_t worst_count, bool attribute) {
           if (!function.simple)
             raise<InvalidInputError>("Comparator.run_layerwise compares with CompareFunc.simple() only, not {}",
                                      function.kind);
@@ -364,12 +348,20 @@ void bind_compare(nb::module_& m) {
           options.warm_up = warm_up;
           options.memory_budget = memory_budget;
           options.worst_count = worst_count;
+          NamedTensors first_feed;  // what attribution runs the reference on again
+          if (attribute)
+            options.on_feeds = [&first_feed](const std::vector<NamedTensors>& made) {
+              if (!made.empty()) first_feed = made.front();
+            };
           compare::DataLoaderFunc feeds = data_loader_func(std::move(data_loader));
           compare::Verdict verdict;
+          std::optional<compare::AttributionResult> attribution;
           {
             nb::gil_scoped_release release;
             verdict = compare::Judge(list.pointers, {}, std::move(options)).run(feeds);
             feeds = nullptr;
+            if (attribute) attribution = attribute_layerwise(list.pointers, first_feed, verdict, *function.simple,
+                                                             memory_budget, worst_count);
           }
           list.rename(verdict.results);
           nb::list layerwise;
@@ -379,11 +371,13 @@ void bind_compare(nb::module_& m) {
           converted["streamed"] = verdict.streamed;
           converted["results"] = results_to_python(verdict.results);
           converted["layerwise"] = layerwise;
-          converted["report"] = verdict.report(worst_count).dump();
+          auto report = verdict.report(worst_count);
+          if (attribution) report["attribution"] = compare::to_json(*attribution, worst_count);
+          converted["report"] = report.dump();
           return converted;
         },
         "runners"_a, "data_loader"_a, "warm_up"_a, "tensors"_a.none(), "exclude"_a, "compare_func"_a,
-        "postprocess"_a, "fail_fast"_a, "validate"_a, "memory_budget"_a, "worst_count"_a);
+        "postprocess"_a, "fail_fast"_a, "validate"_a, "memory_budget"_a, "worst_count"_a, "attribute"_a = false);
 
   m.def("compare_accuracy",
         [](nb::handle results, const CompareFunction& function, bool fail_fast,

@@ -17,6 +17,7 @@ void bind_logger(nb::module_& m);
 void bind_onnx(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_compare(nb::module_& m);
+void bind_dataset(nb::module_& m);
 
 // A runner written in Python (any object with activate/deactivate/get_input_metadata/infer) as a
 // C++ runner named `name`-N<k>-<time>; the caller owns it.

@@ -13,4 +13,5 @@ NB_MODULE(_parity, m) {
   parity::python::bind_onnx(m);
   parity::python::bind_runtime(m);
   parity::python::bind_compare(m);
+  parity::python::bind_dataset(m);
 }

@@ -10,12 +10,10 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
-#include "parity/onnx/slice_steps_check.h"
 #include "parity/onnx/tensor_proto.h"
 #include "inlined_save.h"
 #include "lazy_weights.h"
@@ -370,22 +368,6 @@ void check_model(const Model& model, bool full_check) {
   } catch (const std::exception& error) {
     raise<InvalidInputError>("ONNX checker: {}", error.what());
   }
-}
-
-ShapeInferenceResult infer_shapes(ModelProto& model) {
-  ShapeInferenceResult result;
-  try {
-    const std::optional<std::string> unsafe_slice = slice_unsafe_for_data_propagation(model);
-    if (unsafe_slice)
-      log::warning("Shape inference runs without data propagation: {}", *unsafe_slice);
-    ::onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/0,
-                                          /*enable_data_propagation=*/!unsafe_slice.has_value()};
-    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& error) {
-    result.ok = false;
-    result.error = error.what();
-  }
-  return result;
 }
 
 std::unordered_map<std::string, const ::onnx::ValueInfoProto*> declared_values(const ::onnx::GraphProto& graph) {

@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -2**63
@@ -92,6 +92,37 @@ def test_slice_steps_at_int64_limits_skip_data_propagation(run_parity, tmp_path,
     assert_clean(result)
     warnings = [line for line in result.lines("[W]") if "without data propagation" in line]
     assert warnings and "node 'hostile_slice' (Slice)" in warnings[0] and str(step) in warnings[0], result.describe()
+
+
+def layernorm_axis_model(path):
+    """y, mean = LayerNormalization(Relu(x), axis INT64_MAX - 1): ONNX's LayerNormalization shape inference
+    (opset 17) indexes out of range for the Mean output (SIGSEGV; the fuzzer's
+    corpus/onnx-model-layernormalization-axis-2pow31.case)."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("LayerNormalization", ["r", "scale"], ["y", "mean"], name="hostile_layernorm",
+                              axis=INT64_MAX - 1)]
+    graph = helper.make_graph(nodes, "hostile_layernorm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("mean", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.ones([3], np.float32), "scale")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("command", sorted(SHAPE_INFERENCE_COMMANDS))
+def test_a_crash_in_onnx_shape_inference_is_contained_and_names_the_node(run_parity, tmp_path, command, sanitized):
+    """Third-party shape inference runs in a child process: its crash is one warning naming the node
+    (found by bisecting the nodes), and the command goes on without the shapes."""
+    if "--openvino" in SHAPE_INFERENCE_COMMANDS[command]("m.onnx", tmp_path):
+        skip_loading_openvino_under_asan(sanitized)
+    model = layernorm_axis_model(tmp_path / "layernorm.onnx")
+    result = run_parity(*SHAPE_INFERENCE_COMMANDS[command](model, tmp_path), timeout=TIMEOUT_S)
+    assert_clean(result)
+    text = result.stdout + result.stderr
+    assert "ONNX's shape inference crashed (signal 11 (SIGSEGV)) at node 'hostile_layernorm' (LayerNormalization)" in text, \
+        result.describe()
 
 
 OPENVINO_COMMANDS = {

@@ -16,6 +16,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from hostile_models import endless_loop_model_bytes
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SMALL_CNN = REPO_ROOT / "examples" / "models" / "small_cnn.onnx"
 
@@ -439,27 +441,8 @@ def test_signal_during_save_removes_the_temp_file(parity_bin, tmp_path, signal_n
 
 # --- item 7: a Loop that would run for ever -------------------------------------------------------------
 def endless_loop_model(path):
-    """A Loop named 'endless' with trip count 10^12 and a condition that stays true: s = s + 1 each
-    iteration. (Built here: no exporter writes such a loop.)"""
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-         helper.make_node("Add", ["s_in", "one"], ["s_out"])], "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1])],
-        initializer=[numpy_helper.from_array(np.ones(1, np.float32), "one")])
-    graph = helper.make_graph(
-        [helper.make_node("Loop", ["trips", "cond", "x"], ["y"], name="endless", body=body)], "endless_loop",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-        initializer=[numpy_helper.from_array(np.array(10**12, np.int64), "trips"),
-                     numpy_helper.from_array(np.array(True), "cond")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path.write_bytes(model.SerializeToString())
+    """hostile_models' endless Loop, written to path."""
+    path.write_bytes(endless_loop_model_bytes())
     return path
 
 

@@ -149,6 +149,7 @@ def test_perf_layers_backend_without_profiler_says_so(run_parity, tmp_path, expo
     (["--perf", "--onnx-outputs", "mark", "all"], "--perf measures the runners as they run the model"),
     (["--perf", "--use-subprocess"], "--perf measures the runners as they run the model"),
     (["--perf", "--gen-script", "-"], "cannot express --perf"),
+    (["--perf", "--dataset", "samples"], "leave out --dataset"),
 ])
 def test_perf_bad_flags(run_parity, exported, flags, message):
     result = run_parity("run", exported("bert"), "--onnxrt", *flags, timeout=RUN_TIMEOUT)

@@ -1,12 +1,17 @@
 """Hostile or careless arguments to the Python API (issue 39): refused with Parity's exceptions,
 before anything runs."""
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from parity.comparator import CompareFunc
 from parity.exception import InvalidInputError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "cli"))
+from hostile_models import endless_loop_model_bytes  # noqa: E402
 
 
 @pytest.mark.parametrize("tolerances", [{"atol": math.nan}, {"rtol": float("nan")}, {"atol": np.float32("nan")},
@@ -41,29 +46,8 @@ def test_openvino_thread_count_out_of_range_is_refused(models):
 
 
 def endless_loop_model():
-    """A Loop named 'endless' with trip count 10^12 and a condition that stays true (built here: no
-    exporter writes such a loop)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-         helper.make_node("Add", ["s_in", "one"], ["s_out"])], "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1])],
-        initializer=[numpy_helper.from_array(np.ones(1, np.float32), "one")])
-    graph = helper.make_graph(
-        [helper.make_node("Loop", ["trips", "cond", "x"], ["y"], name="endless", body=body)], "endless_loop",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-        initializer=[numpy_helper.from_array(np.array(10**12, np.int64), "trips"),
-                     numpy_helper.from_array(np.array(True), "cond")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model.SerializeToString()
+    """hostile_models' endless Loop (a Loop named 'endless' with trip count 10^12), as bytes."""
+    return endless_loop_model_bytes()
 
 
 def test_ref_max_loop_iterations_stops_an_endless_loop():

@@ -6,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from parity import constants
-from parity.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
+from parity.backend.onnxrt import OnnxrtRunner, SessionFromOnnx, session_from_onnx
 from parity.backend.ref import RefRunner
 from parity.comparator import CompareFunc, Comparator, DataLoader, LayerwiseResult, PostprocessFunc
 
@@ -123,3 +123,49 @@ def test_first_divergence_names_the_pytorch_module(tmp_path):
     modules = {n.name: module_of(n) for n in model.graph.node}
     assert all(entry.module == modules.get(entry.node, "") for entry in result.entries)
     assert any(entry.module for entry in result.entries)
+
+
+def cancelling_sum(path):
+    """x [1, 8] -> rows [1e8, x_i, -1e8] -> ReduceSum 'cancel' -> Relu 'relu': float32 accumulation (ONNX
+    Runtime) loses x, the reference interpreter in fp64 keeps it; the Relu after it only inherits."""
+    nodes = [
+        helper.make_node("Reshape", ["x", "column"], ["xc"], name="to_column"),
+        helper.make_node("Concat", ["big", "xc", "minus_big"], ["rows"], name="rows", axis=1),
+        helper.make_node("ReduceSum", ["rows", "axis1"], ["sums"], name="cancel", keepdims=0),
+        helper.make_node("Relu", ["sums"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes, "cancel", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])],
+        initializer=[numpy_helper.from_array(np.array([8, 1], np.int64), "column"),
+                     numpy_helper.from_array(np.array([1], np.int64), "axis1"),
+                     numpy_helper.from_array(np.full((8, 1), 1e8, np.float32), "big"),
+                     numpy_helper.from_array(np.full((8, 1), -1e8, np.float32), "minus_big")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_attribution_on_every_entry(tmp_path):
+    model = cancelling_sum(tmp_path / "cancel.onnx")
+    result = Comparator.run_layerwise([RefRunner(model, fp64=True), OnnxrtRunner(SessionFromOnnx(model))],
+                                      compare_func=CompareFunc.simple(atol=1e-3, rtol=1e-3), attribute=True)
+    assert not result
+    entries = {entry.tensor: entry for entry in result.entries}
+    cancel, relu = entries["sums"], entries["y"]
+    # The sum introduces the error; the Relu, fed the reference's sums, computes them exactly.
+    assert cancel.local_error["failed"] and cancel.local_error["abs"] > 1e-3
+    assert cancel.inherited_error["abs"] == 0 and cancel.amplification == "inf"
+    assert relu.local_error["abs"] == 0 and relu.inherited_error["abs"] == pytest.approx(cancel.max_absdiff)
+    assert relu.amplification == pytest.approx(relu.max_absdiff / cancel.max_absdiff)
+    assert result.attribution["first_local_failure"]["node"] == "cancel"
+    assert result.attribution["top"][0]["node"] == "cancel"
+    assert result.report["attribution"] == result.attribution
+
+
+def test_attribution_refuses_a_runner_of_a_session_made_elsewhere(tmp_path):
+    model = chain(tmp_path / "chain.onnx")
+    # A runner given a session (not a model) cannot make a session for the single nodes.
+    with pytest.raises(Exception, match="cannot run another model"):
+        Comparator.run_layerwise([RefRunner(model), OnnxrtRunner(session_from_onnx(model))], attribute=True)

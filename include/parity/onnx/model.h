@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -96,8 +97,16 @@ struct ShapeInferenceResult {
   std::string error;  // ONNX's message when inference stopped early
 };
 // Runs ONNX's shape inference in place (value_info filled, data propagation on). Errors are
-// returned, not thrown: a model shape inference cannot fully handle is still a model.
+// returned, not thrown: a model shape inference cannot fully handle is still a model. Inference runs
+// in a child process: where it crashes (third-party code that legal but hostile models drive out of
+// bounds), the error says so and names the first node whose inference crashes, and the model is
+// left as it was.
 ShapeInferenceResult infer_shapes(::onnx::ModelProto& model);
+
+// "ONNX's shape inference crashed (signal 11 (SIGSEGV)) at node 'n' (Op)" where inference of the
+// model crashes (run contained, as above); nullopt where it does not. For what runs the same code
+// in-process (ONNX Runtime, when it loads a model).
+std::optional<std::string> shape_inference_crash(const ::onnx::ModelProto& model);
 
 // Metadata of graph inputs (initializers excluded) and outputs.
 TensorMetadata graph_inputs(const ::onnx::GraphProto& graph);

@@ -38,6 +38,10 @@ class HybridRunner : public PartitionedRunner {
   };
   const std::vector<Placement>& placements() const { return placements_; }
   const CapabilityReport& report() const { return report_; }
+  // A hybrid run of another model: each of its nodes goes where the support query places it.
+  std::unique_ptr<Runner> with_model(ModelLoader model) const override {
+    return std::make_unique<HybridRunner>(std::move(model), make_query_, primary_, fallback_);
+  }
 
  private:
   // At activation: the model partitioned by the support query, each part's runner made by its backend.

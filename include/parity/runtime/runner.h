@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -83,6 +84,9 @@ class Runner {
   // The engine layer that wrote a tensor ("OpenVINO <layer> ..."), for a runner that marks the
   // outputs of the layers its engine fused (OpenVINO's --ov-outputs mark fused); nullopt otherwise.
   virtual std::optional<std::string> engine_layer(const std::string& /*tensor*/) const { return std::nullopt; }
+  // The ONNX nodes of that engine layer (the fused layer's original nodes), in graph order; empty
+  // for a tensor engine_layer() does not describe.
+  virtual std::vector<std::string> engine_layer_nodes(const std::string& /*tensor*/) const { return {}; }
   // The ONNX model the runner runs, as a loader (the judge names each compared tensor's PyTorch
   // module from its nodes when the caller gave no model, as the Python API does); empty for a
   // runner that runs no ONNX model it can give back (a compiled model file, a session made
@@ -96,6 +100,10 @@ class Runner {
   // (onnx/torch_module_pairing.h), for a PyTorch runner asked for the intermediates of its model's
   // ONNX export; nullptr otherwise.
   virtual const onnx::TorchModulePairings* torch_module_pairings() const { return nullptr; }
+  // A runner of the same backend and settings for another model, returning only that model's graph
+  // outputs (error attribution runs single nodes on it: compare/attribution.h); nullptr for a runner
+  // that cannot make one (a compiled model file, a session made elsewhere).
+  virtual std::unique_ptr<Runner> with_model(ModelLoader /*model*/) const { return nullptr; }
   // Performance mode (compare/perf.h): runs `feed` `inferences` times with the backend's profiler
   // and returns each layer's time; LayerProfile::unavailable says why for a backend that cannot
   // report layers. Requires an active runner; called after the timed inferences, so profiling

@@ -6,3 +6,4 @@ from parity.comparator.layerwise import LayerwiseEntry, LayerwiseResult  # noqa:
 from parity.comparator.perf import LayerTime, PerfConfig, PerfResult  # noqa: F401
 from parity.comparator.postprocess import PostprocessFunc  # noqa: F401
 from parity.comparator.struct import AccuracyResult, IterationResult, RunResults  # noqa: F401
+from parity.comparator.dataset import DatasetReport, validate_dataset  # noqa: F401

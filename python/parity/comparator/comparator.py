@@ -142,7 +142,7 @@ class Comparator:
     @staticmethod
     def run_layerwise(runners, data_loader=None, warm_up=None, save_inputs_path=None, outputs=MARK_ALL,
                       exclude_outputs=None, compare_func=None, postprocess_func=None, fail_fast=False,
-                      validate=False, memory_budget=None, worst_count=10):
+                      validate=False, memory_budget=None, worst_count=10, attribute=False):
         """Runs two runners and compares every tensor they produce, streamed tensor by tensor as
         `parity run --onnx-outputs mark all` does with two runners: the first runner's tensors wait
         (in memory up to memory_budget bytes, default 1 GiB, the rest in a temporary file) and the
@@ -153,7 +153,11 @@ class Comparator:
         never compared. compare_func: CompareFunc.simple(...) (the default; the only function a
         streamed comparison takes). postprocess_func: PostprocessFunc.top_k(...), applied to each
         tensor. validate: also check every tensor for NaN and Inf. worst_count: how many of the
-        worst tensors the summary lists. The other arguments are Comparator.run's.
+        worst tensors the summary lists. attribute: also attribute each tensor's error (`parity run
+        --attribute`, docs/attribution.md): every entry then carries local_error, inherited_error
+        ({"abs", "rel"}; local_error None where its node could not run alone), amplification and
+        flipped, and the result's `attribution` the whole report. The other arguments are
+        Comparator.run's.
 
         Returns a LayerwiseResult (true when everything matched and, with validate, no tensor held
         NaN or Inf): the entries, the first divergence, the worst tensors and the runners' graph
@@ -169,7 +173,7 @@ class Comparator:
             _native_runners(runners), _native_feeds(data_loader, save_inputs_path), int(warm_up or 0),
             None if outputs == MARK_ALL else list(outputs), list(exclude_outputs or []), compare_func._native,
             _top_k_rules(postprocess_func), bool(fail_fast), bool(validate),
-            int(memory_budget) if memory_budget is not None else 1 << 30, int(worst_count))
+            int(memory_budget) if memory_budget is not None else 1 << 30, int(worst_count), bool(attribute))
         return LayerwiseResult._from_native(verdict)
 
     @staticmethod

@@ -19,8 +19,15 @@ class OutputCompareResult:
 
 
 class _CompareFunc:
-    def __init__(self, native):
-        self._native = native
+    """A comparison function made by parity._parity's `factory` from `arguments`; pickled as them
+    (so it can be sent to Ray actors)."""
+
+    def __init__(self, factory, *arguments):
+        self._factory, self._arguments = factory, arguments
+        self._native = getattr(_parity, factory)(*arguments)
+
+    def __reduce__(self):
+        return (_CompareFunc, (self._factory, *self._arguments))
 
     def __call__(self, iter_result0, iter_result1):
         """{output name: OutputCompareResult} for one iteration of two runners."""
@@ -48,29 +55,29 @@ class CompareFunc:
         _unsupported("simple", find_output_func=find_output_func, save_heatmaps=save_heatmaps,
                      show_heatmaps=show_heatmaps, save_error_metrics_plot=save_error_metrics_plot,
                      show_error_metrics_plot=show_error_metrics_plot)
-        return _CompareFunc(_parity.compare_simple(
+        return _CompareFunc("compare_simple",
             True if check_shapes is None else check_shapes, rtol, atol, bool(fail_fast), check_error_stat,
-            bool(infinities_compare_equal), error_quantile, statistics_style))
+            bool(infinities_compare_equal), error_quantile, statistics_style)
 
     @staticmethod
     def indices(index_tolerance=None, fail_fast=None, statistics_style="parity"):
-        return _CompareFunc(_parity.compare_indices(index_tolerance, bool(fail_fast), statistics_style))
+        return _CompareFunc("compare_indices", index_tolerance, bool(fail_fast), statistics_style)
 
     @staticmethod
     def distance(l2_tolerance=None, cosine_similarity_threshold=None, check_shapes=None, fail_fast=None,
                  find_output_func=None, statistics_style="parity"):
         _unsupported("distance", find_output_func=find_output_func)
-        return _CompareFunc(_parity.compare_distance(
+        return _CompareFunc("compare_distance",
             l2_tolerance, cosine_similarity_threshold, True if check_shapes is None else check_shapes,
-            bool(fail_fast), statistics_style))
+            bool(fail_fast), statistics_style)
 
     @staticmethod
     def quality(psnr_tolerance=None, snr_tolerance=None, check_shapes=None, fail_fast=None, find_output_func=None,
                 statistics_style="parity"):
         _unsupported("quality", find_output_func=find_output_func)
-        return _CompareFunc(_parity.compare_quality(
+        return _CompareFunc("compare_quality",
             psnr_tolerance, snr_tolerance, True, True, True if check_shapes is None else check_shapes,
-            bool(fail_fast), statistics_style))
+            bool(fail_fast), statistics_style)
 
     # Polygraphy's names for the same functions.
     distance_metrics = distance

@@ -23,8 +23,10 @@ class LayerwiseResult:
     only_in_runner1 (tensors one run never produced), skipped (not comparable), spilled_bytes,
     results (the runners' graph outputs, RunResults), validation (with validate: per runner,
     {"runner", "tensors_checked", "passed", "nonfinite_tensors"}), and report (the JSON report
-    `parity run --report` writes, as a dict). True when every tensor matched and no tensor held
-    NaN or Inf."""
+    `parity run --report` writes, as a dict); with attribute=True, attribution (the report's
+    "attribution": top introducers, flips, every tensor) and, on each entry of the first iteration,
+    local_error, inherited_error, amplification, flipped and not_attributed. True when every tensor
+    matched and no tensor held NaN or Inf."""
 
     @staticmethod
     def _from_native(verdict):
@@ -40,6 +42,18 @@ class LayerwiseResult:
         result.results = RunResults._from_native(verdict["results"])
         result.report = json.loads(verdict["report"])
         result.validation = result.report.get("streamed_validation", [])
+        result.attribution = result.report.get("attribution")
+        if result.attribution is not None:
+            by_tensor = {t["tensor"]: t for t in result.attribution["tensors"]}
+            for entry in result.entries:
+                attributed = by_tensor.get(entry.tensor) if entry.iteration == 0 else None
+                if attributed is None:
+                    continue
+                entry.local_error = attributed["local"]
+                entry.inherited_error = attributed["inherited"]
+                entry.amplification = attributed["amplification"]
+                entry.flipped = attributed.get("flipped", 0)
+                entry.not_attributed = attributed.get("not_run", "")
         return result
 
     def __bool__(self):

@@ -235,6 +235,10 @@ void group_normalization(KernelContext& ctx) {
   const int64_t groups = ctx.attr_int("num_groups");
   const int64_t n = x.shape()[0], c = x.shape()[1], inner = nn::product(x.shape(), 2);
   if (groups <= 0 || c % groups != 0) ctx.fail("num_groups={} must divide the {} channels", groups, c);
+  if (c == 0) {  // every group is empty: no statistics to take, and num_groups may be any positive number
+    ctx.allocate_output(0, x.dtype(), x.shape());
+    return;
+  }
   auto scale = nn::read_floats(ctx, ctx.input(1));
   auto bias = nn::read_floats(ctx, ctx.input(2));
   // Opset 18: one scale/bias per group; opset 21: per channel.

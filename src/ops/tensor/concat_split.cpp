@@ -81,6 +81,8 @@ void split(KernelContext& ctx) {
     int64_t sum = 0;
     for (int64_t s : sizes) {
       if (s < 0) ctx.fail("split sizes must be non-negative, found {}", s);
+      if (s > dim - sum)
+        ctx.fail("split sizes sum past dimension {} of {} (size {})", axis, shape_to_string(x.shape()), dim);
       sum += s;
     }
     if (sum != dim)

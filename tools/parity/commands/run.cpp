@@ -15,9 +15,11 @@
 
 #include <fmt/format.h>
 
+#include "args/attribution_args.h"
 #include "args/comparison_args.h"
 #include "args/thread_args.h"
 #include "args/data_loader_args.h"
+#include "args/dataset_args.h"
 #include "args/generated_script.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
@@ -78,6 +80,7 @@ class RunCommand : public Command {
     data_loader_.add_to(app);
     const char* inference = "Comparator Inference";
     data_loader_.add_save_inputs_to(app, inference);
+    dataset_.add_to(app);
     app.add_option("--save-outputs,--save-results", save_outputs_, "Save the results (Polygraphy RunResults JSON)")
         ->group(inference);
     app.add_flag("--use-subprocess", use_subprocess_,
@@ -86,6 +89,7 @@ class RunCommand : public Command {
         ->group(inference);
     comparison_.add_to(app);
     compute_.add_to(app);
+    attribution_.add_to(app);
     perf_.add_to(app);
     app.add_option("--gen-script,--gen", gen_script_,
                    "Write a Python script (Parity's Python API) that does what this command would do, to this path "
@@ -95,6 +99,7 @@ class RunCommand : public Command {
   }
 
   int run() override {
+    if (DatasetArgs::is_worker()) DatasetArgs::claim_standard_output();
     if (!gen_script_.empty()) return write_script();
     return run_with_verdict([this] { return execute(); });
   }
@@ -108,6 +113,7 @@ class RunCommand : public Command {
                                model_type_);
     compute_.apply();
     data_loader_.parse();
+    dataset_.parse();
     perf_.parse(*app_, data_loader_);
     exclude_names_ = expand_tensor_entries(onnx_exclude_outputs_, "--onnx-exclude-outputs");
     if (layerwise_worst_ < 1) raise<InvalidInputError>("--layerwise-worst must be at least 1");
@@ -125,6 +131,8 @@ class RunCommand : public Command {
                                "--save-onnx PATH");
     // A bad --external-data-size-threshold fails before anything runs.
     if (!save_onnx_.empty() && save_.external_data_requested()) save_.options();
+    if (perf_.enabled() && dataset_.given())
+      raise<InvalidInputError>("--perf measures the runners over one input feed: leave out --dataset");
     if (perf_.enabled() && (!onnx_outputs_.empty() || use_subprocess_ ||
                             runners_.openvino().outputs().mode != runtime::IntermediateOutputs::Mode::kNone ||
                             runners_.openvino().fused_outputs()))
@@ -139,6 +147,8 @@ class RunCommand : public Command {
     compared_ = intermediates_.mode != runtime::IntermediateOutputs::Mode::kNone ? intermediates_
                 : runners_.openvino().fused_outputs()                          ? runtime::IntermediateOutputs::all()
                                                                                 : runners_.openvino().outputs();
+    attribution_.check(compared_.mode == runtime::IntermediateOutputs::Mode::kAll, runners_.runner_count(),
+                       !comparison_.load_outputs().empty(), comparison_.is_plain_simple());
   }
 
   // op:, node: and re: entries of --onnx-outputs and --onnx-exclude-outputs, replaced by the tensors
@@ -201,7 +211,8 @@ class RunCommand : public Command {
                           comparison_.is_plain_simple() && runners_.runner_count() == 2 &&
                           comparison_.load_outputs().empty() && !use_subprocess_;
     for (const char* flag :
-         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess", "--perf"})
+         {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess", "--attribute",
+          "--perf"})
       if (app_->count(flag)) script.cannot_express(flag);
     if (!streamed)
       for (const char* flag : {"--layerwise-worst", "--layerwise-memory"})
@@ -294,6 +305,9 @@ class RunCommand : public Command {
     // Runners that load a model of their own get no loader when no model was given.
     runtime::ModelLoader model;
     if (!model_.path().empty()) model = [this] { return model_.load_once(kRunnerLoad); };
+    if (dataset_.given())
+      return dataset_.run([&] { return runners_.make_runners(model, compiled_file); }, comparison_.compare_func(),
+                          comparison_.fail_fast(), comparison_.report());
     auto live = runners_.make_runners(model, compiled_file);
     if (live.empty() && loaded.empty())
       log::warning("No runners were given ({}) and no results loaded; nothing to run or compare",
@@ -325,8 +339,13 @@ class RunCommand : public Command {
       log::warning("--layerwise-memory has no effect here: only two live runners compared layerwise tensor by tensor "
                    "(--onnx-outputs, `simple`, nothing saved) keep the first one's tensors waiting for their twins");
     auto verdict = judge.run(data_loader_.data_loader());
+    if (attribution_.requested())
+      attribution_.attribute(model_.load_once(kRunnerLoad), *live.front(), *live.back(), verdict,
+                             comparison_.simple_options(), layerwise_memory_budget_,
+                             static_cast<std::size_t>(layerwise_worst_));
     if (!comparison_.report().empty()) {
       auto report = verdict.report(static_cast<std::size_t>(layerwise_worst_));
+      attribution_.add_to_report(report);
       if (perf_.enabled()) report["perf"] = compare::perf_report(perf);
       compare::save_report(comparison_.report(), report);
       log::info("Saved report to {}", comparison_.report());
@@ -350,7 +369,10 @@ class RunCommand : public Command {
     options.memory_budget = layerwise_memory_budget_;
     options.worst_count = static_cast<std::size_t>(layerwise_worst_);
     options.use_subprocess = use_subprocess_;
-    options.on_feeds = [this](const std::vector<NamedTensors>& feeds) { data_loader_.save_inputs(feeds); };
+    options.on_feeds = [this](const std::vector<NamedTensors>& feeds) {
+      data_loader_.save_inputs(feeds);
+      attribution_.keep_feeds(feeds);
+    };
     if (!save_outputs_.empty())
       options.on_results = [this](const compare::RunResults& results) {
         compare::save_run_results(save_outputs_, results);
@@ -391,8 +413,10 @@ class RunCommand : public Command {
   ModelArgs model_;
   RunnerArgs runners_;
   DataLoaderArgs data_loader_;
+  DatasetArgs dataset_;
   ComparisonArgs comparison_;
   ThreadArgs compute_;
+  AttributionArgs attribution_;
   PerfArgs perf_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;

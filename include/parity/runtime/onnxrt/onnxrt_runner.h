@@ -156,6 +156,8 @@ class OnnxrtRunner : public Runner {
   ~OnnxrtRunner() override;
 
   ModelLoader source_model() const override { return model_; }
+  // The same options, without profiling or layerwise pieces; nullptr for a runner given a session loader.
+  std::unique_ptr<Runner> with_model(ModelLoader model) const override;
 
   // ONNX Runtime runs the last infer() took: 1, or the number of graph pieces of a layerwise run.
   std::size_t last_run_count() const { return last_run_count_; }
@@ -178,6 +180,7 @@ class OnnxrtRunner : public Runner {
 
   SessionLoader loader_;
   ModelLoader model_;  // empty for a runner given a session loader
+  OnnxrtOptions options_;  // those of a runner given a model
   std::shared_ptr<OnnxrtSession> session_;
   std::unique_ptr<Layerwise> layerwise_;
   std::size_t last_run_count_ = 0;

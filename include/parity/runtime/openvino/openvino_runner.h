@@ -118,8 +118,12 @@ class OpenvinoRunner : public Runner {
   const FusedLayerOutput* fused_output(const std::string& tensor) const;
   // "OpenVINO <layer description>" for a tensor of fused_outputs().
   std::optional<std::string> engine_layer(const std::string& tensor) const override;
+  std::vector<std::string> engine_layer_nodes(const std::string& tensor) const override;
   // One precision hint for the whole model.
   bool precision_follows_model() const override { return false; }
+  // The same compile settings (precision, threads, hint), nothing marked, no shape ranges (the
+  // model's inputs are static), no profile; nullptr for a runner of a compiled model file.
+  std::unique_ptr<Runner> with_model(ModelLoader model) const override;
   // Per-layer times from OpenVINO's performance counters (openvino_layer_profile.cpp); compiles the
   // model again with profiling when it was compiled without.
   LayerProfile profile_layers(const NamedTensors& feed, int inferences) override;

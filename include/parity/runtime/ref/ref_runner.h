@@ -23,6 +23,9 @@ class RefRunner : public Runner {
   ~RefRunner() override;
 
   ModelLoader source_model() const override { return loader_; }
+  std::unique_ptr<Runner> with_model(ModelLoader model) const override {
+    return std::make_unique<RefRunner>(std::move(model), options_);
+  }
 
  protected:
   void activate_impl() override;

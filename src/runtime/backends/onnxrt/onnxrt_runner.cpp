@@ -255,8 +255,16 @@ OnnxrtRunner::OnnxrtRunner(SessionLoader loader)
     : Runner("onnxrt-runner"), loader_(std::move(loader)) {}
 
 OnnxrtRunner::OnnxrtRunner(ModelLoader model, OnnxrtOptions options)
-    : OnnxrtRunner(SessionFromModel(model, std::move(options))) {
+    : OnnxrtRunner(SessionFromModel(model, options)) {
   model_ = std::move(model);
+  options_ = std::move(options);
+}
+
+std::unique_ptr<Runner> OnnxrtRunner::with_model(ModelLoader model) const {
+  if (!model_) return nullptr;
+  OnnxrtOptions options = options_;
+  options.profile_prefix.clear();
+  return std::make_unique<OnnxrtRunner>(std::move(model), std::move(options));
 }
 
 OnnxrtRunner::~OnnxrtRunner() {

@@ -219,6 +219,12 @@ std::shared_ptr<OnnxrtSession> session_from_model(ModelLoader model_loader,
     impl->outputs = onnx::graph_outputs(model->graph());
     log::info("Creating ONNX-Runtime Inference Session with providers: ['{}']",
               fmt::join(impl->providers, "', '"));
+    // ONNX Runtime runs ONNX's shape inference in-process when it loads a model: where that crashes
+    // (tried in a child process), the model is refused rather than taking the process down.
+    if (const auto crash = onnx::shape_inference_crash(*model.proto))
+      raise<InvalidInputError>("{}; ONNX Runtime runs the same inference when it loads a model, so the model is "
+                               "not given to it",
+                               *crash);
     // Serialize, then drop Parity's parsed copy before ONNX Runtime parses its own.
     std::string bytes = onnx::serialize_model(*model.proto);
     model.proto.reset();

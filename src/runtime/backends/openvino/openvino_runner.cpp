@@ -447,6 +447,22 @@ const FusedLayerOutput* OpenvinoRunner::fused_output(const std::string& tensor) 
   return it == fused_outputs_.end() ? nullptr : &*it;
 }
 
+std::unique_ptr<Runner> OpenvinoRunner::with_model(ModelLoader model) const {
+  if (!options_.compiled_file.empty()) return nullptr;
+  OpenvinoOptions options = options_;
+  options.outputs = IntermediateOutputs::none();
+  options.fused_outputs = false;
+  options.exclude_outputs.clear();
+  options.min_shapes = options.opt_shapes = options.max_shapes = TensorMetadata{};
+  options.profile_layers = 0;
+  return std::make_unique<OpenvinoRunner>(std::move(model), std::move(options));
+}
+
+std::vector<std::string> OpenvinoRunner::engine_layer_nodes(const std::string& tensor) const {
+  const FusedLayerOutput* output = fused_output(tensor);
+  return output ? output->onnx_nodes : std::vector<std::string>{};
+}
+
 std::optional<std::string> OpenvinoRunner::engine_layer(const std::string& tensor) const {
   if (const FusedLayerOutput* output = fused_output(tensor)) return "OpenVINO " + output->description();
   return std::nullopt;

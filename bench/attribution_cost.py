@@ -1,0 +1,87 @@
+"""Cost of `run --attribute` (issue 36) as a multiple of the plain layerwise run it follows:
+`parity run MODEL --ref --onnxrt --onnx-outputs mark all` with and without --attribute, side by side
+in the same process tree, best of --repeat wall times each, on ppocrv4_det at 640x640 (../shared
+models) and the BERT encoder exported by tests/cli/exported_models.py (size "bench", sequence 128).
+Target: <= 3x. Also prints each model's top introducers (for docs/attribution.md).
+
+    python bench/attribution_cost.py [--build build/release] [--repeat 3] [--runners "--ref --onnxrt"]
+"""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+import onnx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
+from exported_models import export  # noqa: E402  (tests/cli is on the path from here)
+
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "models")
+
+
+def input_shapes(path, sequence=128):
+    """--input-shapes for every input with a dynamic dim: the batch 1, other dynamic dims `sequence`."""
+    model = onnx.load(path, load_external_data=False)
+    initializers = {i.name for i in model.graph.initializer}
+    shapes = []
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        if all(d.HasField("dim_value") for d in dims):
+            continue
+        fixed = [d.dim_value if d.HasField("dim_value") else (1 if i == 0 else sequence) for i, d in enumerate(dims)]
+        shapes.append(f"{value.name}:[{','.join(map(str, fixed))}]")
+    return ["--input-shapes", *shapes] if shapes else []
+
+
+def timed(parity, args):
+    start = time.perf_counter()
+    out = subprocess.run([parity, *args], capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if out.returncode not in (0, 1) or "[E] " in out.stdout and "FAILED" not in out.stdout:
+        raise SystemExit(f"parity {' '.join(args)} failed:\n{out.stdout[-3000:]}{out.stderr[-3000:]}")
+    return wall
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--runners", default="--ref --onnxrt")
+    args = parser.parse_args()
+    parity = os.path.join(args.build, "tools", "parity", "parity")
+    runners = shlex.split(args.runners)
+    with tempfile.TemporaryDirectory() as folder:
+        bert = os.path.join(folder, "bert.onnx")
+        export("bert", bert, "torchscript", size="bench")
+        models = {
+            "ppocrv4_det 640x640": (os.path.join(SHARED, "ppocrv4_det.onnx"), ["--input-shapes", "x:[1,3,640,640]"]),
+            "BERT encoder (bench, seq 128)": (bert, input_shapes(bert)),
+        }
+        for label, (path, shapes) in models.items():
+            base = ["run", path, *runners, "--onnx-outputs", "mark", "all", *shapes]
+            plain, attributed = [], []
+            report = os.path.join(folder, "report.json")
+            for _ in range(args.repeat):  # interleaved, so drift hits both alike
+                plain.append(timed(parity, base))
+                attributed.append(timed(parity, [*base, "--attribute", "--report", report]))
+            ratio = min(attributed) / min(plain)
+            print(f"{label}: plain mark all {min(plain):.2f} s, with --attribute {min(attributed):.2f} s: "
+                  f"x{ratio:.2f} (target <= 3)", flush=True)
+            data = json.load(open(report))["attribution"]
+            first = data["first_local_failure"]
+            print(f"  first local failure: {first['node'] + ' [' + first['op'] + ']' if first else 'none'}; "
+                  f"flips: {', '.join(f['node'] + ' (' + str(f['flipped']) + ')' for f in data['flips']) or 'none'}")
+            for t in data["top"][:5]:
+                print(f"  {t['node']} [{t['op']}] local abs {t['local']['abs']:.3g} inherited abs "
+                      f"{t['inherited']['abs']:.3g} total abs {t['total']['abs']:.3g}")
+
+
+if __name__ == "__main__":
+    main()
