@@ -16,6 +16,7 @@
 #include "parity/compare/attribution.h"
 #include "parity/compare/comparator.h"
 #include "parity/compare/judge.h"
+#include "parity/compare/perf.h"
 #include "parity/compare/postprocess.h"
 #include "parity/compare/run_results.h"
 #include "parity/core/error.h"
@@ -291,6 +292,33 @@ void bind_compare(nb::module_& m) {
           return results_to_python(results);
         },
         "runners"_a, "data_loader"_a, "warm_up"_a = 0);
+
+  // Performance mode (compare/perf.h): returns (results, perf report JSON text), one perf entry per
+  // runner, named as the results are.
+  m.def("comparator_run_perf",
+        [](nb::list runners, nb::object data_loader, int warm_up, int iterations, std::optional<double> duration,
+           int layer_inferences, int top_layers) {
+          RunnerList list(runners);
+          compare::DataLoaderFunc feeds = data_loader_func(std::move(data_loader));
+          compare::PerfOptions options;
+          options.warm_up = warm_up;
+          options.iterations = iterations;
+          options.duration = duration;
+          options.layer_inferences = layer_inferences;
+          options.top_layers = top_layers;
+          compare::PerfRun run;
+          {
+            nb::gil_scoped_release release;
+            run = compare::measure_performance(list.pointers, feeds, options);
+            feeds = nullptr;
+          }
+          list.rename(run.results);
+          for (std::size_t i = 0; i < run.perf.size() && i < run.results.size(); ++i)
+            run.perf[i].runner_name = run.results[i].runner_name;
+          return nb::make_tuple(results_to_python(run.results), compare::perf_report(run.perf).dump());
+        },
+        "runners"_a, "data_loader"_a, "warm_up"_a, "iterations"_a, "duration"_a.none(), "layer_inferences"_a,
+        "top_layers"_a);
 
   // The streamed layerwise comparison of two runners through the judge (compare::Judge).
   // tensors: None (every tensor) or a list of names; postprocess: [(output name or "", k, axis)].

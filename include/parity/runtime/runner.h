@@ -16,6 +16,7 @@
 #include "parity/core/array_io.h"
 #include "parity/core/tensor_metadata.h"
 #include "parity/onnx/torch_module_pairing.h"
+#include "parity/runtime/layer_profile.h"
 #include "parity/runtime/loader.h"
 
 namespace parity::runtime {
@@ -103,6 +104,18 @@ class Runner {
   // outputs (error attribution runs single nodes on it: compare/attribution.h); nullptr for a runner
   // that cannot make one (a compiled model file, a session made elsewhere).
   virtual std::unique_ptr<Runner> with_model(ModelLoader /*model*/) const { return nullptr; }
+  // Performance mode (compare/perf.h): runs `feed` `inferences` times with the backend's profiler
+  // and returns each layer's time; LayerProfile::unavailable says why for a backend that cannot
+  // report layers. Requires an active runner; called after the timed inferences, so profiling
+  // never slows them.
+  virtual LayerProfile profile_layers(const NamedTensors& /*feed*/, int /*inferences*/) {
+    LayerProfile profile;
+    profile.unavailable = "this backend reports no per-layer times";
+    return profile;
+  }
+  // The memory of the worker process the runner infers in; nullopt when it infers in this process.
+  // Requires an active runner.
+  virtual std::optional<WorkerMemory> worker_memory() { return std::nullopt; }
 
  protected:
   explicit Runner(std::string_view prefix);

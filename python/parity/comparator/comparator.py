@@ -1,4 +1,6 @@
 """Comparator (Polygraphy's polygraphy.comparator.Comparator) over Parity's C++ Comparator."""
+import json
+
 from parity import _parity
 from parity._feeds import native_items
 from parity.backend.base.runner import NativeRunner
@@ -6,6 +8,7 @@ from parity.common import TensorMetadata
 from parity.comparator.compare import CompareFunc
 from parity.comparator.data_loader import DataLoader
 from parity.comparator.layerwise import LayerwiseResult
+from parity.comparator.perf import PerfResult
 from parity.comparator.struct import AccuracyResult, RunResults, _as_iteration
 from parity.constants import MARK_ALL
 
@@ -112,14 +115,26 @@ def _refuse(**options):
 class Comparator:
     @staticmethod
     def run(runners, data_loader=None, warm_up=None, use_subprocess=None, subprocess_timeout=None,
-            subprocess_polling_interval=None, save_inputs_path=None):
+            subprocess_polling_interval=None, save_inputs_path=None, perf=None):
         """Runs each runner (activate, every feed of the data loader, deactivate) and returns their
         RunResults. data_loader: a DataLoader (the default), or any iterable of {name: array}
         (its input_metadata attribute, if any, is set first). The feeds are made once, from the
         first runner's input metadata, and given to every runner. Runners may be Parity's or any
-        BaseRunner subclass written in Python."""
+        BaseRunner subclass written in Python.
+
+        perf: a PerfConfig for performance mode (`parity run --perf`, docs/perf.md): each runner's
+        outputs of one untimed inference per feed, then warm_up and the timed inferences; the
+        returned RunResults' `perf` holds a PerfResult per runner, in order."""
         _refuse(use_subprocess=use_subprocess, subprocess_timeout=subprocess_timeout,
                 subprocess_polling_interval=subprocess_polling_interval)
+        if perf is not None:
+            entries, report = _parity.comparator_run_perf(
+                _native_runners(runners), _native_feeds(data_loader, save_inputs_path), int(warm_up or 0),
+                int(perf.iterations), None if perf.duration is None else float(perf.duration),
+                int(perf.layer_iterations) if perf.layers else 0, int(perf.layers))
+            results = RunResults._from_native(entries)
+            results.perf = [PerfResult(entry) for entry in json.loads(report)]
+            return results
         return RunResults._from_native(_parity.comparator_run(_native_runners(runners),
                                                               _native_feeds(data_loader, save_inputs_path),
                                                               int(warm_up or 0)))

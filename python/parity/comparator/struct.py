@@ -34,6 +34,9 @@ class RunResults(list):
     """Runner names mapped to per-iteration outputs: a list of (runner_name, [IterationResult])
     that also behaves like an ordered dict allowing duplicates (Polygraphy's RunResults)."""
 
+    # Performance mode (Comparator.run(perf=...)): one PerfResult per runner, in run order; None otherwise.
+    perf = None
+
     def items(self):
         for name, iterations in list.__iter__(self):
             yield name, iterations

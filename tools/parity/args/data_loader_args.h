@@ -35,6 +35,11 @@ class DataLoaderArgs {
   // Checks the values (before anything runs).
   void parse();
   int warm_up() const { return warm_up_; }
+  // --iterations as given (after parse()).
+  int iterations() const { return iterations_; }
+  // Random data: one feed, whatever --iterations says (performance mode reuses it for every timed
+  // inference and reads --iterations as their count).
+  void generate_one_feed() { options_.iterations = 1; }
 
   // The feeds, made from the first runner's input metadata: loaded files, a script's, or seeded
   // random data (checking --input-shapes / --val-range names against the inputs).

@@ -28,11 +28,13 @@
 #include "args/output_marks.h"
 #include "args/picture_args.h"
 #include "args/report_html_args.h"
+#include "args/perf_args.h"
 #include "args/runner_args.h"
 #include "args/tensor_meta_parse.h"
 #include "args/value_parsing.h"
 #include "command.h"
 #include "parity/compare/judge.h"
+#include "parity/compare/perf.h"
 #include "parity/compare/run_results.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
@@ -99,6 +101,7 @@ class RunCommand : public Command {
                  /*keep_fp32_flag=*/true);
     compute_.add_to(app);
     attribution_.add_to(app);
+    perf_.add_to(app);
     app.add_option("--gen-script,--gen", gen_script_,
                    "Write a Python script (Parity's Python API) that does what this command would do, to this path "
                    "('-' for standard output), instead of running it")
@@ -124,6 +127,7 @@ class RunCommand : public Command {
     compute_.apply();
     data_loader_.parse();
     dataset_.parse();
+    perf_.parse(*app_, data_loader_);
     exclude_names_ = expand_tensor_entries(onnx_exclude_outputs_, "--onnx-exclude-outputs");
     if (layerwise_worst_ < 1) raise<InvalidInputError>("--layerwise-worst must be at least 1");
     if (!layerwise_memory_.empty())
@@ -143,6 +147,14 @@ class RunCommand : public Command {
                                "--save-onnx PATH");
     // A bad --external-data-size-threshold fails before anything runs.
     if (!save_onnx_.empty() && save_.external_data_requested()) save_.options();
+    if (perf_.enabled() && dataset_.given())
+      raise<InvalidInputError>("--perf measures the runners over one input feed: leave out --dataset");
+    if (perf_.enabled() && (!onnx_outputs_.empty() || use_subprocess_ ||
+                            runners_.openvino().outputs().mode != runtime::IntermediateOutputs::Mode::kNone ||
+                            runners_.openvino().fused_outputs()))
+      raise<InvalidInputError>("--perf measures the runners as they run the model: leave out --onnx-outputs, "
+                               "--ov-outputs and --use-subprocess (marked tensors and a subprocess change what is "
+                               "timed)");
     if (use_subprocess_ && runners_.openvino().fused_outputs())
       raise<InvalidInputError>("--use-subprocess with --ov-outputs mark fused: the fused layers are known only inside "
                                "the OpenVINO runner's process; leave out one of them");
@@ -217,7 +229,8 @@ class RunCommand : public Command {
     for (const char* flag :
          {"--report", "--threads", "--shape-inference", "--check", "--save-onnx", "--use-subprocess", "--attribute",
           "--save-heatmaps", "--show-heatmaps", "--save-error-metrics-plot", "--show-error-metrics-plot",
-          "--report-html", "--save-model-explorer-overlay"})
+          "--report-html", "--save-model-explorer-overlay",
+          "--perf"})
       if (app_->count(flag)) script.cannot_express(flag);
     if (!streamed)
       for (const char* flag : {"--layerwise-worst", "--layerwise-memory"})
@@ -331,7 +344,22 @@ class RunCommand : public Command {
     // The order of results: live runners, then loaded ones (Polygraphy: results.extend(load)).
     std::vector<runtime::Runner*> runners;
     for (auto& runner : live) runners.push_back(runner.get());
-    compare::Judge judge(runners, std::move(loaded), judge_options(live));
+    std::vector<compare::PerfResult> perf;
+    auto options = judge_options(live);
+    if (perf_.enabled()) {
+      // Performance mode: the runners' untimed outputs are judged as held results.
+      compare::PerfOptions perf_options = perf_.options();
+      perf_options.on_feeds = options.on_feeds;
+      auto measured = compare::measure_performance(runners, data_loader_.data_loader(), perf_options);
+      perf = std::move(measured.perf);
+      if (options.on_results) options.on_results(measured.results);
+      options.on_results = nullptr;
+      measured.results.insert(measured.results.end(), std::make_move_iterator(loaded.begin()),
+                              std::make_move_iterator(loaded.end()));
+      loaded = std::move(measured.results);
+      runners.clear();
+    }
+    compare::Judge judge(runners, std::move(loaded), std::move(options));
     if (app_->count("--layerwise-memory") && !(judge.streamed() && live.size() == 2))
       log::warning("--layerwise-memory has no effect here: only two live runners compared layerwise tensor by tensor "
                    "(--onnx-outputs, `simple`, nothing saved) keep the first one's tensors waiting for their twins");
@@ -343,6 +371,7 @@ class RunCommand : public Command {
     if (!comparison_.report().empty()) {
       auto report = verdict.report(static_cast<std::size_t>(layerwise_worst_));
       attribution_.add_to_report(report);
+      if (perf_.enabled()) report["perf"] = compare::perf_report(perf);
       compare::save_report(comparison_.report(), report);
       log::info("Saved report to {}", comparison_.report());
     }
@@ -419,6 +448,7 @@ class RunCommand : public Command {
   ModelExplorerArgs model_explorer_;
   ThreadArgs compute_;
   AttributionArgs attribution_;
+  PerfArgs perf_;
   std::vector<std::string> onnx_outputs_, onnx_exclude_outputs_;
   int layerwise_worst_ = 10;
   std::string layerwise_memory_;                                          // --layerwise-memory as given

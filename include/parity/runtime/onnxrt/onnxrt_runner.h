@@ -163,6 +163,9 @@ class OnnxrtRunner : public Runner {
   std::size_t last_run_count() const { return last_run_count_; }
   // The profile ONNX Runtime wrote at the last deactivation (empty without --ort-profile).
   const std::string& profile_path() const { return profile_path_; }
+  // Per-layer times from ONNX Runtime's profiler, in a profiled twin of the session
+  // (onnxrt_layer_profile.cpp).
+  LayerProfile profile_layers(const NamedTensors& feed, int inferences) override;
 
  protected:
   void activate_impl() override;

@@ -124,6 +124,9 @@ class OpenvinoRunner : public Runner {
   // The same compile settings (precision, threads, hint), nothing marked, no shape ranges (the
   // model's inputs are static), no profile; nullptr for a runner of a compiled model file.
   std::unique_ptr<Runner> with_model(ModelLoader model) const override;
+  // Per-layer times from OpenVINO's performance counters (openvino_layer_profile.cpp); compiles the
+  // model again with profiling when it was compiled without.
+  LayerProfile profile_layers(const NamedTensors& feed, int inferences) override;
 
  protected:
   void activate_impl() override;
@@ -160,6 +163,8 @@ class OpenvinoRunner : public Runner {
   std::string model_label_;
   std::string inference_precision_;
   std::string source_model_hash_;  // of an imported compiled model file (its header's)
+  std::string compiled_onnx_map_;  // of an imported compiled model file: its header's onnx-map (may be empty)
+  bool profiling_ = false;         // compiled with ov::enable_profiling for profile_layers()
   std::vector<std::string> unmarkable_;
   // The tensors compiled_ returns besides the graph outputs; unset where none were asked for.
   std::optional<std::size_t> marked_count_;

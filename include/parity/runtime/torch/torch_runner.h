@@ -82,6 +82,8 @@ class TorchRunner : public Runner {
   const onnx::TorchModulePairings* torch_module_pairings() const override;
   // The ONNX model that names its inputs and outputs, when one was given.
   ModelLoader source_model() const override { return onnx_model_; }
+  // The worker process's peak resident set and, on a CUDA device, torch.cuda.max_memory_allocated().
+  std::optional<WorkerMemory> worker_memory() override;
 
  protected:
   void activate_impl() override;

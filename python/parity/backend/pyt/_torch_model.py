@@ -449,6 +449,8 @@ def serve_commands(command, Reply, CommandFailed):
     infer    {capture: {modules: {module name: tensor name}} or None} + the feeds in input order ->
              the outputs by name, then the captured module outputs by tensor name (through
              TorchModel.capture_hook); result: {not_captured: {module name: reason}} with a capture
+    memory   {} -> {peak_rss_bytes: this process's peak resident set, gpu_peak_bytes:
+             torch.cuda.max_memory_allocated() of the model's CUDA device or None, gpu_note: why None}
 
     The worker runs python/parity/backend/pyt/_module_capture.py's text before this file's: its
     PairedOutputsHook and named_module_list are this program's globals.
@@ -495,6 +497,20 @@ def serve_commands(command, Reply, CommandFailed):
     @command("modules")
     def modules(arguments, tensors):
         return [list(entry) for entry in named_module_list(state["model"].module)]  # noqa: F821 (see above)
+
+    @command("memory")
+    def memory(arguments, tensors):
+        import resource
+
+        # ru_maxrss is in KiB on Linux.
+        reply = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "gpu_peak_bytes": None,
+                 "gpu_note": ""}
+        model = state.get("model")
+        if model is not None and model.device.type == "cuda":
+            reply["gpu_peak_bytes"] = int(_torch().cuda.max_memory_allocated(model.device))
+        else:
+            reply["gpu_note"] = "the model runs on the CPU (--torch-device cuda measures GPU memory)"
+        return reply
 
     @command("infer")
     def infer(arguments, tensors):

@@ -274,7 +274,7 @@ void OpenvinoRunner::import_compiled_file(OpenvinoCompiledFile file) {
   request.inference_precision = file.inference_precision;
   request.threads = options_.threads;
   request.performance_hint = options_.performance_hint;
-  request.profiling = options_.profile_layers > 0;
+  request.profiling = options_.profile_layers > 0 || profiling_;
   for (const auto& [name, info] : file.outputs) request.output_names.push_back(name);
   graph_output_count_ = request.output_names.size();
   tensor_order_.clear();
@@ -290,6 +290,7 @@ void OpenvinoRunner::import_compiled_file(OpenvinoCompiledFile file) {
     raise<FileError>("{}: compiled for inference precision {}, but OpenVINO imported it for {}", model_label_,
                      file.inference_precision, inference_precision_);
   source_model_hash_ = file.source_model_hash;
+  compiled_onnx_map_ = file.onnx_map;
   unmarkable_.clear();
   // The data loader's metadata: the header's, which must be the compiled model's (a header edited
   // in a format version 1 or 2 file, which had no header hash, is refused here).
@@ -388,7 +389,7 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked, bool announce) {
   request.threads = options_.threads;
   request.performance_hint = options_.performance_hint;
   request.cache_dir = options_.cache_dir;
-  request.profiling = options_.profile_layers > 0;
+  request.profiling = options_.profile_layers > 0 || profiling_;
   request.input_bounds = input_bounds(options_);
   for (const auto& output : model->graph().output()) request.graph_outputs.push_back(output.name());
   graph_output_count_ = request.graph_outputs.size();
@@ -675,6 +676,7 @@ void OpenvinoRunner::deactivate_impl() {
   if (options_.profile_layers > 0 && compiled_) log_slowest_layers();
   layer_times_.clear();
   profiled_inferences_ = 0;
+  profiling_ = false;
   compiled_.reset();
   inputs_ = TensorMetadata();
 }

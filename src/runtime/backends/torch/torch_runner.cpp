@@ -213,6 +213,15 @@ NamedTensors TorchRunner::module_outputs(NamedTensors tensors, const std::unorde
 
 void TorchRunner::deactivate_impl() { worker_.reset(); }
 
+std::optional<WorkerMemory> TorchRunner::worker_memory() {
+  const nlohmann::json reply = worker_->call("memory").result;
+  WorkerMemory memory;
+  memory.peak_rss_bytes = reply.at("peak_rss_bytes").get<int64_t>();
+  if (!reply.at("gpu_peak_bytes").is_null()) memory.gpu_peak_bytes = reply.at("gpu_peak_bytes").get<int64_t>();
+  memory.gpu_note = reply.value("gpu_note", "");
+  return memory;
+}
+
 TensorMetadata TorchRunner::input_metadata_impl() { return inputs_; }
 
 NamedTensors TorchRunner::infer_impl(const NamedTensors& feed) {

@@ -1,0 +1,139 @@
+"""How accurately `parity run --perf` measures (issue 34): on ResNet-50-like and BERT-encoder models
+(tests/cli/exported_models.py, size "bench"), with the same threads, interleaved in the same minute:
+
+- Parity's OpenVINO median latency (--ov-perf-hint latency) against OpenVINO's benchmark_app in latency mode
+  (-hint latency -api sync, its median): target ratio within 1 +- 0.05;
+- Parity's OpenVINO throughput with the throughput hint against benchmark_app's (-hint throughput, its own
+  asynchronous requests): target ratio >= 0.95 (Parity infers with one synchronous request);
+- Parity's ONNX Runtime median latency against a bare `InferenceSession.run` loop in Python: target 1 +- 0.05.
+
+Every measurement is repeated; the script prints each repeat's ratios and their median and spread (min..max).
+Inputs have static shapes on both sides (benchmark_app -shape; Parity --input-shapes with equal
+--ov-min-shapes/--ov-max-shapes, so OpenVINO compiles the same static model).
+
+    python bench/perf_accuracy.py [--build build/release] [--threads 2] [--seconds 5] [--repeats 3]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
+from exported_models import export  # noqa: E402  (tests/cli is on the path from here)
+
+
+def input_shapes(model_path, sequence=64):
+    """{input: static shape}: the model's dims, a dynamic batch as 1 and a dynamic sequence as `sequence`."""
+    shapes = {}
+    for value in onnx.load(model_path, load_external_data=False).graph.input:
+        dims = [d.dim_value if d.dim_value > 0 else None for d in value.type.tensor_type.shape.dim]
+        shapes[value.name] = [d if d is not None else (1 if i == 0 else sequence) for i, d in enumerate(dims)]
+    return shapes
+
+
+def parity_perf(parity, model, shapes, seconds, runner_flags):
+    with tempfile.TemporaryDirectory() as folder:
+        report = os.path.join(folder, "report.json")
+        shape_args = [f"{name}:[{','.join(map(str, dims))}]" for name, dims in shapes.items()]
+        subprocess.run([parity, "run", model, *runner_flags, "--perf", "--duration", str(seconds), "--warm-up", "10",
+                        "--input-shapes", *shape_args, "--report", report],
+                       check=True, capture_output=True, text=True)
+        entry = json.load(open(report))["perf"][0]
+    return entry["latency_seconds"]["median"], entry["throughput"]
+
+
+def benchmark_app(tool, model, shapes, seconds, threads, hint):
+    """benchmark_app's median latency (seconds) and throughput. Its -hint refuses -nthreads, so the hint, the
+    threads and the precision go in a -load_config file."""
+    shape = ",".join(f"{name}[{','.join(map(str, dims))}]" for name, dims in shapes.items())
+    with tempfile.TemporaryDirectory() as folder:
+        config = os.path.join(folder, "config.json")
+        with open(config, "w") as file:
+            json.dump({"CPU": {"INFERENCE_NUM_THREADS": str(threads), "PERFORMANCE_HINT": hint.upper(),
+                               "INFERENCE_PRECISION_HINT": "f32"}}, file)
+        args = [tool, "-m", model, "-d", "CPU", "-load_config", config, "-t", str(max(1, round(seconds))), "-shape", shape,
+                "-api", "sync" if hint == "latency" else "async"]
+        out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    value, unit = re.search(r"Median:\s+([0-9.]+) (ms|us)", out).groups()
+    median = float(value) / (1000 if unit == "ms" else 1e6)
+    throughput = float(re.search(r"Throughput:\s+([0-9.]+) FPS", out).group(1))
+    return median, throughput
+
+
+def bare_onnxruntime(model, shapes, seconds, threads):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(1)
+    feed = {}
+    for value in session.get_inputs():
+        dims = shapes[value.name]
+        feed[value.name] = (rng.integers(0, 2, dims).astype(np.int64) if "int64" in value.type
+                            else rng.random(dims, dtype=np.float32))
+    for _ in range(10):
+        session.run(None, feed)
+    latencies = []
+    end = time.perf_counter() + seconds
+    while not latencies or time.perf_counter() < end:
+        start = time.perf_counter()
+        session.run(None, feed)
+        latencies.append(time.perf_counter() - start)
+    return statistics.median(latencies)
+
+
+def spread(ratios):
+    return f"median {statistics.median(ratios):.3f} (min {min(ratios):.3f} .. max {max(ratios):.3f})"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--kinds", default="resnet,bert")
+    args = parser.parse_args()
+    parity = os.path.join(args.build, "tools", "parity", "parity")
+    tool = shutil.which("benchmark_app") or os.path.join(os.path.dirname(sys.executable), "benchmark_app")
+    threads = str(args.threads)
+    with tempfile.TemporaryDirectory() as folder:
+        for kind in args.kinds.split(","):
+            model = str(export(kind, os.path.join(folder, f"{kind}.onnx"), "torchscript", size="bench"))
+            shapes = input_shapes(model)
+            static = [f"{name}:[{','.join(map(str, dims))}]" for name, dims in shapes.items()]
+            ov = ["--openvino", "--ov-precision", "f32", "--ov-threads", threads, "--ov-min-shapes", *static,
+                  "--ov-max-shapes", *static]
+            ratios = {"ov latency": [], "ov throughput": [], "ort latency": []}
+            print(f"{kind} (bench size), inputs {shapes}, {threads} thread(s), {args.seconds} s per measurement")
+            for repeat in range(args.repeats):
+                p_lat, _ = parity_perf(parity, model, shapes, args.seconds, ov + ["--ov-perf-hint", "latency"])
+                b_lat, _ = benchmark_app(tool, model, shapes, args.seconds, args.threads, "latency")
+                _, p_tput = parity_perf(parity, model, shapes, args.seconds, ov + ["--ov-perf-hint", "throughput"])
+                _, b_tput = benchmark_app(tool, model, shapes, args.seconds, args.threads, "throughput")
+                o_lat, _ = parity_perf(parity, model, shapes, args.seconds,
+                                       ["--onnxrt", "--ort-intra-op-threads", threads])
+                bare = bare_onnxruntime(model, shapes, args.seconds, args.threads)
+                ratios["ov latency"].append(p_lat / b_lat)
+                ratios["ov throughput"].append(p_tput / b_tput)
+                ratios["ort latency"].append(o_lat / bare)
+                print(f"  repeat {repeat + 1}: OpenVINO median parity/benchmark_app {p_lat / b_lat:.3f} | OpenVINO "
+                      f"throughput-hint throughput parity/benchmark_app {p_tput / b_tput:.3f} | ONNX Runtime median "
+                      f"parity/bare InferenceSession.run {o_lat / bare:.3f}")
+            for name, values in ratios.items():
+                print(f"  {name} ratio: {spread(values)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+// What a runner can measure about itself for performance mode (compare/perf.h) beyond its
+// outputs: where its inference time goes layer by layer, and the memory of a worker process it
+// runs in. Backends that cannot say leave Runner's defaults (nothing).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace parity::runtime {
+
+// The median of `samples` (the mean of the middle two for an even count); 0 for none.
+double median_of(std::vector<double> samples);
+
+// One layer (a kernel the backend ran) and its time, summed over the profiled inferences.
+struct LayerTime {
+  std::string name;        // the backend's name for it (an ONNX node, or a fused layer's name)
+  std::string layer_type;  // its operator or layer type ("Conv", "Convolution", "FusedConv")
+  std::string kernel;      // the implementation that ran ("jit_avx512_FP32", "CPUExecutionProvider")
+  std::string precision;   // the precision it computed in ("FP32", "BF16"), empty when unknown
+  // Its time in one inference: the median over the profiled inferences (one preempted inference
+  // on a busy machine does not move it).
+  double seconds = 0;
+  // The ONNX nodes it ran: the node of the same name, or the nodes the backend fused into it;
+  // empty for a layer of the backend's own (a reorder, a layout conversion).
+  std::vector<std::string> onnx_nodes;
+};
+
+struct LayerProfile {
+  std::string source;       // where the times come from ("ONNX Runtime's profiler node events")
+  int inferences = 0;       // how many inferences were profiled
+  std::vector<LayerTime> layers;  // in execution order
+  // The backend's own time of a whole inference, the median over the profiled inferences, when it
+  // reports one (ONNX Runtime's model_run events); 0 otherwise.
+  double run_seconds = 0;
+  // What the per-layer times leave out, in words (for the report).
+  std::string outside;
+  // Why there are no layers (the backend cannot report them); empty when it could.
+  std::string unavailable;
+};
+
+// The memory of the process a runner infers in, when that is not the caller's (a Python worker).
+struct WorkerMemory {
+  int64_t peak_rss_bytes = 0;  // the worker's peak resident set (it starts at activation)
+  std::optional<int64_t> gpu_peak_bytes;  // torch.cuda.max_memory_allocated() on a CUDA device
+  std::string gpu_note;                   // why there is no GPU figure (no CUDA device in use)
+};
+
+}  // namespace parity::runtime

@@ -1,0 +1,64 @@
+"""Performance mode in the Python API (docs/perf.md): PerfConfig asks Comparator.run for it, PerfResult is
+one runner's measurement (the `parity run --perf --report` JSON entry as attributes)."""
+
+
+class PerfConfig:
+    """How Comparator.run(perf=...) measures: `iterations` timed inferences (or, with `duration`, timed
+    inferences until that many seconds have passed), and with `layers` > 0 a per-layer profile over
+    `layer_iterations` inferences whose `layers` slowest layers are logged."""
+
+    def __init__(self, iterations=100, duration=None, layers=0, layer_iterations=10):
+        if duration is not None and not duration > 0:
+            raise ValueError(f"PerfConfig: duration must be more than 0 seconds, got {duration}")
+        if duration is None and iterations < 1:
+            raise ValueError(f"PerfConfig: iterations must be at least 1, got {iterations}")
+        if layers < 0 or layer_iterations < 1:
+            raise ValueError("PerfConfig: layers must be 0 or more and layer_iterations at least 1")
+        self.iterations = iterations
+        self.duration = duration
+        self.layers = layers
+        self.layer_iterations = layer_iterations
+
+
+class LayerTime:
+    """One layer of a per-layer profile: name, type, kernel, precision, seconds (per inference, the median over
+    the profiled inferences), share (of the layers' total) and onnx_nodes (the ONNX nodes it ran)."""
+
+    def __init__(self, entry):
+        self.name = entry["name"]
+        self.type = entry["type"]
+        self.kernel = entry["kernel"]
+        self.precision = entry["precision"]
+        self.seconds = entry["seconds_per_inference"]
+        self.share = entry["share"]
+        self.onnx_nodes = list(entry["onnx_nodes"])
+
+    def __repr__(self):
+        return f"LayerTime({self.name!r}, {self.seconds * 1e3:.4g} ms, {self.share:.1%})"
+
+
+class PerfResult:
+    """One runner's measurement. latency: {min, mean, median, p25, p75, p90, p95, p99, max, iqr} in seconds;
+    latencies: every timed inference in seconds; throughput: inferences per second; host_memory: {rss_before_bytes,
+    rss_peak_bytes, added_bytes, peak_reset}; worker_memory: a worker process's {peak_rss_bytes, gpu_peak_bytes,
+    gpu_note} or None; layers: [LayerTime] (None without a profile; layers_unavailable then says why when one was
+    asked for); layers_info: the profile's source, inferences, sums and what lies outside the layers."""
+
+    def __init__(self, entry):
+        self.runner_name = entry["runner"]
+        self.warm_up = entry["warm_up"]
+        self.iterations = entry["iterations"]
+        self.wall_seconds = entry["wall_seconds"]
+        self.throughput = entry["throughput"]
+        self.latency = dict(entry["latency_seconds"])
+        self.latencies = list(entry["latencies"])
+        self.host_memory = dict(entry["host_memory"])
+        self.worker_memory = entry.get("worker_memory")
+        profile = entry.get("layers")
+        self.layers = [LayerTime(layer) for layer in profile["layers"]] if profile else None
+        self.layers_info = {key: value for key, value in profile.items() if key != "layers"} if profile else None
+        self.layers_unavailable = entry.get("layers_unavailable")
+
+    def __repr__(self):
+        return (f"PerfResult({self.runner_name!r}, median {self.latency['median'] * 1e3:.4g} ms, "
+                f"{self.throughput:.4g} inferences/s)")

@@ -1,0 +1,276 @@
+// Performance mode: the timed loop, its statistics, host memory, per-layer profiles, their log
+// lines and JSON (parity/compare/perf.h).
+#include "parity/compare/perf.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "comparator_internal.h"
+#include "parity/core/error.h"
+#include "parity/core/logger.h"
+
+namespace parity::compare {
+
+namespace {
+
+// A "VmRSS:    1234 kB" line of /proc/self/status, in bytes; 0 when absent.
+int64_t status_bytes(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(field) + ":";
+  while (std::getline(status, line))
+    if (line.rfind(prefix, 0) == 0) {
+      std::istringstream value(line.substr(prefix.size()));
+      int64_t kib = 0;
+      value >> kib;
+      return kib * 1024;
+    }
+  return 0;
+}
+
+// Resets the process's peak resident set (VmHWM) to its current one (Linux's clear_refs "5").
+bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  if (!clear) return false;
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
+
+std::string mib(int64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
+std::string ms(double seconds) { return fmt::format("{:.4g}", seconds * 1000.0); }
+
+double percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  double position = q / 100.0 * static_cast<double>(sorted.size() - 1);
+  auto low = static_cast<std::size_t>(std::floor(position));
+  std::size_t high = std::min(low + 1, sorted.size() - 1);
+  double fraction = position - static_cast<double>(low);
+  return sorted[low] + (sorted[high] - sorted[low]) * fraction;
+}
+
+// The per-layer table: the `top` slowest layers, each with its share of the layers' total, median
+// time per inference, kernel, precision and ONNX nodes; and how the sum compares to the latency.
+void log_layers(const PerfResult& result, int top) {
+  const auto& profile = *result.layers;
+  double total = 0;
+  for (const auto& layer : profile.layers) total += layer.seconds;
+  std::vector<const runtime::LayerTime*> sorted;
+  for (const auto& layer : profile.layers) sorted.push_back(&layer);
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->seconds > b->seconds; });
+  sorted.resize(std::min(sorted.size(), static_cast<std::size_t>(std::max(top, 0))));
+  std::string lines = fmt::format("\n    {:>6} | {:>9} | {} | {} | {} | {}", "share", "time (ms)", "layer [type]",
+                                  "kernel", "precision", "ONNX nodes");
+  for (const auto* layer : sorted) {
+    std::string nodes = layer->onnx_nodes.empty() ? "(none: the backend's own)" : fmt::format("{}", fmt::join(layer->onnx_nodes, ", "));
+    lines += fmt::format("\n    {:5.1f}% | {:9.4f} | {} [{}] | {} | {} | {}", total > 0 ? 100.0 * layer->seconds / total : 0.0,
+                         layer->seconds * 1000.0, layer->name, layer->layer_type,
+                         layer->kernel.empty() ? "?" : layer->kernel, layer->precision.empty() ? "?" : layer->precision,
+                         nodes);
+  }
+  const double layers_per_inference = total;
+  std::string comparison = fmt::format(
+      "layers sum {} ms per inference = {:.1f}% of the median latency {} ms", ms(layers_per_inference),
+      result.latency.median > 0 ? 100.0 * layers_per_inference / result.latency.median : 0.0, ms(result.latency.median));
+  if (profile.run_seconds > 0)
+    comparison += fmt::format(" ({:.1f}% of the backend's own run time {} ms while profiling)",
+                              100.0 * total / profile.run_seconds, ms(profile.run_seconds));
+  log::info("{:35} | Per-layer time ({}, median of {} inference(s)): the {} slowest of {} layers; {}; outside the "
+            "layers: {}{}",
+            result.runner_name, profile.source, profile.inferences, sorted.size(), profile.layers.size(), comparison,
+            profile.outside, lines);
+}
+
+void log_result(const PerfResult& result) {
+  const auto& l = result.latency;
+  std::string memory =
+      result.peak_reset
+          ? fmt::format("{} added (resident {} before activation, peak {})", mib(result.memory_added_bytes()),
+                        mib(result.rss_before_bytes), mib(result.rss_peak_bytes))
+          : fmt::format("{} added at most (resident {} before activation, process peak {}: the peak could not be "
+                        "reset, so it may predate this runner)",
+                        mib(result.memory_added_bytes()), mib(result.rss_before_bytes), mib(result.rss_peak_bytes));
+  if (result.worker) {
+    memory += fmt::format("; worker process peak {}", mib(result.worker->peak_rss_bytes));
+    if (result.worker->gpu_peak_bytes) memory += fmt::format("; GPU peak allocated {}", mib(*result.worker->gpu_peak_bytes));
+    else if (!result.worker->gpu_note.empty()) memory += fmt::format("; no GPU memory figure: {}", result.worker->gpu_note);
+  }
+  const double spread = l.median > 0 ? 100.0 * l.iqr() / l.median : 0.0;
+  log::info("{:35} | Performance: {} timed inference(s) in {:.4g} s after {} warm-up | throughput {:.4g} "
+            "inferences/s\n    latency (ms): min {} | mean {} | median {} | p90 {} | p95 {} | p99 {} | max {} | IQR {} "
+            "({:.1f}% of the median)\n    host memory: {}",
+            result.runner_name, result.latencies.size(), result.wall_seconds, result.warm_up, result.throughput,
+            ms(l.min), ms(l.mean), ms(l.median), ms(l.p90), ms(l.p95), ms(l.p99), ms(l.max), ms(l.iqr()), spread,
+            memory);
+  if (result.latencies.size() >= 4 && spread > 10.0)
+    log::warning("{}: the latency is not stable (interquartile range {:.1f}% of the median): other work on the "
+                 "machine, frequency scaling or too few inferences; run longer (--duration) or on a quieter machine",
+                 result.runner_name, spread);
+}
+
+PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& feeds, const DataLoaderFunc* data_loader,
+                          const PerfOptions& options, RunnerResults& outputs) {
+  PerfResult result;
+  result.runner_name = runner.name();
+  result.warm_up = options.warm_up;
+  result.peak_reset = reset_peak_rss();
+  result.rss_before_bytes = status_bytes("VmRSS");
+  log::start("{:35} | Activating and starting inference (performance mode)", runner.name());
+  runtime::ActiveRunner active(runner);
+  if (data_loader) feeds = detail::make_feeds(runner, *data_loader, options.on_feeds);
+  if (feeds.empty()) raise<InvalidInputError>("{}: performance mode needs at least one input feed", runner.name());
+  outputs.runner_name = runner.name();
+  for (const auto& feed : feeds) {
+    IterationResult iteration;
+    iteration.runner_name = runner.name();
+    iteration.outputs = runner.infer(feed);
+    iteration.runtime = runner.last_inference_time();
+    outputs.iterations.push_back(std::move(iteration));
+  }
+  for (int i = 0; i < options.warm_up; ++i) runner.infer(feeds[static_cast<std::size_t>(i) % feeds.size()]);
+
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline = options.duration ? start + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(*options.duration))
+                                         : Clock::time_point::max();
+  std::size_t next = 0;
+  for (;;) {
+    if (options.duration ? (!result.latencies.empty() && Clock::now() >= deadline)
+                         : result.latencies.size() >= static_cast<std::size_t>(options.iterations))
+      break;
+    const NamedTensors& feed = feeds[next];
+    next = (next + 1) % feeds.size();
+    const auto before = Clock::now();
+    runner.infer(feed);
+    result.latencies.push_back(std::chrono::duration<double>(Clock::now() - before).count());
+  }
+  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.throughput = result.wall_seconds > 0 ? static_cast<double>(result.latencies.size()) / result.wall_seconds : 0;
+  result.latency = LatencyStatistics::of(result.latencies);
+  result.rss_peak_bytes = std::max(status_bytes("VmHWM"), result.rss_before_bytes);
+  result.worker = runner.worker_memory();
+  if (options.layer_inferences > 0) {
+    auto profile = runner.profile_layers(feeds.front(), options.layer_inferences);
+    if (profile.unavailable.empty()) result.layers = std::move(profile);
+    else result.layers_unavailable = std::move(profile.unavailable);
+  }
+  log::finish("{:35} | Completed {} timed inference(s)", runner.name(), result.latencies.size());
+  log_result(result);
+  if (result.layers) log_layers(result, options.top_layers);
+  else if (options.layer_inferences > 0)
+    log::warning("{}: no per-layer time: {}", runner.name(), result.layers_unavailable);
+  return result;
+}
+
+nlohmann::ordered_json statistics_json(const LatencyStatistics& l) {
+  return {{"min", l.min},       {"mean", l.mean}, {"median", l.median}, {"p25", l.p25}, {"p75", l.p75},
+          {"p90", l.p90},       {"p95", l.p95},   {"p99", l.p99},       {"max", l.max}, {"iqr", l.iqr()}};
+}
+
+}  // namespace
+
+LatencyStatistics LatencyStatistics::of(std::vector<double> seconds) {
+  LatencyStatistics s;
+  if (seconds.empty()) return s;
+  std::sort(seconds.begin(), seconds.end());
+  s.min = seconds.front();
+  s.max = seconds.back();
+  s.mean = std::accumulate(seconds.begin(), seconds.end(), 0.0) / static_cast<double>(seconds.size());
+  s.median = percentile(seconds, 50);
+  s.p25 = percentile(seconds, 25);
+  s.p75 = percentile(seconds, 75);
+  s.p90 = percentile(seconds, 90);
+  s.p95 = percentile(seconds, 95);
+  s.p99 = percentile(seconds, 99);
+  return s;
+}
+
+nlohmann::ordered_json PerfResult::to_json() const {
+  nlohmann::ordered_json json;
+  json["runner"] = runner_name;
+  json["warm_up"] = warm_up;
+  json["iterations"] = latencies.size();
+  json["wall_seconds"] = wall_seconds;
+  json["throughput"] = throughput;
+  json["latency_seconds"] = statistics_json(latency);
+  json["latencies"] = latencies;
+  json["host_memory"] = {{"rss_before_bytes", rss_before_bytes},
+                         {"rss_peak_bytes", rss_peak_bytes},
+                         {"added_bytes", memory_added_bytes()},
+                         {"peak_reset", peak_reset}};
+  if (worker) {
+    nlohmann::ordered_json w = {{"peak_rss_bytes", worker->peak_rss_bytes}};
+    w["gpu_peak_bytes"] = worker->gpu_peak_bytes ? nlohmann::ordered_json(*worker->gpu_peak_bytes) : nullptr;
+    if (!worker->gpu_note.empty()) w["gpu_note"] = worker->gpu_note;
+    json["worker_memory"] = w;
+  }
+  if (layers) {
+    nlohmann::ordered_json l;
+    l["source"] = layers->source;
+    l["inferences"] = layers->inferences;
+    double total = 0;
+    for (const auto& layer : layers->layers) total += layer.seconds;
+    l["sum_seconds_per_inference"] = total;
+    l["sum_over_median_latency"] = latency.median > 0 ? total / latency.median : 0.0;
+    if (layers->run_seconds > 0) l["backend_run_seconds_per_inference"] = layers->run_seconds;
+    l["outside"] = layers->outside;
+    l["layers"] = nlohmann::ordered_json::array();
+    for (const auto& layer : layers->layers)
+      l["layers"].push_back({{"name", layer.name},
+                             {"type", layer.layer_type},
+                             {"kernel", layer.kernel},
+                             {"precision", layer.precision},
+                             {"seconds_per_inference", layer.seconds},
+                             {"share", total > 0 ? layer.seconds / total : 0.0},
+                             {"onnx_nodes", layer.onnx_nodes}});
+    json["layers"] = l;
+  } else if (!layers_unavailable.empty()) {
+    json["layers_unavailable"] = layers_unavailable;
+  }
+  return json;
+}
+
+PerfRun measure_performance(const std::vector<runtime::Runner*>& runners, const DataLoaderFunc& data_loader,
+                            const PerfOptions& options) {
+  if (options.duration && !(*options.duration > 0))
+    raise<InvalidInputError>("performance mode: the duration must be more than 0 seconds, got {}", *options.duration);
+  if (!options.duration && options.iterations < 1)
+    raise<InvalidInputError>("performance mode: the timed iterations must be at least 1, got {}", options.iterations);
+  if (options.warm_up < 0) raise<InvalidInputError>("performance mode: the warm-up must be 0 or more");
+  PerfRun run;
+  std::vector<NamedTensors> feeds;
+  for (std::size_t i = 0; i < runners.size(); ++i) {
+    RunnerResults outputs;
+    run.perf.push_back(measure_runner(*runners[i], feeds, i == 0 ? &data_loader : nullptr, options, outputs));
+    run.results.push_back(std::move(outputs));
+  }
+  if (run.perf.size() > 1) log_perf_summary(run.perf);
+  return run;
+}
+
+void log_perf_summary(const std::vector<PerfResult>& results) {
+  std::size_t width = 6;
+  for (const auto& result : results) width = std::max(width, result.runner_name.size());
+  std::string lines = fmt::format("\n    {:{}} | {:>10} | {:>10} | {:>10} | {:>10} | {:>14} | {:>12}", "runner", width,
+                                  "median ms", "p90 ms", "p99 ms", "IQR ms", "inferences/s", "memory added");
+  for (const auto& r : results)
+    lines += fmt::format("\n    {:{}} | {:>10} | {:>10} | {:>10} | {:>10} | {:>14.4g} | {:>12}", r.runner_name, width,
+                         ms(r.latency.median), ms(r.latency.p90), ms(r.latency.p99), ms(r.latency.iqr()), r.throughput,
+                         mib(r.worker ? r.worker->peak_rss_bytes : r.memory_added_bytes()));
+  log::info("Performance summary{}", lines);
+}
+
+nlohmann::ordered_json perf_report(const std::vector<PerfResult>& results) {
+  auto json = nlohmann::ordered_json::array();
+  for (const auto& result : results) json.push_back(result.to_json());
+  return json;
+}
+
+}  // namespace parity::compare

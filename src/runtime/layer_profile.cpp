@@ -1,0 +1,16 @@
+#include "parity/runtime/layer_profile.h"
+
+#include <algorithm>
+
+namespace parity::runtime {
+
+double median_of(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  const std::size_t middle = samples.size() / 2;
+  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(middle), samples.end());
+  if (samples.size() % 2) return samples[middle];
+  const double upper = samples[middle];
+  return (*std::max_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(middle)) + upper) / 2;
+}
+
+}  // namespace parity::runtime

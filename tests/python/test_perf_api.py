@@ -1,0 +1,65 @@
+"""Comparator.run(perf=PerfConfig(...)): the Python API's performance mode (docs/perf.md). The results carry
+the outputs of the untimed inference and one PerfResult per runner; no timing is asserted."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from parity.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
+from parity.backend.ref import RefRunner
+from parity.comparator import Comparator, PerfConfig, PerfResult
+
+ORDER = ["min", "p25", "median", "p75", "p90", "p95", "p99", "max"]
+
+
+def mlp(path):
+    """x -> MatMul 'mm' -> Add 'bias' -> Relu 'relu' -> y."""
+    rng = np.random.default_rng(0)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["mm_out"], name="mm"),
+        helper.make_node("Add", ["mm_out", "b"], ["add_out"], name="bias"),
+        helper.make_node("Relu", ["add_out"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+        initializer=[numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), "w"),
+                     numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_perf_results_per_runner(tmp_path):
+    model = mlp(tmp_path / "mlp.onnx")
+    results = Comparator.run([OnnxrtRunner(SessionFromOnnx(model)), RefRunner(model)], warm_up=1,
+                             perf=PerfConfig(iterations=6, layers=2, layer_iterations=2))
+    assert len(results) == 2 and len(results.perf) == 2
+    for (name, iterations), perf in zip(results.items(), results.perf):
+        assert isinstance(perf, PerfResult) and perf.runner_name == name
+        assert list(iterations[0].keys()) == ["y"]  # the untimed inference's outputs, for comparisons
+        assert perf.iterations == 6 and len(perf.latencies) == 6 and perf.warm_up == 1
+        values = [perf.latency[key] for key in ORDER]
+        assert values == sorted(values)
+        assert perf.throughput > 0
+        assert perf.host_memory["rss_peak_bytes"] >= perf.host_memory["rss_before_bytes"]
+    onnxrt, ref = results.perf
+    # ONNX Runtime fuses MatMul and Add into one node named after them; every layer maps to the model's nodes.
+    assert onnxrt.layers and all(layer.onnx_nodes for layer in onnxrt.layers)
+    assert {node for layer in onnxrt.layers for node in layer.onnx_nodes} <= {"mm", "bias", "relu"}
+    assert onnxrt.layers_info["inferences"] == 2
+    assert ref.layers is None and "no per-layer times" in ref.layers_unavailable
+    assert Comparator.compare_accuracy(results)
+
+
+def test_perf_duration():
+    with pytest.raises(ValueError, match="more than 0 seconds"):
+        PerfConfig(duration=0)
+    with pytest.raises(ValueError, match="at least 1"):
+        PerfConfig(iterations=0)
+
+
+def test_plain_run_has_no_perf(tmp_path):
+    results = Comparator.run([RefRunner(mlp(tmp_path / "mlp.onnx"))])
+    assert results.perf is None

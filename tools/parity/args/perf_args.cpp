@@ -1,0 +1,57 @@
+#include "args/perf_args.h"
+
+#include "parity/core/error.h"
+
+namespace parity::cli {
+
+namespace {
+// Timed inferences when neither --iterations nor --duration is given: enough for a p99.
+constexpr int kDefaultIterations = 100;
+}  // namespace
+
+void PerfArgs::add_to(CLI::App& app) {
+  const char* group = "Performance";
+  app.add_flag("--perf", perf_,
+               "Performance mode: per runner, latency (min, mean, median, p90, p95, p99, max, interquartile range), "
+               "throughput and host memory added, over --iterations timed inferences (default 100) or --duration, "
+               "after --warm-up; one input feed made once and reused; outputs still compared (docs/perf.md)")
+      ->group(group);
+  app.add_option("--duration", duration_,
+                 "Performance mode: run the timed inferences for this many seconds instead of --iterations")
+      ->group(group);
+  app.add_option("--perf-layers", layers_,
+                 "Performance mode: profile each runner's layers (ONNX Runtime's profiler, OpenVINO's performance "
+                 "counters) after the timed inferences and list the N slowest")
+      ->group(group);
+  app.add_option("--perf-layer-iterations", layer_iterations_,
+                 "Performance mode: inferences the per-layer profile averages over (default 10)")
+      ->group(group);
+}
+
+void PerfArgs::parse(const CLI::App& app, DataLoaderArgs& data_loader) {
+  const bool duration_given = app.count("--duration") > 0;
+  const bool iterations_given = app.count("--iterations") > 0;
+  if (!perf_) {
+    for (const char* flag : {"--duration", "--perf-layers", "--perf-layer-iterations"})
+      if (app.count(flag)) raise<InvalidInputError>("{} is a performance mode flag: add --perf", flag);
+    return;
+  }
+  if (duration_given && !(duration_ > 0))
+    raise<InvalidInputError>("--duration must be more than 0 seconds, got {}", duration_);
+  if (duration_given && iterations_given)
+    raise<InvalidInputError>("--perf: give --iterations (the timed inferences) or --duration (seconds), not both");
+  if (iterations_given && data_loader.iterations() < 1)
+    raise<InvalidInputError>("--perf: --iterations must be at least 1 (the timed inferences), got {}",
+                             data_loader.iterations());
+  if (layers_ < 0) raise<InvalidInputError>("--perf-layers must be 0 or more, got {}", layers_);
+  if (layer_iterations_ < 1)
+    raise<InvalidInputError>("--perf-layer-iterations must be at least 1, got {}", layer_iterations_);
+  options_.warm_up = data_loader.warm_up();
+  options_.iterations = iterations_given ? data_loader.iterations() : kDefaultIterations;
+  if (duration_given) options_.duration = duration_;
+  options_.layer_inferences = layers_ > 0 ? layer_iterations_ : 0;
+  options_.top_layers = layers_;
+  data_loader.generate_one_feed();
+}
+
+}  // namespace parity::cli
