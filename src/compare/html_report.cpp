@@ -166,9 +166,8 @@ void HtmlReport::write_failure(const std::string& command, const std::string& me
   write_page({{"command", command}, {"passed", false}, {"error", message}});
 }
 
-void HtmlReport::write_page(const nlohmann::json& data) const {
+void write_html_page(const std::filesystem::path& path, std::string page, const std::string& json) {
   // Inside <script>, "</" could end the element: JSON allows "<\/".
-  std::string json = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string escaped;
   escaped.reserve(json.size());
   for (std::size_t i = 0; i < json.size(); ++i) {
@@ -179,10 +178,13 @@ void HtmlReport::write_page(const nlohmann::json& data) const {
       escaped += json[i];
     }
   }
-  std::string page = kHtmlReportPage;
   const std::string marker = "@DATA@";
   page.replace(page.find(marker), marker.size(), escaped);
-  write_file_atomic(path_, page);
+  write_file_atomic(path, page);
+}
+
+void HtmlReport::write_page(const nlohmann::json& data) const {
+  write_html_page(path_, kHtmlReportPage, data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace parity::compare

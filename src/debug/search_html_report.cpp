@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include "parity/compare/html_report.h"
 #include "parity/core/error.h"
 #include "parity/core/file_io.h"
 
@@ -76,22 +77,7 @@ document.body.dataset.rendered = "ok";
 )HTML";
 
 void write_page(const std::filesystem::path& path, const nlohmann::ordered_json& data) {
-  // Inside <script>, "</" could end the element: JSON allows "<\/".
-  const std::string json = data.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  std::string escaped;
-  escaped.reserve(json.size());
-  for (std::size_t i = 0; i < json.size(); ++i) {
-    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') {
-      escaped += "<\\/";
-      ++i;
-    } else {
-      escaped += json[i];
-    }
-  }
-  std::string page = kPage;
-  const std::string marker = "@DATA@";
-  page.replace(page.find(marker), marker.size(), escaped);
-  write_file_atomic(path, page);
+  compare::write_html_page(path, kPage, data.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
 }
 
 }  // namespace

@@ -23,6 +23,11 @@
 
 namespace parity::compare {
 
+// Writes `page`, an HTML template whose <script type="application/json"> holds the marker @DATA@, to `path`
+// (atomically), the marker replaced by `json` with every "</" escaped so that it cannot end the script.
+// The run's page below and the debug commands' search page are written through it.
+void write_html_page(const std::filesystem::path& path, std::string page, const std::string& json);
+
 class HtmlReport {
  public:
   // Refuses (FileError) a path whose folder does not exist or cannot be written, before anything runs.
