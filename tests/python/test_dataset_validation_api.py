@@ -127,6 +127,11 @@ def test_a_sequence_of_feeds_gives_the_folders_report(resnet, tmp_path):
     assert without_runner_names(report) == without_runner_names(folder_report)
 
 
+# As tests/cli/conftest.py's blas_kernel_dependent: under these OpenBLAS kernels the reference runner's results
+# change by an ulp with the BLAS thread count, which differs between the Ray Data run and the folder run.
+@pytest.mark.xfail(os.environ.get("OPENBLAS_CORETYPE", "").lower() in ("haswell", "zen"), strict=False,
+                   reason=f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')}: the reference runner's "
+                          f"verdicts at a tight tolerance can differ between thread counts")
 def test_a_ray_dataset_gives_the_folders_report(resnet, tmp_path):
     try:
         import ray
