@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -34,6 +35,18 @@ std::string base64(const std::vector<unsigned char>& bytes) {
     out += i + 2 < bytes.size() ? kAlphabet[v & 63] : '=';
   }
   return out;
+}
+
+// The histogram bin of a finite error > 0: 1 below 10^kLowestDecade, 2 + k for [10^(kLowestDecade+k),
+// 10^(kLowestDecade+k+1)), kDecades + 2 from 10^(kLowestDecade+kDecades) up. A search among the edges
+// rather than a log10 per element: this loop sees every element of every compared tensor.
+std::size_t decade_bin(double error) {
+  static const std::array<double, kDecades + 1> edges = [] {
+    std::array<double, kDecades + 1> e{};
+    for (int k = 0; k <= kDecades; ++k) e[static_cast<std::size_t>(k)] = std::pow(10.0, kLowestDecade + k);
+    return e;
+  }();
+  return 1 + static_cast<std::size_t>(std::upper_bound(edges.begin(), edges.end(), error) - edges.begin());
 }
 
 // A JSON number, or null for NaN/Inf (JSON has neither).
@@ -72,33 +85,43 @@ void HtmlReport::collect(const ComparedPair& pair) {
   }
   // Each cell: the largest absolute error of its block; -1 marks NaN/Inf.
   std::vector<double> cells(static_cast<std::size_t>(pictures.rows) * pictures.cols, 0.0);
-  for (int64_t i = 0; i < size; ++i) {
-    double error;
-    try {
-      error = std::fabs(element_as_double(out0, i) - element_as_double(out1, i));
-    } catch (const Error&) {
-      pictures_.erase(pair.name0);  // a dtype without numbers (strings): no pictures
-      return;
+  const bool floats = out0.dtype() == DType::kFloat32 && out1.dtype() == DType::kFloat32;
+  const float* f0 = floats ? out0.data<float>() : nullptr;
+  const float* f1 = floats ? out1.data<float>() : nullptr;
+  auto value0 = [&](int64_t i) { return floats ? static_cast<double>(f0[i]) : element_as_double(out0, i); };
+  auto value1 = [&](int64_t i) { return floats ? static_cast<double>(f1[i]) : element_as_double(out1, i); };
+  // Column i of the tensor falls in heatmap column column_cell[i] (the row's cell is computed once a row).
+  std::vector<int64_t> column_cell(static_cast<std::size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) column_cell[static_cast<std::size_t>(c)] = c * pictures.cols / cols;
+  const int64_t row_count = heatmap ? rows : size;
+  const int64_t row_length = heatmap ? cols : 1;
+  for (int64_t row = 0; row < row_count; ++row) {
+    double* row_cells = heatmap ? &cells[static_cast<std::size_t>(row * pictures.rows / rows * pictures.cols)] : nullptr;
+    for (int64_t column = 0; column < row_length; ++column) {
+      const int64_t i = row * row_length + column;
+      double error;
+      try {
+        error = std::fabs(value0(i) - value1(i));
+      } catch (const Error&) {
+        pictures_.erase(pair.name0);  // a dtype without numbers (strings): no pictures
+        return;
+      }
+      if (pair.infinities_compare_equal && std::isinf(value0(i)) && value0(i) == value1(i)) error = 0;
+      std::size_t bin;
+      if (!std::isfinite(error))
+        bin = kDecades + 3;
+      else if (error == 0)
+        bin = 0;
+      else
+        bin = decade_bin(error);
+      ++pictures.histogram[bin];
+      if (!heatmap) continue;
+      double& cell = row_cells[column_cell[static_cast<std::size_t>(column)]];
+      if (!std::isfinite(error))
+        cell = -1;
+      else if (cell >= 0)
+        cell = std::max(cell, error);
     }
-    if (pair.infinities_compare_equal && std::isinf(element_as_double(out0, i)) &&
-        element_as_double(out0, i) == element_as_double(out1, i))
-      error = 0;
-    std::size_t bin;
-    if (!std::isfinite(error))
-      bin = kDecades + 3;
-    else if (error == 0)
-      bin = 0;
-    else
-      bin = static_cast<std::size_t>(std::clamp(static_cast<int>(std::floor(std::log10(error))) - kLowestDecade + 2, 1,
-                                                kDecades + 2));
-    ++pictures.histogram[bin];
-    if (!heatmap) continue;
-    const int64_t r = (i / cols) * pictures.rows / rows, c = (i % cols) * pictures.cols / cols;
-    double& cell = cells[static_cast<std::size_t>(r * pictures.cols + c)];
-    if (!std::isfinite(error))
-      cell = -1;
-    else if (cell >= 0)
-      cell = std::max(cell, error);
   }
   if (!heatmap) return;
   double low = INFINITY, high = -INFINITY;
