@@ -121,7 +121,7 @@ def test_rank_1_and_nonfinite_outputs(run_parity, tmp_path, browser_noise):
     from polygraphy.comparator.struct import IterationResult
 
     image = np.linspace(1, 2, 24, dtype=np.float32).reshape(2, 3, 4)
-    broken = image * np.float32(1.001)
+    broken = image + (10.0 ** np.linspace(-6, 4.5, 24)).astype(np.float32).reshape(2, 3, 4)  # errors over 11 decades
     broken[0, 0, 0], broken[1, 1, 1] = np.nan, np.inf
     for name, runner, outputs in (("a", "runner-a", {"vector": np.arange(4, dtype=np.float32), "image": broken}),
                                   ("b", "runner-b", {"vector": np.arange(4, dtype=np.float32) * 2, "image": image})):
@@ -136,7 +136,13 @@ def test_rank_1_and_nonfinite_outputs(run_parity, tmp_path, browser_noise):
     assert dom.count('class="heat"') == 1
     data = json.loads(re.search(r'<script id="data" type="application/json">(.*?)</script>',
                                 page.read_text(), re.S).group(1))
-    assert data["pictures"]["image"]["histogram"][-1] == 2  # the NaN and the Inf counted apart
+    histogram = data["pictures"]["image"]["histogram"]
+    assert histogram[-1] == 2  # the NaN and the Inf counted apart
+    # The other errors, each in the bin of its decade (2 + decade + 12, from 1e-12; 18: 1e4 and above).
+    errors = np.abs(broken.astype(np.float64) - image.astype(np.float64)).ravel()
+    finite = errors[np.isfinite(errors)]
+    expected = np.bincount(np.clip(np.floor(np.log10(finite)).astype(int) + 14, 1, 18), minlength=20)
+    assert histogram[:19] == expected[:19].tolist()
 
 
 def test_run_that_fails_before_comparing(run_parity, tmp_path, browser_noise):
