@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -393,7 +395,8 @@ void ThrownInChild::rethrow() const {
   throw Error(message);
 }
 
-ChildProcessEnd run_in_child_process(const std::function<void()>& work, const std::string& description) {
+ChildProcessEnd run_in_child_process(const std::function<void()>& work, const std::string& description,
+                                     std::optional<std::chrono::milliseconds> time_limit) {
   int pipe_ends[2];
   if (::pipe2(pipe_ends, O_CLOEXEC) != 0)
     raise<ResourceLimitError>("cannot create a pipe for {}: {}", description, std::strerror(errno));
@@ -411,11 +414,34 @@ ChildProcessEnd run_in_child_process(const std::function<void()>& work, const st
     child_main(work, pipe_ends[1]);
   }
   ::close(pipe_ends[1]);
-  const std::string report = read_to_end(pipe_ends[0]);
+  ChildProcessEnd end;
+  std::string report;
+  if (time_limit) {
+    // The pipe's end comes with the child's: wait for it no longer than the limit, then kill.
+    const auto deadline = std::chrono::steady_clock::now() + *time_limit;
+    char buffer[4096];
+    for (;;) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd ready{pipe_ends[0], POLLIN, 0};
+      const int polled = left.count() > 0 ? ::poll(&ready, 1, static_cast<int>(std::min<int64_t>(left.count(), 60'000)))
+                                          : 0;
+      if (polled < 0 && errno == EINTR) continue;
+      if (polled == 0 && std::chrono::steady_clock::now() < deadline) continue;
+      if (polled <= 0) {
+        ::kill(child, SIGKILL);
+        end.timed_out = true;
+        break;
+      }
+      const ssize_t count = ::read(pipe_ends[0], buffer, sizeof buffer);
+      if (count > 0) report.append(buffer, static_cast<std::size_t>(count));
+      else if (count == 0 || errno != EINTR) break;
+    }
+  } else {
+    report = read_to_end(pipe_ends[0]);
+  }
   ::close(pipe_ends[0]);
   const std::optional<int> status = wait_for_child(child);
   if (!status) raise<InternalError>("waiting for {} failed: {}", description, std::strerror(errno));
-  ChildProcessEnd end;
   if (WIFSIGNALED(*status)) end.signal = WTERMSIG(*status);
   else end.exit_status = WEXITSTATUS(*status);
   if (!report.empty()) {

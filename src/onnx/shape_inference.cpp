@@ -5,11 +5,15 @@
 // what inference changes: the input, output and value_info entries of every graph, subgraphs
 // included, in a fixed depth-first order. The parent copies them into its own model, which
 // inference did not touch. When the child dies of a signal, a bisection over the main graph's node
-// prefixes finds the first node whose inference crashes, so the message names it.
+// prefixes finds the first node whose inference crashes, so the message names it. Inference that
+// runs past a time limit (PARITY_SHAPE_INFERENCE_TIME_LIMIT, 60 s) is killed and reported the same way.
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <cstring>
 #include <optional>
@@ -102,7 +106,7 @@ class SharedBuffer {
 // reports the fault), or nullopt when it ended normally: then `delta`, when given, holds the graphs'
 // entries and, in its `s`, InferShapes' error.
 std::optional<std::string> infer_in_child(const ModelProto& model, bool data_propagation, std::optional<int> prefix,
-                                          AttributeProto* delta) {
+                                          AttributeProto* delta, std::chrono::seconds time_limit) {
   SharedBuffer buffer;
   const ChildProcessEnd end = run_in_child_process(
       [&] {
@@ -131,7 +135,8 @@ std::optional<std::string> infer_in_child(const ModelProto& model, bool data_pro
         if (!buffer.write(result.SerializeAsString()))
           raise<ResourceLimitError>("cannot pass shape inference's result back: {}", std::strerror(errno));
       },
-      "ONNX shape inference");
+      "ONNX shape inference", time_limit);
+  if (end.timed_out) return fmt::format("it did not end within {} s", time_limit.count());
   if (end.signal != 0) return fmt::format("signal {}{}", end.signal, signal_name(end.signal));
   if (end.thrown) end.thrown->rethrow();
   if (end.exit_status != 0) return fmt::format("exit status {}", end.exit_status);
@@ -140,12 +145,32 @@ std::optional<std::string> infer_in_child(const ModelProto& model, bool data_pro
   return std::nullopt;
 }
 
-// The first node of the main graph whose inference crashes: the shortest prefix of the nodes that
-// still crashes ends with it. nullopt when no prefix crashes (the crash needed the whole graph).
-std::optional<int> first_crashing_node(const ModelProto& model, bool data_propagation) {
+// How long ONNX's shape inference may run before it is taken for hung (legal models exist on which
+// it never ends): PARITY_SHAPE_INFERENCE_TIME_LIMIT seconds, 60 by default.
+std::chrono::seconds inference_time_limit() {
+  const char* text = std::getenv("PARITY_SHAPE_INFERENCE_TIME_LIMIT");
+  if (!text || !*text) return std::chrono::seconds(60);
+  char* end = nullptr;
+  errno = 0;
+  const long long seconds = std::strtoll(text, &end, 10);
+  if (*end != '\0' || errno != 0 || seconds < 1 || seconds > 86'400)
+    raise<InvalidInputError>("PARITY_SHAPE_INFERENCE_TIME_LIMIT={}: expected whole seconds from 1 to 86400", text);
+  return std::chrono::seconds(seconds);
+}
+
+// The first node of the main graph whose inference crashes (or hangs): the shortest prefix of the
+// nodes that still does ends with it. nullopt when no prefix does (it needed the whole graph).
+// `hung`: the whole model's inference did not end in time; each prefix then gets at most 10 s, as
+// inference that ends takes far less on any model, so that the search stays short.
+std::optional<int> first_crashing_node(const ModelProto& model, bool data_propagation, bool hung) {
   const int count = model.graph().node_size();
-  auto crashes = [&](int prefix) { return infer_in_child(model, data_propagation, prefix, nullptr).has_value(); };
-  if (count == 0 || !crashes(count)) return std::nullopt;
+  const std::chrono::seconds limit = hung ? std::min(inference_time_limit(), std::chrono::seconds(10))
+                                          : inference_time_limit();
+  auto crashes = [&](int prefix) {
+    return infer_in_child(model, data_propagation, prefix, nullptr, limit).has_value();
+  };
+  // A hang of the whole model is not timed again (a crash is: the prefix drops the graph's outputs).
+  if (count == 0 || (!hung && !crashes(count))) return std::nullopt;
   int low = 1, high = count;  // a prefix of `high` nodes crashes; none shorter than `low` does
   while (low < high) {
     const int middle = low + (high - low) / 2;
@@ -165,13 +190,14 @@ bool data_propagation_is_safe(const ModelProto& model, bool warn) {
   return !unsafe_slice.has_value();
 }
 
-std::string describe_crash(const ModelProto& model, bool data_propagation, const std::string& how) {
+std::string describe_crash(const ModelProto& model, bool data_propagation, const std::string& how, bool hung) {
   std::string where = "on this model";
-  if (const auto index = first_crashing_node(model, data_propagation)) {
+  if (const auto index = first_crashing_node(model, data_propagation, hung)) {
     const auto& node = model.graph().node(*index);
     const std::string& name = node.name().empty() && node.output_size() > 0 ? node.output(0) : node.name();
     where = fmt::format("at node '{}' ({})", name, node.op_type());
   }
+  if (hung) return fmt::format("ONNX's shape inference hung ({}) {}", how, where);
   return fmt::format("ONNX's shape inference crashed ({}) {}", how, where);
 }
 
@@ -179,8 +205,8 @@ std::string describe_crash(const ModelProto& model, bool data_propagation, const
 
 std::optional<std::string> shape_inference_crash(const ModelProto& model) {
   const bool data_propagation = data_propagation_is_safe(model, /*warn=*/false);
-  if (const auto crash = infer_in_child(model, data_propagation, std::nullopt, nullptr))
-    return describe_crash(model, data_propagation, *crash);
+  if (const auto crash = infer_in_child(model, data_propagation, std::nullopt, nullptr, inference_time_limit()))
+    return describe_crash(model, data_propagation, *crash, crash->starts_with("it did not end"));
   return std::nullopt;
 }
 
@@ -188,9 +214,10 @@ ShapeInferenceResult infer_shapes(ModelProto& model) {
   ShapeInferenceResult result;
   const bool data_propagation = data_propagation_is_safe(model, /*warn=*/true);
   AttributeProto delta;
-  if (const auto crash = infer_in_child(model, data_propagation, std::nullopt, &delta)) {
+  if (const auto crash = infer_in_child(model, data_propagation, std::nullopt, &delta, inference_time_limit())) {
     result.ok = false;
-    result.error = describe_crash(model, data_propagation, *crash) + "; no shapes were inferred";
+    result.error = describe_crash(model, data_propagation, *crash, crash->starts_with("it did not end")) +
+                   "; no shapes were inferred";
     return result;
   }
   std::vector<GraphProto*> graphs;

@@ -125,6 +125,54 @@ def test_a_crash_in_onnx_shape_inference_is_contained_and_names_the_node(run_par
         result.describe()
 
 
+def einsum_hang_model(path):
+    """y = Einsum(a, b, c) with equation "t1" (one operand for three inputs) after a Relu: ONNX's Einsum
+    shape inference (opset 12) never ends on it (the fuzzer's corpus/onnx-model-einsum-shape-inference-hang.case,
+    rebuilt with a float graph input and a first node so that the bisection has nodes to search)."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Einsum", ["r", "b", "c"], ["y"], name="hostile_einsum", equation="t1")]
+    graph = helper.make_graph(nodes, "hostile_einsum", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.ones([2], np.float32), "b"),
+                               numpy_helper.from_array(np.ones([2], np.float32), "c")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    model.ir_version = 7
+    onnx.save(model, str(path))
+    return path
+
+
+HANG_COMMANDS = dict(SHAPE_INFERENCE_COMMANDS, **{
+    "run --onnxrt": lambda model, out: ["run", model, "--onnxrt"],
+})
+
+
+@pytest.mark.parametrize("command", sorted(HANG_COMMANDS))
+def test_a_hang_in_onnx_shape_inference_is_bounded_and_names_the_node(run_parity, tmp_path, command, sanitized):
+    """ONNX's shape inference that never ends is killed at PARITY_SHAPE_INFERENCE_TIME_LIMIT (here 2 s)
+    and reported like a crash, naming the node; ONNX Runtime, which would run the same inference in-process
+    when it loads the model (and hang), is not given it."""
+    if "--openvino" in HANG_COMMANDS[command]("m.onnx", tmp_path):
+        skip_loading_openvino_under_asan(sanitized)
+    model = einsum_hang_model(tmp_path / "einsum.onnx")
+    result = run_parity(*HANG_COMMANDS[command](model, tmp_path), timeout=TIMEOUT_S,
+                        env={"PARITY_SHAPE_INFERENCE_TIME_LIMIT": "2"})
+    assert_clean(result)
+    text = result.stdout + result.stderr
+    assert "ONNX's shape inference hung (it did not end within 2 s) at node 'hostile_einsum' (Einsum)" in text, \
+        result.describe()
+    if command == "run --onnxrt":
+        assert result.returncode == 1 and "is not given to it" in result.lines("[E]")[0], result.describe()
+
+
+def test_a_bad_shape_inference_time_limit_is_refused(run_parity, tmp_path):
+    model = einsum_hang_model(tmp_path / "einsum.onnx")
+    for value in ("0", "abc", "1e9"):
+        result = run_parity("run", model, "--ref", "--shape-inference", env={"PARITY_SHAPE_INFERENCE_TIME_LIMIT": value})
+        assert_clean(result)
+        assert result.returncode == 1 and f"PARITY_SHAPE_INFERENCE_TIME_LIMIT={value}" in result.lines("[E]")[0], \
+            result.describe()
+
+
 # The commands that run the model take the input's shape; convert compiles it dynamic (its --input-shapes
 # feed only --int8 and --report-error).
 OPENVINO_COMMANDS = {

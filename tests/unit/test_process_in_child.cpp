@@ -1,7 +1,10 @@
 // parity::run_in_child_process (core): what the child threw comes back with its kind, an exit and a
-// signal are told apart, and the child's changes stay in the child.
+// signal are told apart, the child's changes stay in the child, and a child past its time limit is killed.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <stdexcept>
@@ -54,6 +57,19 @@ TEST(ChildProcess, TellsAnExitFromASignal) {
   ChildProcessEnd killed = run_in_child_process([] { std::raise(SIGKILL); }, "a test child");
   EXPECT_EQ(killed.signal, SIGKILL);
   EXPECT_FALSE(killed.thrown.has_value());
+}
+
+TEST(ChildProcess, AChildPastItsTimeLimitIsKilled) {
+  using namespace std::chrono_literals;
+  ChildProcessEnd hung = run_in_child_process([] { for (;;) ::pause(); }, "a test child", 100ms);
+  EXPECT_TRUE(hung.timed_out);
+  EXPECT_EQ(hung.signal, SIGKILL);
+  // Within its limit a child ends as it would without one, what it threw included.
+  ChildProcessEnd quick = run_in_child_process([] { raise<FileError>("late.onnx"); }, "a test child", 60s);
+  EXPECT_FALSE(quick.timed_out);
+  EXPECT_EQ(quick.exit_status, 1);
+  ASSERT_TRUE(quick.thrown.has_value());
+  EXPECT_EQ(quick.thrown->message, "late.onnx");
 }
 
 }  // namespace

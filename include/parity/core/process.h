@@ -151,6 +151,7 @@ struct ThrownInChild {
 struct ChildProcessEnd {
   int exit_status = 0;  // its exit status (0 when a signal ended it)
   int signal = 0;       // the signal that ended it, else 0
+  bool timed_out = false;  // it was still running at the time limit and was killed (signal SIGKILL)
   std::optional<ThrownInChild> thrown;
 };
 
@@ -161,6 +162,8 @@ struct ChildProcessEnd {
 // twice. `description` names the child in the errors raised when it cannot be started or waited for
 // (ResourceLimitError "cannot start <description>: ...", InternalError). Only the calling thread
 // exists in the child: call it before the caller starts threads of its own that `work` needs.
-ChildProcessEnd run_in_child_process(const std::function<void()>& work, const std::string& description);
+// With `time_limit`, a child still running when it passes is killed and `timed_out` set.
+ChildProcessEnd run_in_child_process(const std::function<void()>& work, const std::string& description,
+                                     std::optional<std::chrono::milliseconds> time_limit = std::nullopt);
 
 }  // namespace parity
