@@ -13,6 +13,7 @@
 #include "bindings.h"
 #include "compare_bindings.h"
 #include "conversion.h"
+#include "parity/core/interrupt.h"
 #include "parity/compare/attribution.h"
 #include "parity/compare/comparator.h"
 #include "parity/compare/judge.h"
@@ -283,10 +284,15 @@ void bind_compare(nb::module_& m) {
           compare::RunOptions options;
           options.warm_up = warm_up;
           compare::RunResults results;
-          {
+          try {
+            SigintInterruptsInference sigint;
             nb::gil_scoped_release release;
             results = compare::Comparator::run(list.pointers, feeds, options);
             feeds = nullptr;
+          } catch (const InterruptedError&) {
+            // Python's handler raises KeyboardInterrupt (or what the user's handler raises).
+            if (PyErr_CheckSignals() != 0) throw nb::python_error();
+            throw;
           }
           list.rename(results);
           return results_to_python(results);

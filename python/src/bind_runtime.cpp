@@ -146,39 +146,35 @@ void interrupt_then_python_handler(int signal_number) {
   python_sigint.sa_handler(signal_number);
 }
 
-class SigintInterruptsInference {
- public:
-  explicit SigintInterruptsInference(std::thread::id main_thread) {
-    if (std::this_thread::get_id() != main_thread) return;
-    struct sigaction current {};
-    if (::sigaction(SIGINT, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) ||
-        current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)
-      return;
-    python_sigint = current;
-    clear_interrupt();
-    struct sigaction action = current;
-    action.sa_handler = interrupt_then_python_handler;
-    installed_ = ::sigaction(SIGINT, &action, nullptr) == 0;
-  }
-  // Restores Python's handler; a request this inference did not act on (a backend that does not
-  // check) must not stop a later computation.
-  ~SigintInterruptsInference() {
-    if (!installed_) return;
-    ::sigaction(SIGINT, &python_sigint, nullptr);
-    clear_interrupt();
-  }
-  SigintInterruptsInference(const SigintInterruptsInference&) = delete;
-  SigintInterruptsInference& operator=(const SigintInterruptsInference&) = delete;
-
- private:
-  bool installed_ = false;
-};
+// Modules are imported on the main thread, where Python handles signals.
+std::thread::id python_main_thread;
 
 }  // namespace
 
+SigintInterruptsInference::SigintInterruptsInference() {
+  if (std::this_thread::get_id() != python_main_thread) return;
+  struct sigaction current {};
+  if (::sigaction(SIGINT, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) ||
+      current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)
+    return;
+  python_sigint = current;
+  clear_interrupt();
+  struct sigaction action = current;
+  action.sa_handler = interrupt_then_python_handler;
+  installed_ = ::sigaction(SIGINT, &action, nullptr) == 0;
+}
+
+// Restores Python's handler; a request this inference did not act on (a backend that does not
+// check) must not stop a later computation.
+SigintInterruptsInference::~SigintInterruptsInference() {
+  if (!installed_) return;
+  ::sigaction(SIGINT, &python_sigint, nullptr);
+  clear_interrupt();
+}
+
 void bind_runtime(nb::module_& m) {
-  // Modules are imported on the main thread, where Python handles signals.
-  static const std::thread::id main_thread = std::this_thread::get_id();
+  python_main_thread = std::this_thread::get_id();
+  enable_interrupt_watches();
   m.def("last_output_buffers", [] { return last_output_buffers(); });
   nb::class_<runtime::Runner>(m, "Runner")
       .def_prop_rw("name", &runtime::Runner::name,
@@ -200,7 +196,7 @@ void bind_runtime(nb::module_& m) {
              NamedTensors feed = feed_from_dict(feed_dict, "input");
              NamedTensors outputs;
              try {
-               SigintInterruptsInference sigint(main_thread);
+               SigintInterruptsInference sigint;
                nb::gil_scoped_release release;
                outputs = runner.infer(feed);
                copy_outputs_aliasing_feed(outputs, feed);

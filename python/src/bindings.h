@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <thread>
 
 #include <nanobind/nanobind.h>
 
@@ -28,6 +29,21 @@ runtime::Runner* python_runner_adapter(nb::object runner, const std::string& nam
 // a callable returning a path or bytes (called with the GIL at every load). ONNX ModelProtos and
 // Parity's loaders are reduced to these forms by parity/_models.py before they get here.
 runtime::ModelLoader model_loader_from(nb::object source);
+
+// While alive on Python's main thread, Ctrl-C (SIGINT) requests an interrupt (parity/core/interrupt.h)
+// as well as calling Python's own handler, so an inference or a comparison run with the GIL
+// released stops: the reference interpreter before its next node, ONNX Runtime between kernels,
+// OpenVINO's request cancelled. Elsewhere, or where SIGINT is not a plain handler, it does nothing.
+class SigintInterruptsInference {
+ public:
+  SigintInterruptsInference();
+  ~SigintInterruptsInference();
+  SigintInterruptsInference(const SigintInterruptsInference&) = delete;
+  SigintInterruptsInference& operator=(const SigintInterruptsInference&) = delete;
+
+ private:
+  bool installed_ = false;
+};
 
 // Each backend's runner classes (parity._parity.<Name>Runner and what they take), one function per
 // backend of the registry (parity/runtime/backend_registry.h), called by bind_runtime.

@@ -5,6 +5,7 @@
 
 #include "comparator_internal.h"
 #include "parity/compare/comparator.h"
+#include "parity/core/interrupt.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/runtime/feed_coercion.h"
@@ -87,6 +88,8 @@ RunnerResults run_runner(runtime::Runner& runner, std::vector<NamedTensors>& fee
     if (iteration == 0) log_metadata(runner, "Input", metadata_of(feed));
     IterationResult result;
     result.runner_name = runner.name();
+    // Ctrl-C in Python (core/interrupt.h) stops the run between inferences too.
+    if (interrupt_requested()) raise<InterruptedError>("{}: interrupted before iteration {}", runner.name(), iteration);
     result.outputs = runner.infer(feed);
     result.runtime = runner.last_inference_time();
     if (!setup.exclude_outputs.empty())

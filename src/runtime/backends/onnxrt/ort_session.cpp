@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "parity/core/error.h"
+#include "parity/core/interrupt.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/model.h"
 
@@ -61,13 +63,28 @@ Session::~Session() {
 std::vector<ValuePtr> Session::run(const std::vector<const OrtValue*>& inputs) const {
   const OrtApi& api = library_->api();
   std::vector<OrtValue*> outputs(output_names_.size(), nullptr);
-  OrtStatus* status =
-      api.Run(session_, nullptr, input_name_pointers_.data(), inputs.data(), inputs.size(),
-              output_name_pointers_.data(), output_name_pointers_.size(), outputs.data());
+  // Where Ctrl-C can interrupt (the Python module), the run gets options that an InterruptWatch can
+  // terminate: ONNX Runtime then stops between its kernels and returns an error.
+  OrtRunOptions* run_options = nullptr;
+  if (interrupt_watches_enabled()) library_->check(api.CreateRunOptions(&run_options), "creating run options");
+  OrtStatus* status = nullptr;
+  {
+    std::optional<InterruptWatch> watch;
+    if (run_options) watch.emplace([&api, run_options] {
+      if (OrtStatus* refused = api.RunOptionsSetTerminate(run_options)) api.ReleaseStatus(refused);
+    });
+    status = api.Run(session_, run_options, input_name_pointers_.data(), inputs.data(), inputs.size(),
+                     output_name_pointers_.data(), output_name_pointers_.size(), outputs.data());
+  }
+  if (run_options) api.ReleaseRunOptions(run_options);
   std::vector<ValuePtr> values;
   values.reserve(outputs.size());
   for (OrtValue* value : outputs)
     values.push_back(value ? std::make_shared<Value>(library_, value) : nullptr);
+  if (status && run_options && interrupt_requested()) {
+    api.ReleaseStatus(status);
+    raise<InterruptedError>("ONNX Runtime's run was interrupted");
+  }
   library_->check(status, "running the model");
   return values;
 }
