@@ -6,6 +6,9 @@ patterns match exactly the nodes named."""
 
 import json
 import re
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -221,3 +224,35 @@ def test_bad_input(run_parity, planted, tmp_path):
     qdq = run_parity("debug", "precision", quantized, "--onnxrt", "--int8", "--data-loader-script", script)
     assert qdq.returncode != 0 and "[E]" in qdq.output and "QuantizeLinear" in qdq.output, qdq.describe()
     assert "Traceback" not in qdq.output
+
+
+def test_check_command_judges_int8_candidates(run_parity, planted, tmp_path):
+    """--check with --int8: each candidate (written to --iter-artifact) is the int8 model; -o saves
+    the one with the answer kept, whose kept node reads float32 tensors only."""
+    _, model, script = planted
+    artifact, keep, fixed = tmp_path / "candidate.onnx", tmp_path / "keep.txt", tmp_path / "fixed.onnx"
+    check = tmp_path / "check.py"
+    check.write_text(textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import onnx
+        from test_int8_debug_precision import within_tolerance
+        count = sum(node.op_type == "QuantizeLinear" for node in onnx.load({str(artifact)!r}).graph.node)
+        with open({str(tmp_path / "counts.txt")!r}, "a") as log:
+            log.write(f"{{count}}\\n")
+        sys.exit(0 if within_tolerance({str(model)!r}, {str(artifact)!r})[0] else 1)
+        """))
+    result = run_parity("debug", "precision", model, "--int8", "--calibration-algo", "minmax",
+                        "--data-loader-script", script, "--iter-artifact", artifact, "--save-keep-list", keep,
+                        "-o", fixed, "--check", sys.executable, check, timeout=300)
+    assert result.returncode == 0, result.describe()
+    assert kept_names(keep) == [OUTLIER_READER]
+    assert "the check exited with status" in result.output
+    # Keep none: every MatMul's activation input quantized; keep all: none.
+    assert (tmp_path / "counts.txt").read_text().split()[:2] == ["5", "0"]
+    graph = onnx.load(str(fixed)).graph
+    producers = {output: node.op_type for node in graph.node for output in node.output}
+    (reader,) = [node for node in graph.node if node.name == OUTLIER_READER]
+    assert all(producers.get(name) != "DequantizeLinear" for name in reader.input)
+    assert sum(node.op_type == "QuantizeLinear" for node in graph.node) == 4  # the other four MatMuls' inputs
+    assert within_tolerance(model, fixed)[0]
