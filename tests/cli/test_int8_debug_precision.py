@@ -256,3 +256,28 @@ def test_check_command_judges_int8_candidates(run_parity, planted, tmp_path):
     assert all(producers.get(name) != "DequantizeLinear" for name in reader.input)
     assert sum(node.op_type == "QuantizeLinear" for node in graph.node) == 4  # the other four MatMuls' inputs
     assert within_tolerance(model, fixed)[0]
+
+
+def test_recalibrate_a_quantized_model(run_parity, planted, tmp_path):
+    """--recalibrate: a Q/DQ model is taken back to float (its weights dequantized) and searched as one."""
+    _, model, script = planted
+    quantized = tmp_path / "quantized.onnx"
+    converted = run_parity("convert", model, "--int8", "--calibration-algo", "minmax", "--data-loader-script", script,
+                           "-o", quantized)
+    assert converted.returncode == 0, converted.describe()
+    result, keep, _, _, _ = search(run_parity, quantized, script, tmp_path, "--recalibrate")
+    assert result.returncode == 0, result.describe()
+    assert kept_names(keep) == [OUTLIER_READER]
+
+
+def test_model_with_nothing_to_quantize(run_parity, tmp_path):
+    model = tmp_path / "relu.onnx"
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    onnx.save(proto, str(model))
+    result = run_parity("debug", "precision", model, "--onnxrt", "--int8")
+    assert result.returncode != 0 and "[E]" in result.output, result.describe()
+    assert "no quantized node left to search" in result.output and "Traceback" not in result.output
