@@ -58,7 +58,6 @@ class DebugPrecisionCommand : public Command {
                  "list). Calibrates once (or reads --calibration-cache), then quantizes each candidate with its keep "
                  "list");
     app.get_option("--int8")->excludes(fp16)->excludes(bf16);
-    exclude_.add_to(app);
     app.add_option("--mode", mode_,
                    "bisect: find the boundary by bisection, then narrow by bisection again (about k*log2(N) checks "
                    "for k needed nodes); linear: one node more at a time, then drop nodes one at a time")
@@ -99,6 +98,7 @@ class DebugPrecisionCommand : public Command {
         ->group("Output");
     app.add_option("-o,--output", output_, "Save the model converted with the nodes found kept in float32")
         ->group("Output");
+    exclude_.add_to(app);
     save_.add_to(app);  // for -o; --iter-artifact candidates stay self-contained
     data_loader_.add_to(app);
     comparison_.add_to(app);
