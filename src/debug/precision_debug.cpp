@@ -25,11 +25,14 @@ namespace {
 class PrecisionDebug {
  public:
   PrecisionDebug(const onnx::Model& model, const PrecisionDebugOptions& options)
-      : model_(model), options_(options), split_(static_cast<bool>(options.make_split_runner)) {}
+      : model_(model),
+        options_(options),
+        split_(static_cast<bool>(options.make_split_runner)),
+        int8_(options.int8.has_value()) {}
 
   bool run() {
     check_model_is_float32();
-    const auto precision = onnx::reduced_precision_name(options_.conversion.precision);
+    const std::string_view precision = int8_ ? "int8" : onnx::reduced_precision_name(options_.conversion.precision);
     const char* mode = options_.search.mode == SearchMode::kLinear ? "linear" : "bisect";
     const char* direction = options_.search.direction == SearchDirection::kReverse ? "reverse" : "forward";
     if (split_) {
@@ -49,6 +52,21 @@ class PrecisionDebug {
       log::info("Searching {} node(s) of {} for those OpenVINO must run at f32 while the rest runs at {} (split: the "
                 "model is cut into subgraphs, {} mode, {})",
                 nodes_.size(), options_.model_name, options_.split_low_precision, mode, direction);
+    } else if (int8_) {
+      auto space = int8_search_space(*options_.int8);
+      if (!space.unnamed_op_types.empty())
+        log::warning("{} quantized node(s) without a name ({}) cannot be named in a keep list: the search leaves them "
+                     "quantized; name them in the model to include them",
+                     space.unnamed_op_types.size(), fmt::join(space.unnamed_op_types, ", "));
+      if (space.nodes.empty())
+        raise<InvalidInputError>("{}: no quantized node left to search: the quantizer quantizes none, or --keep-fp32 "
+                                 "keeps them all, or they are unnamed",
+                                 options_.model_name);
+      nodes_ = std::move(space.nodes);
+      kept_by_entries_ = std::move(space.kept_by_entries);
+      log::info("Searching {} quantized node(s) of {} for those to keep in float32 (unquantized) in the int8 model "
+                "({} mode, {})",
+                nodes_.size(), options_.model_name, mode, direction);
     } else {
       auto space = precision_search_space(model_, options_.conversion);
       if (!space.unnamed_op_types.empty())
@@ -124,6 +142,7 @@ class PrecisionDebug {
     measure_latencies(result.kept);
     if (!options_.keep_list_path.empty()) save_keep_list(kept, precision);
     if (!options_.output_path.empty()) save_output(kept, precision);
+    save_nodes_to_exclude(kept);
     write_report(result, kept, steps, precision, /*with_segments=*/true);
     return true;
   }
@@ -151,7 +170,7 @@ class PrecisionDebug {
                                options_.model_name, reduced);
     if (!has_float32)
       raise<InvalidInputError>("{} has no float32 tensor: there is nothing to convert to {}", options_.model_name,
-                               onnx::reduced_precision_name(options_.conversion.precision));
+                               int8_ ? "int8" : onnx::reduced_precision_name(options_.conversion.precision));
   }
 
   std::vector<std::string> names_of(const std::vector<std::size_t>& kept) const {
@@ -166,18 +185,24 @@ class PrecisionDebug {
     return split_segments(model_, split_space_, positions);
   }
 
+  // Graph mechanism: the model converted (int8: quantized) with the named nodes kept in float32.
+  onnx::Model candidate_model(const std::vector<std::string>& kept_names) const {
+    if (int8_) return quantize_keeping(*options_.int8, kept_names);
+    return convert_keeping(model_, options_.conversion, kept_names);
+  }
+
   // The candidate keeping `kept` (positions in `nodes_`) in higher precision, on the runner under test.
   std::unique_ptr<runtime::Runner> candidate_runner(const std::vector<std::size_t>& kept) const {
     if (split_)
       return std::make_unique<SplitPrecisionRunner>(model_, segments_keeping(kept), options_.make_split_runner);
-    return options_.make_runner(convert_keeping(model_, options_.conversion, names_of(kept)));
+    return options_.make_runner(candidate_model(names_of(kept)));
   }
 
   CandidateCheck make_check() {
     if (options_.command) {
       return [this](const std::vector<std::size_t>& kept) {
         const CandidateCommand& command = *options_.command;
-        onnx::save_model(convert_keeping(model_, options_.conversion, names_of(kept)), command.artifact);
+        onnx::save_model(candidate_model(names_of(kept)), command.artifact);
         const CheckOutcome outcome = command.run(check_count_);
         command.sorter.sort(!outcome.failed, fmt::format("iter{}", ++check_count_));
         return CandidateVerdict{!outcome.failed,
@@ -242,11 +267,15 @@ class PrecisionDebug {
   void save_keep_list(const std::vector<PrecisionNode>& kept, std::string_view precision) const {
     const auto& conversion = options_.conversion;
     std::vector<std::string> header{
-        fmt::format("Nodes to keep in float32 in a {} model of {}, found by `parity debug precision`", precision,
-                    options_.model_name),
-        fmt::format("Use: parity convert MODEL --fp-to-{} --keep-fp32 @{}{} -o OUT.onnx",
-                    conversion.precision == onnx::ReducedPrecision::kBFloat16 ? "bf16" : "fp16",
-                    options_.keep_list_path, conversion.default_keep ? "" : " --no-default-keep")};
+        fmt::format("Nodes to keep in float32 in {} {} model of {}, found by `parity debug precision`",
+                    int8_ ? "an" : "a", precision, options_.model_name),
+        int8_ ? fmt::format("Use: parity convert MODEL --int8 --keep-fp32 @{}{} -o OUT.onnx, with the search's "
+                            "calibration flags",
+                            options_.keep_list_path,
+                            options_.int8->keep_fp32.empty() ? "" : " and the search's --keep-fp32 entries")
+              : fmt::format("Use: parity convert MODEL --fp-to-{} --keep-fp32 @{}{} -o OUT.onnx",
+                            conversion.precision == onnx::ReducedPrecision::kBFloat16 ? "bf16" : "fp16",
+                            options_.keep_list_path, conversion.default_keep ? "" : " --no-default-keep")};
     std::vector<PrecisionNode> named;
     for (const auto& node : kept)
       if (node.name.rfind("(unnamed ", 0) != 0) named.push_back(node);
@@ -262,10 +291,28 @@ class PrecisionDebug {
     log::info("Saved the keep list ({} node(s)) to {}", named.size(), options_.keep_list_path);
   }
 
+  // int8: the nodes the quantizer must leave unquantized, those found and those --keep-fp32 keeps,
+  // as ONNX Runtime's and ModelOpt's nodes_to_exclude.
+  void save_nodes_to_exclude(const std::vector<PrecisionNode>& kept) const {
+    if (!int8_) return;
+    std::vector<PrecisionNode> excluded = kept_by_entries_;
+    excluded.insert(excluded.end(), kept.begin(), kept.end());
+    if (!options_.ort_exclude_path.empty()) {
+      write_file_atomic(options_.ort_exclude_path, ort_nodes_to_exclude_json(excluded));
+      log::info("Saved ONNX Runtime's quantize_static nodes_to_exclude ({} node(s)) to {}", excluded.size(),
+                options_.ort_exclude_path);
+    }
+    if (!options_.modelopt_exclude_path.empty()) {
+      write_file_atomic(options_.modelopt_exclude_path, modelopt_nodes_to_exclude_json(excluded));
+      log::info("Saved ModelOpt's nodes_to_exclude patterns ({} node(s)) to {}", excluded.size(),
+                options_.modelopt_exclude_path);
+    }
+  }
+
   void save_output(const std::vector<PrecisionNode>& kept, std::string_view precision) const {
     std::vector<std::string> names;
     for (const auto& node : kept) names.push_back(node.name);
-    onnx::Model fixed = convert_keeping(model_, options_.conversion, names);
+    onnx::Model fixed = candidate_model(names);
     // As convert does: the converted model's value types are inferred again.
     auto inference = onnx::infer_shapes(*fixed);
     if (!inference.ok)
@@ -421,7 +468,9 @@ class PrecisionDebug {
   const onnx::Model& model_;
   const PrecisionDebugOptions& options_;
   const bool split_;
+  const bool int8_;
   std::vector<PrecisionNode> nodes_;  // the nodes searched, in the search's order
+  std::vector<PrecisionNode> kept_by_entries_;  // int8: quantizable nodes --keep-fp32 keeps
   SplitSearchSpace split_space_;
   std::vector<std::size_t> split_positions_;  // split: each searched node's position in split_space_
   std::optional<GoldenCheck> golden_;

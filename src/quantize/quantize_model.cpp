@@ -45,6 +45,7 @@ QuantizeReport quantize_model(onnx::Model& model, const QuantizeOptions& options
     }
   }
   report.qdq = insert_qdq(model, report.plan, scales);
+  report.scales = std::move(scales);
   log::info("int8: inserted {} activation Q/DQ pair(s), {} weight(s) stored as int8", report.qdq.activation_pairs,
             report.qdq.weights);
   return report;

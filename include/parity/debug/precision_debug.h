@@ -16,6 +16,7 @@
 #include "parity/debug/artifacts.h"
 #include "parity/debug/check_command.h"
 #include "parity/debug/golden_check.h"
+#include "parity/debug/int8_candidate.h"
 #include "parity/debug/precision_search.h"
 #include "parity/debug/precision_split.h"
 #include "parity/onnx/model.h"
@@ -46,6 +47,13 @@ struct PrecisionDebugOptions {
   std::string split_low_precision;
   std::function<void(const onnx::Model& fp32)> check_split_runner;
   std::optional<CandidateCommand> command;
+  // Set: search which quantized nodes of the int8 (Q/DQ) model to keep in float32, the candidates
+  // quantized with these scales (`conversion` is not used; graph mechanism only).
+  std::optional<Int8Candidates> int8;
+  // int8: the nodes to keep (those found and those --keep-fp32 keeps) as ONNX Runtime's and
+  // ModelOpt's nodes_to_exclude lists (int8_candidate.h; empty: not saved).
+  std::string ort_exclude_path;
+  std::string modelopt_exclude_path;
   // Runners: the golden outputs are loaded from these RunResults files (one runner's, one iteration
   // per feed), or made by the reference runner on the float32 model; the feeds come from `data_loader`.
   std::vector<std::string> load_outputs;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ struct QuantizeReport {
   QuantizationPlan plan;
   QdqReport qdq;
   bool calibrated = false;  // false: the scales came from the cache
+  std::map<std::string, float> scales;  // the activation scales inserted (tensor -> scale)
 };
 
 // Quantizes `model` in place.

@@ -25,6 +25,7 @@ class Int8Args {
   // Checks the values: the other flags need --int8, --percentile needs the percentile algorithm.
   void parse() const;
   bool enabled() const { return int8_; }
+  bool recalibrate() const { return recalibrate_; }
 
   // Quantizes `model` in place (float32 -> Q/DQ), calibrating on ONNX Runtime with `data_loader`'s
   // batches unless the calibration cache exists. `keep_fp32`: --keep-fp32's entries.

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <vector>
 
@@ -42,11 +43,13 @@ if not hasattr(module, function):
 user_function = getattr(module, function)
 )PY";
 
-// Writes every array of every feed as .npy, with feeds.json listing [[name, file], ...] per
-// iteration in the order the script gave.
+// Writes every array of every feed as .npy bytes one after another into the one file feeds.npys
+// (one file, not one per array: creating thousands of small files costs more than the data), with
+// feeds.json listing [[name, offset, size], ...] per iteration in the order the script gave.
 constexpr const char* kDataLoaderDriver = R"PY(
 data = user_function() if callable(user_function) else user_function
 feeds = []
+arrays = open(os.path.join(out, "feeds.npys"), "wb")
 for index, feed in enumerate(data):
     if not isinstance(feed, dict):
         sys.exit(f"iteration {index} is a {type(feed).__name__}, expected a dict of input name -> array")
@@ -59,10 +62,11 @@ for index, feed in enumerate(data):
         array = np.asarray(value)
         if array.dtype == object:
             sys.exit(f"iteration {index}: input '{name}' is not a numeric array (numpy made an object array of it)")
-        file = f"{index}_{len(entries)}.npy"
-        np.save(os.path.join(out, file), array, allow_pickle=False)
-        entries.append([name, file])
+        offset = arrays.tell()
+        np.lib.format.write_array(arrays, array, allow_pickle=False)
+        entries.append([name, offset, arrays.tell() - offset])
     feeds.append(entries)
+arrays.close()
 with open(os.path.join(out, "feeds.json"), "w") as f:
     json.dump(feeds, f)
 )PY";
@@ -172,13 +176,20 @@ std::vector<NamedTensors> run_data_loader_script(const ScriptSpec& script) {
   TemporaryFolder folder("parity-data-loader", "the data loader script");
   log::info("Running data loader script {} (function {}) with {}", script.path, script.function, configured_python());
   nlohmann::json manifest = run_driver(script, kDataLoaderDriver, folder.path(), "feeds.json", what);
+  std::ifstream arrays(folder.path() / "feeds.npys", std::ios::binary);
+  if (!arrays) raise<InternalError>("{}: the driver wrote no feeds.npys", what);
   std::vector<NamedTensors> feeds;
+  std::string bytes;
   for (const auto& iteration : manifest) {
     NamedTensors feed;
     for (const auto& entry : iteration) {
       std::string name = entry.at(0).get<std::string>();
-      feed.emplace_back(name, with_context(fmt::format("{}: iteration {}: input '{}'", what, feeds.size(), name),
-                                           [&] { return load_npy(folder.path() / entry.at(1).get<std::string>()); }));
+      const std::string context = fmt::format("{}: iteration {}: input '{}'", what, feeds.size(), name);
+      bytes.resize(entry.at(2).get<std::size_t>());
+      arrays.seekg(entry.at(1).get<std::streamoff>());
+      if (!arrays.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+        raise<InternalError>("{}: feeds.npys is shorter than its manifest says", context);
+      feed.emplace_back(name, with_context(context, [&] { return decode_npy(bytes, context); }));
     }
     feeds.push_back(std::move(feed));
   }

@@ -11,6 +11,8 @@
 // each candidate is the float32 model cut into subgraphs run by OpenVINO at f32 (the kept nodes) and
 // at bf16/f16 (the rest), tensors handed across (parity/debug/precision_split.h). The speed cost is
 // each candidate's median latency on the runner under test (parity/debug/candidate_latency.h).
+// With --int8 the candidates are the int8 (Q/DQ) model quantized with one calibration's scales and a
+// keep list naming the quantized nodes left in float32 (parity/debug/int8_candidate.h).
 // The search, its outcome, the report, the keep list file and the latencies are the library's
 // (parity/debug/precision_debug.h): this command turns its flags into options.
 #include <memory>
@@ -19,6 +21,8 @@
 #include "args/comparison_args.h"
 #include "args/thread_args.h"
 #include "args/data_loader_args.h"
+#include "args/int8_args.h"
+#include "args/int8_exclude_args.h"
 #include "args/model_args.h"
 #include "args/model_save_args.h"
 #include "args/runner_args.h"
@@ -28,6 +32,7 @@
 #include "parity/core/logger.h"
 #include "parity/debug/precision_debug.h"
 #include "parity/debug/search_html_report.h"
+#include "parity/quantize/qdq_removal.h"
 #include "parity/runtime/openvino/openvino_runner.h"
 
 namespace parity::cli {
@@ -37,7 +42,7 @@ class DebugPrecisionCommand : public Command {
  public:
   std::vector<std::string> path() const override { return {"debug", "precision"}; }
   std::string description() const override {
-    return "Find the ONNX nodes that must stay in float32 for a float16/bfloat16 model to pass a check";
+    return "Find the ONNX nodes that must stay in float32 for a float16/bfloat16 (or int8) model to pass a check";
   }
 
   void add_options(CLI::App& app) override {
@@ -47,7 +52,12 @@ class DebugPrecisionCommand : public Command {
     runners_.add_to(app);
     const char* group = "Precision Search";
     auto* fp16 = app.add_flag("--fp16", fp16_, "Search for a float16 model (default)")->group(group);
-    app.add_flag("--bf16", bf16_, "Search for a bfloat16 model")->group(group)->excludes(fp16);
+    auto* bf16 = app.add_flag("--bf16", bf16_, "Search for a bfloat16 model")->group(group)->excludes(fp16);
+    int8_.add_to(app,
+                 "Search for an int8 (Q/DQ) model: which quantized nodes to leave unquantized (the quantizer's keep "
+                 "list). Calibrates once (or reads --calibration-cache), then quantizes each candidate with its keep "
+                 "list");
+    app.get_option("--int8")->excludes(fp16)->excludes(bf16);
     app.add_option("--mode", mode_,
                    "bisect: find the boundary by bisection, then narrow by bisection again (about k*log2(N) checks "
                    "for k needed nodes); linear: one node more at a time, then drop nodes one at a time")
@@ -88,6 +98,7 @@ class DebugPrecisionCommand : public Command {
         ->group("Output");
     app.add_option("-o,--output", output_, "Save the model converted with the nodes found kept in float32")
         ->group("Output");
+    exclude_.add_to(app);
     save_.add_to(app);  // for -o; --iter-artifact candidates stay self-contained
     data_loader_.add_to(app);
     comparison_.add_to(app);
@@ -121,6 +132,11 @@ class DebugPrecisionCommand : public Command {
     comparison_.parse();
     runners_.parse();
     runners_.refuse_runners_without_onnx_model("debug precision");
+    int8_.parse();
+    exclude_.parse(int8_.enabled());
+    if (int8_.enabled() && no_default_keep_)
+      raise<InvalidInputError>("--no-default-keep applies to float16/bfloat16: --int8 has no default keep list (the "
+                               "quantizer quantizes its op types, docs/int8.md)");
     if (max_iterations_ < 0) raise<InvalidInputError>("--max-iterations must be >= 0");
     if (latency_runs_ < 0) raise<InvalidInputError>("--latency-runs must be >= 0");
     auto runners = runners_.make_runners([]() -> onnx::Model { raise<Error>("not activated"); });
@@ -139,7 +155,8 @@ class DebugPrecisionCommand : public Command {
       if (checks_.fail_options_given() || !iter_artifact_.empty())
         raise<InvalidInputError>("--fail-code, --ignore-fail-code, --fail-regex and --iter-artifact apply to a --check "
                                  "command only");
-      split_ = !runners[0]->precision_follows_model();
+      // Q/DQ nodes are in the graph, which every runner follows: no split for int8.
+      split_ = !int8_.enabled() && !runners[0]->precision_follows_model();
     }
     if (split_) check_split_arguments();
     if (iter_artifact_.empty()) iter_artifact_ = "polygraphy_debug.onnx";
@@ -196,6 +213,15 @@ class DebugPrecisionCommand : public Command {
         direction_ == "reverse" ? debug::SearchDirection::kReverse : debug::SearchDirection::kForward;
     options.search.narrow = !no_narrow_;
     options.search.max_iterations = max_iterations_;
+    if (int8_.enabled()) {
+      if (int8_.recalibrate()) quantize::remove_qdq(model);
+      // The one calibration: the model quantized with --keep-fp32 alone gives every scale a candidate needs.
+      onnx::Model calibrated{std::make_shared<::onnx::ModelProto>(*model.proto), model.path, model.base_dir};
+      auto quantized = int8_.quantize(calibrated, keep_fp32_, data_loader_.data_loader());
+      options.int8 = debug::int8_candidates(model, keep_fp32_, std::move(quantized.scales));
+      options.ort_exclude_path = exclude_.ort_path();
+      options.modelopt_exclude_path = exclude_.modelopt_path();
+    }
     if (checks_.given()) {
       options.command = debug::CandidateCommand{iter_artifact_,
                                                 [this](int check) { return checks_.run_check(check); },
@@ -236,6 +262,8 @@ class DebugPrecisionCommand : public Command {
   DataLoaderArgs data_loader_;
   ComparisonArgs comparison_;
   ThreadArgs compute_;
+  Int8Args int8_;
+  Int8ExcludeArgs exclude_;
   bool fp16_ = false, bf16_ = false, no_narrow_ = false, no_default_keep_ = false;
   std::string mode_ = "bisect", direction_ = "forward";
   int max_iterations_ = 0, latency_runs_ = 5;
