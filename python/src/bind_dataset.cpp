@@ -16,6 +16,7 @@
 #include "conversion.h"
 #include "parity/compare/dataset_validation.h"
 #include "parity/core/error.h"
+#include "parity/core/thread_pool.h"
 #include "parity/runtime/dataset_source.h"
 
 namespace parity::python {
@@ -134,6 +135,10 @@ void bind_dataset(nb::module_& m) {
         return dict_from_tensors(feed);
       }, "index"_a);
   m.def("open_dataset", &runtime::open_dataset, "spec"_a, "python"_a);
+  // The compute thread count (the comparisons' pool and the reference kernels' BLAS threads), which
+  // validate_dataset pins in this process and gives to its Ray actors.
+  m.def("compute_threads", &compute_threads);
+  m.def("set_compute_threads", &set_compute_threads, "threads"_a);
 
   nb::class_<SampleValidation>(m, "SampleValidation")
       .def(nb::init<nb::list, const CompareFunction&, nb::object>(), "runners"_a, "compare_func"_a, "metric"_a.none())

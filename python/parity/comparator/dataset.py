@@ -121,7 +121,8 @@ def _native_metric(metric):
 class _RayBatchValidator:
     """One actor of the Ray Data actor pool: builds its runners once, returns each row's record."""
 
-    def __init__(self, make_runners, compare_func, metric):
+    def __init__(self, make_runners, compare_func, metric, threads):
+        _parity.set_compute_threads(threads)  # the driver's, so the records are the driver's
         self._runners = make_runners()  # the native runners live as long as these objects
         self._validation = _parity.SampleValidation(_native_runners(self._runners), compare_func._native,
                                                     None if metric is None else _native_metric(metric))
@@ -136,16 +137,17 @@ class _RayBatchValidator:
         return {"record": np.array(records, dtype=object)}
 
 
-def _ray_records(make_runners, dataset, iterations, compare_func, metric, actors, batch_size):
+def _ray_records(make_runners, dataset, iterations, compare_func, metric, actors, batch_size, threads):
     """(samples, iterator of (index, None, record)) for the rows of the Ray Dataset, validated in a
-    pool of `actors` actors."""
+    pool of `actors` actors computing with `threads` threads."""
     if not callable(make_runners):
         raise InvalidInputError("validate_dataset: with ray_actors, runners must be a function returning the "
                                 "runners (each actor makes its own)")
     samples, dataset = _limited(dataset, iterations)
     import ray.data
 
-    validated = dataset.map_batches(_RayBatchValidator, fn_constructor_args=(make_runners, compare_func, metric),
+    validated = dataset.map_batches(_RayBatchValidator,
+                                    fn_constructor_args=(make_runners, compare_func, metric, threads),
                                     batch_size=batch_size, batch_format="numpy",
                                     compute=ray.data.ActorPoolStrategy(size=actors))
     return samples, ((index, None, row["record"]) for index, row in _rows(validated.iter_rows(), samples))
@@ -167,7 +169,10 @@ def validate_dataset(runners, dataset, compare_func=None, metric=None, iteration
 
     The runners run in this process, or, for a Ray Dataset with `ray_actors=N`, in a pool of N
     Ray Data actors (Dataset.map_batches, batches of `ray_batch_size` rows): `runners` is then a
-    function returning the runners, which each actor calls once."""
+    function returning the runners, which each actor calls once.
+
+    Every executor computes with this process's compute thread count (the reference runner's BLAS
+    results can change with it), pinned here and in each actor."""
     if compare_func is None:
         compare_func = CompareFunc.simple()
     if getattr(compare_func, "_native", None) is None:
@@ -176,10 +181,12 @@ def validate_dataset(runners, dataset, compare_func=None, metric=None, iteration
         raise InvalidInputError("validate_dataset: worst_samples must be at least 0")
     if ray_actors is not None and (not _is_ray_dataset(dataset) or ray_actors < 1):
         raise InvalidInputError("validate_dataset: ray_actors (at least 1) runs the samples of a ray.data.Dataset")
+    threads = _parity.compute_threads()
+    _parity.set_compute_threads(threads)
     local = None
     if ray_actors is not None:
         samples, records = _ray_records(runners, dataset, iterations, compare_func, metric, ray_actors,
-                                        ray_batch_size)
+                                        ray_batch_size, threads)
     else:
         samples, feeds = _samples(dataset, iterations)
         local = _parity.SampleValidation(_native_runners(runners), compare_func._native,

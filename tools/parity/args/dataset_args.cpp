@@ -21,6 +21,7 @@
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 #include "parity/core/python_interpreter.h"
+#include "parity/core/thread_pool.h"
 #include "parity/runtime/dataset_source.h"
 
 namespace parity::cli {
@@ -70,6 +71,15 @@ std::vector<std::string> own_arguments() {
 }
 
 }  // namespace
+
+std::vector<std::string> DatasetArgs::worker_arguments() const {
+  std::vector<std::string> arguments = own_arguments();
+  if (!app_->count("--threads")) {
+    arguments.push_back("--threads");
+    arguments.push_back(std::to_string(compute_threads()));
+  }
+  return arguments;
+}
 
 void DatasetArgs::add_to(CLI::App& app) {
   const char* group = "Dataset Validation";
@@ -161,6 +171,12 @@ bool DatasetArgs::run(const RunnerFactory& make_runners, const compare::CompareF
     metrics = metric_script(parse_script_spec(metric_script_, "metric"));
   auto dataset = runtime::open_dataset(dataset_, configured_python());
 
+  // Every executor computes with one thread count (the reference kernels' BLAS results can change
+  // with it): this one's (--threads, else this machine's hardware threads), pinned here whatever
+  // OMP_NUM_THREADS or OPENBLAS_NUM_THREADS say, and given to every worker and Ray actor as
+  // --threads (worker_arguments), which applies it the same way.
+  if (!is_worker()) set_compute_threads(compute_threads());
+
   if (is_worker()) {
     auto runners = make_runners();
     std::vector<runtime::Runner*> pointers;
@@ -212,14 +228,14 @@ bool DatasetArgs::run(const RunnerFactory& make_runners, const compare::CompareF
     options.address = ray_address_;
     options.python = configured_python();
     options.program = fs::read_symlink("/proc/self/exe").string();
-    options.arguments = own_arguments();
+    options.arguments = worker_arguments();
     options.folder = fs::current_path().string();
     options.actors = static_cast<std::size_t>(workers_);
     compare::run_on_ray(options, samples, on_record);
   } else if (workers_ > 0) {
     compare::WorkerPoolOptions options;
     options.worker.program = fs::read_symlink("/proc/self/exe").string();
-    options.worker.arguments = own_arguments();
+    options.worker.arguments = worker_arguments();
     options.worker.environment = {{kWorkerVariable, "1"}};
     options.workers = static_cast<std::size_t>(workers_);
     compare::run_worker_pool(options, samples, on_record);

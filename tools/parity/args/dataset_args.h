@@ -39,6 +39,9 @@ class DatasetArgs {
 
  private:
   std::size_t sample_count(std::size_t dataset_size) const;
+  // The arguments a worker or Ray actor starts parity with: this process's, with --threads set to
+  // this process's compute thread count when it was not given.
+  std::vector<std::string> worker_arguments() const;
 
   CLI::App* app_ = nullptr;
   std::string dataset_;
