@@ -174,6 +174,45 @@ def test_local_cluster_from_ray_init(parity_bin, resnet, tmp_path):
     assert verdicts == local_verdicts and report == local_report
 
 
+def test_a_sample_that_hangs_is_failed_by_the_sample_timeout(parity_bin, resnet, tmp_path):
+    model, shape = resnet
+    clean = write_dataset(tmp_path, 24, shape)
+    _, clean_verdicts, _ = validate(parity_bin, model, clean, tmp_path, "clean")
+    (tmp_path / "hanging").mkdir()
+    pid_file = tmp_path / "hung.pid"
+    hanging = tmp_path / "hanging" / "data.py"
+    # load(9) writes its process's id and hangs, alive: only the timeout ends it.
+    hanging.write_text(clean.read_text().replace("def load(i):\n", f"""def load(i):
+    if i == 9:
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        __import__("time").sleep(3600)
+"""))
+    run, verdicts, report = validate(parity_bin, model, hanging, tmp_path, "ray", "--ray", "--workers", "2",
+                                     "--sample-timeout", "8")
+    assert run.returncode == 1, run.describe()
+    # Every sample counted exactly once: sample 9 failed with the timeout, the others as a run without the hang.
+    assert [v["index"] for v in verdicts] == list(range(24))
+    assert not verdicts[9]["passed"] and "no result within --sample-timeout 8s" in verdicts[9]["error"]
+    assert verdicts[:9] + verdicts[10:] == clean_verdicts[:9] + clean_verdicts[10:]
+    assert report["errors"] == 1
+    assert any("sample 9 within --sample-timeout 8s" in line for line in run.lines("[W] ")), run.describe()
+    assert ended(int(pid_file.read_text())), "the hung dataset script's process is still running"
+
+
+def ended(pid, seconds=20):
+    """Whether the process ends (gone, or a zombie nobody reaps) within `seconds`."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def test_an_unreachable_address_is_a_clear_error(parity_bin, resnet, tmp_path):
     model, shape = resnet
     dataset = write_dataset(tmp_path, 10, shape)
