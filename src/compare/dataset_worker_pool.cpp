@@ -140,11 +140,12 @@ class WorkerProcess {
   std::string buffer_;
 };
 
-}  // namespace
-
+// "12.5" for 12.5 s: a timeout as the --sample-timeout flag gives it.
 std::string describe_seconds(std::chrono::milliseconds duration) {
   return fmt::format("{:g}", static_cast<double>(duration.count()) / 1000.0);
 }
+
+}  // namespace
 
 void run_worker_pool(const WorkerPoolOptions& options, std::size_t samples,
                      const std::function<bool(const SampleRecord&)>& on_record) {

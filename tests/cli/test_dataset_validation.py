@@ -311,7 +311,8 @@ def test_bad_dataset_input_is_one_clear_error(parity_bin, resnet, dataset, tmp_p
     elif case == "timeout_in_process":
         args, expected = ["--dataset", dataset, "--sample-timeout", "5"], "--sample-timeout stops a worker"
     elif case == "timeout_zero":
-        args, expected = ["--dataset", dataset, "--workers", "2", "--sample-timeout", "0"], "above 0, got 0"
+        args = ["--dataset", dataset, "--workers", "2", "--sample-timeout", "0"]
+        expected = "above 0 and at most 1e7, got 0"
     else:
         args, expected = ["--workers", "2"], "give --dataset"
     run = run_binary(parity_bin, ["run", model, "--onnxrt", *args], cwd=tmp_path)

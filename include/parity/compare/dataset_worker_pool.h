@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
-#include <string>
 
 #include "parity/compare/dataset_validation.h"
 #include "parity/core/process.h"
@@ -28,9 +27,6 @@ struct WorkerPoolOptions {
   // no limit.
   std::optional<std::chrono::milliseconds> sample_timeout;
 };
-
-// "12.5" for 12.5 s: a timeout as the --sample-timeout flag gives it.
-std::string describe_seconds(std::chrono::milliseconds duration);
 
 // Runs samples [0, samples) over the workers; `on_record` gets each record, one call at a time,
 // in the order they arrive, and returns false to stop the run (the workers still running are

@@ -141,7 +141,8 @@ void DatasetArgs::parse() {
   if (worst_count_ < 0) raise<InvalidInputError>("--worst-samples must be at least 0");
   if (app_->count("--sample-timeout")) {
     if (!(sample_timeout_ > 0) || sample_timeout_ > 1e7)
-      raise<InvalidInputError>("--sample-timeout must be a number of seconds above 0, got {}", sample_timeout_);
+      raise<InvalidInputError>("--sample-timeout must be a number of seconds above 0 and at most 1e7, got {}",
+                               sample_timeout_);
     if (!app_->count("--workers") && !app_->count("--ray"))
       raise<InvalidInputError>("--sample-timeout stops a worker that hangs on a sample: give --workers or --ray (a "
                                "sample running in this process cannot be stopped)");
