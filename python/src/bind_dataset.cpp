@@ -15,7 +15,10 @@
 #include "compare_bindings.h"
 #include "conversion.h"
 #include "parity/compare/dataset_validation.h"
+#include "parity/compare/run_results.h"
+#include "parity/core/array_io.h"
 #include "parity/core/error.h"
+#include "parity/core/thread_pool.h"
 #include "parity/runtime/dataset_source.h"
 
 namespace parity::python {
@@ -63,6 +66,16 @@ class SampleValidation {
     std::string record = validator_->validate(index, tensors).to_json().dump();
     tensors.clear();
     return record;
+  }
+
+  // Saves a sample's feed (Polygraphy's input format, for --load-inputs) and every runner's
+  // outputs for it (RunResults, for --load-outputs), as `parity run --save-worst` does.
+  void save_sample(nb::handle feed, const std::string& inputs_path, const std::string& outputs_path) {
+    if (!validator_) raise<InvalidInputError>("the sample validation is closed");
+    NamedTensors tensors = feed_from_dict(feed, "input");
+    nb::gil_scoped_release release;
+    save_inputs_json(inputs_path, {tensors});
+    compare::save_run_results(outputs_path, validator_->run(tensors));
   }
 
   // Deactivates the runners, with the GIL released for Python runners' deactivate.
@@ -134,10 +147,15 @@ void bind_dataset(nb::module_& m) {
         return dict_from_tensors(feed);
       }, "index"_a);
   m.def("open_dataset", &runtime::open_dataset, "spec"_a, "python"_a);
+  // The compute thread count (the comparisons' pool and the reference kernels' BLAS threads), which
+  // validate_dataset pins in this process and gives to its Ray actors.
+  m.def("compute_threads", &compute_threads);
+  m.def("set_compute_threads", &set_compute_threads, "threads"_a);
 
   nb::class_<SampleValidation>(m, "SampleValidation")
       .def(nb::init<nb::list, const CompareFunction&, nb::object>(), "runners"_a, "compare_func"_a, "metric"_a.none())
       .def("validate", &SampleValidation::validate, "index"_a, "feed"_a)
+      .def("save_sample", &SampleValidation::save_sample, "feed"_a, "inputs_path"_a, "outputs_path"_a)
       .def("close", &SampleValidation::close);
   nb::class_<DatasetValidation>(m, "DatasetValidation")
       .def(nb::init<std::size_t, std::size_t>(), "samples"_a, "worst_count"_a)

@@ -22,7 +22,7 @@ namespace {
 // {"warning": ...} for an actor restarted, {"nodes": {node id: samples}} at the end. Everything
 // else it or Ray prints goes to its standard error.
 constexpr const char* kRayDriver = R"PY(
-import json, os, signal, socket, subprocess, sys
+import json, os, select, signal, socket, subprocess, sys, time
 config = json.loads(sys.argv[1])
 _out = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)
@@ -60,34 +60,68 @@ try:
 except Exception as error:
     fail(f"{where}: cannot connect to Ray: {error}")
 
+timeout = config["sample_timeout"]
+
 @ray.remote(num_cpus=1, max_restarts=3, max_task_retries=3)
 class SampleWorker:
     """One parity worker (runners activated once) serving batches of sample indices."""
 
     def __init__(self, program, arguments, folder):
         self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        self.command, self.folder = [program] + arguments, folder
+        self.start()
+
+    def start(self):
+        # In a session of its own, so that a worker past the sample timeout is killed with the
+        # programs it started.
         environment = dict(os.environ, PARITY_DATASET_WORKER="1")
-        self.process = subprocess.Popen([program] + arguments, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        cwd=folder, env=environment)
-        if self.process.stdout.readline() != b"ready\n":
+        self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=self.folder,
+                                        env=environment, start_new_session=True)
+        self.buffer = b""
+        if self.read_line(None) != b"ready\n":
             status = self.process.wait()
             raise RuntimeError(f"the parity worker on node {ray.get_runtime_context().get_node_id()} ended before "
                                f"it was ready (exit status {status}); its error is in the node's worker log")
+
+    def read_line(self, seconds):
+        """The worker's next line (b"" at its end), or None when `seconds` passed first."""
+        descriptor = self.process.stdout.fileno()
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while b"\n" not in self.buffer:
+            if deadline is not None and not select.select([descriptor], [], [],
+                                                           max(0.0, deadline - time.monotonic()))[0]:
+                return None
+            chunk = os.read(descriptor, 65536)
+            if not chunk:
+                return b""
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line + b"\n"
 
     def node(self):
         return ray.get_runtime_context().get_node_id()
 
     def run(self, indices):
-        lines = []
+        lines, timed_out = [], []
         for index in indices:
             self.process.stdin.write(b"%d\n" % index)
             self.process.stdin.flush()
-            line = self.process.stdout.readline()
+            line = self.read_line(timeout)
+            if line is None:
+                # Hung past the sample timeout: killed with what it started, the sample failed, a new worker.
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+                lines.append(json.dumps({"index": index, "passed": False, "pairs": [], "metric_error": "",
+                                         "error": f"no result within --sample-timeout {timeout:g}s: the worker "
+                                                  "running it was killed (the sample is not run again)"}) + "\n")
+                timed_out.append(index)
+                self.start()
+                continue
             if not line.endswith(b"\n"):
                 os._exit(1)  # the worker ended: end the actor, so Ray restarts it and runs the batch again
             lines.append(line.decode())
         restarted, self.restarted = self.restarted, False
-        return self.node(), lines, restarted
+        return self.node(), lines, restarted, timed_out
 
 def start_actor():
     return SampleWorker.options(scheduling_strategy="SPREAD").remote(config["program"], config["arguments"],
@@ -116,7 +150,7 @@ try:
         (done,), _ = ray.wait(list(pending), num_returns=1)
         slot, indices = pending.pop(done)
         try:
-            node, lines, restarted = ray.get(done)
+            node, lines, restarted, timed_out = ray.get(done)
         except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as error:
             # The actor ended more often than Ray restarts it: the batch's samples fail with the reason,
             # and a new actor takes the slot.
@@ -129,6 +163,10 @@ try:
             if restarted:
                 emit({"warning": f"a Ray actor on node {node[:12]} ended and was restarted; "
                                  "the samples it held ran again"})
+            for index in timed_out:
+                emit({"warning": f"a parity worker on node {node[:12]} gave no result for sample {index} within "
+                                 f"--sample-timeout {timeout:g}s: it was killed (with the programs it started) and "
+                                 "restarted; the sample is recorded as failed"})
             nodes[node] = nodes.get(node, 0) + len(lines)
             _out.write("".join(lines))
             _out.flush()
@@ -148,6 +186,10 @@ void run_on_ray(const RayOptions& options, std::size_t samples,
                         {"arguments", options.arguments}, {"folder", options.folder},
                         {"actors", options.actors},   {"batch_size", options.batch_size},
                         {"samples", samples}};
+  if (options.sample_timeout)
+    config["sample_timeout"] = static_cast<double>(options.sample_timeout->count()) / 1000.0;
+  else
+    config["sample_timeout"] = nullptr;
   ProcessSpec spec;
   spec.program = options.python;
   spec.arguments = {"-c", kRayDriver, config.dump()};

@@ -104,8 +104,9 @@ class WorkerProcess {
  public:
   explicit WorkerProcess(ProcessSpec spec) : process_(std::make_unique<Process>(spec)) {}
 
-  // The next whole line, or nullopt at the end of the worker's output.
-  std::optional<std::string> read_line() {
+  // The next whole line, or nullopt at the end of the worker's output or, with `timed_out` set,
+  // when `deadline` passed first.
+  std::optional<std::string> read_line(ProcessDeadline deadline = std::nullopt, bool* timed_out = nullptr) {
     while (true) {
       auto end = buffer_.find('\n');
       if (end != std::string::npos) {
@@ -113,7 +114,8 @@ class WorkerProcess {
         buffer_.erase(0, end + 1);
         return line;
       }
-      auto read = process_->read_output(ProcessOutput::kStandardOutput, buffer_, std::nullopt);
+      auto read = process_->read_output(ProcessOutput::kStandardOutput, buffer_, deadline);
+      if (!read && timed_out) *timed_out = true;
       if (!read || *read == 0) return std::nullopt;
     }
   }
@@ -126,12 +128,22 @@ class WorkerProcess {
     process_->kill(SIGKILL);
     return process_->wait();
   }
+  // Kills the worker and the programs it started (a Python worker hung in a dataset script).
+  ProcessEnd kill_all() {
+    process_->kill_group(SIGKILL);
+    return process_->wait();
+  }
   pid_t pid() const { return process_->pid(); }
 
  private:
   std::unique_ptr<Process> process_;
   std::string buffer_;
 };
+
+// "12.5" for 12.5 s: a timeout as the --sample-timeout flag gives it.
+std::string describe_seconds(std::chrono::milliseconds duration) {
+  return fmt::format("{:g}", static_cast<double>(duration.count()) / 1000.0);
+}
 
 }  // namespace
 
@@ -145,6 +157,7 @@ void run_worker_pool(const WorkerPoolOptions& options, std::size_t samples,
     with_streams.standard_input = ProcessStream::pipe();
     with_streams.standard_output = ProcessStream::pipe();
     with_streams.standard_error = ProcessStream::to_file(log_path(slot));
+    with_streams.own_process_group = true;  // a hung worker is killed with what it started
     return with_streams;
   };
   auto why = [&](std::size_t slot) {
@@ -175,7 +188,26 @@ void run_worker_pool(const WorkerPoolOptions& options, std::size_t samples,
       while (auto index = queue.next()) {
         if (!worker) worker = start(slot);
         std::optional<std::string> line;
-        if (worker->send(*index)) line = worker->read_line();
+        bool timed_out = false;
+        ProcessDeadline deadline;
+        if (options.sample_timeout) deadline = ProcessClock::now() + *options.sample_timeout;
+        if (worker->send(*index)) line = worker->read_line(deadline, &timed_out);
+        if (timed_out) {
+          worker->kill_all();
+          worker.reset();
+          const std::string seconds = describe_seconds(*options.sample_timeout);
+          log::warning("Dataset worker {} gave no result for sample {} within --sample-timeout {}s: it was killed "
+                       "(with the programs it started) and is restarted; the sample is recorded as failed",
+                       slot, *index, seconds);
+          SampleRecord record;
+          record.index = *index;
+          record.error = fmt::format("no result within --sample-timeout {}s: the worker running it was killed (the "
+                                     "sample is not run again)",
+                                     seconds);
+          std::lock_guard lock(record_mutex);
+          if (!failure && !on_record(record)) queue.stop();
+          continue;
+        }
         if (!line) {
           ProcessEnd end = worker->finish();
           worker.reset();

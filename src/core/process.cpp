@@ -95,10 +95,15 @@ std::vector<std::string> child_environment(const std::vector<std::pair<std::stri
 // The pieces of a spawn that must be released whatever happens.
 struct SpawnResources {
   posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
   int pipes[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};  // stdin, stdout, stderr
 
-  SpawnResources() { posix_spawn_file_actions_init(&actions); }
+  SpawnResources() {
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attributes);
+  }
   ~SpawnResources() {
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     for (auto& ends : pipes)
       for (int& fd : ends) close_descriptor(fd);
@@ -232,7 +237,13 @@ Process::Process(const ProcessSpec& spec) {
     for (auto& entry : environment) envp.push_back(entry.data());
     envp.push_back(nullptr);
   }
-  const int spawned = ::posix_spawn(&pid_, path.c_str(), &resources.actions, nullptr, argv.data(),
+  posix_spawnattr_t* attributes = nullptr;
+  if (spec.own_process_group) {
+    attributes = &resources.attributes;
+    posix_spawnattr_setflags(attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(attributes, 0);  // a new group, whose id is the child's pid
+  }
+  const int spawned = ::posix_spawn(&pid_, path.c_str(), &resources.actions, attributes, argv.data(),
                                     envp.empty() ? environ : envp.data());
   if (spawned != 0) start_failed(spec.program, spawned);
   input_ = std::exchange(resources.pipes[0][1], -1);
@@ -331,6 +342,10 @@ bool Process::read_outputs(const std::function<void(ProcessOutput, std::string_v
 
 void Process::kill(int signal) {
   if (!end_ && pid_ > 0) ::kill(pid_, signal);
+}
+
+void Process::kill_group(int signal) {
+  if (!end_ && pid_ > 0) ::kill(-pid_, signal);
 }
 
 ProcessEnd Process::wait(ProcessDeadline deadline) {

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -191,6 +192,47 @@ def test_a_sample_that_kills_every_worker_fails_with_that_error(parity_bin, resn
     assert run.returncode == 1
 
 
+def hanging_script(folder, count, shape, index, pid_file):
+    """A script dataset whose load(index) writes its process's id to pid_file and then hangs (sleeps), alive."""
+    body = (f"    if i == {index}:\n"
+            f"        open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+            f"        __import__('time').sleep(3600)\n")
+    return write_script(folder, count, shape, body=body)
+
+
+def ended(pid, seconds=20):
+    """Whether the process ends (gone, or a zombie nobody reaps) within `seconds`."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_sample_that_hangs_is_failed_by_the_sample_timeout(parity_bin, resnet, tmp_path):
+    model, shape = resnet
+    clean = write_script(tmp_path, 20, shape)
+    _, clean_verdicts, _ = validate(parity_bin, model, clean, tmp_path, name="clean")
+    (tmp_path / "hanging").mkdir()
+    pid_file = tmp_path / "hung.pid"
+    hanging = hanging_script(tmp_path / "hanging", 20, shape, 7, pid_file)
+    run, verdicts, report = validate(parity_bin, model, hanging, tmp_path, "--workers", "2", "--sample-timeout", "8",
+                                     name="hanging", expect=1)
+    # Every sample counted exactly once: sample 7 failed with the timeout, the others as a run without the hang.
+    assert [v["index"] for v in verdicts] == list(range(20))
+    assert not verdicts[7]["passed"] and "no result within --sample-timeout 8s" in verdicts[7]["error"]
+    assert verdicts[:7] + verdicts[8:] == clean_verdicts[:7] + clean_verdicts[8:]
+    assert report["errors"] == 1 and report["first_errors"][0]["sample"] == 7
+    assert any("sample 7 within --sample-timeout 8s" in line for line in run.lines("[W] ")), run.describe()
+    # The hung Python (started by the worker) was killed with its worker, not left behind.
+    assert ended(int(pid_file.read_text())), "the hung dataset script's process is still running"
+
+
 @pytest.mark.parametrize("workers", [[], ["--workers", "2"]], ids=["in-process", "workers"])
 def test_a_sample_that_fails_in_a_runner_is_recorded_and_the_run_goes_on(parity_bin, resnet, tmp_path, workers):
     model, shape = resnet
@@ -248,7 +290,7 @@ def test_a_dataset_shorter_than_iterations_is_an_error(parity_bin, resnet, datas
 
 
 @pytest.mark.parametrize("case", ["no_load", "empty_folder", "missing", "with_load_inputs", "workers_alone",
-                                  "bad_model_in_workers"])
+                                  "bad_model_in_workers", "timeout_in_process", "timeout_zero"])
 def test_bad_dataset_input_is_one_clear_error(parity_bin, resnet, dataset, tmp_path, case):
     model, _ = resnet
     if case == "bad_model_in_workers":
@@ -266,6 +308,11 @@ def test_bad_dataset_input_is_one_clear_error(parity_bin, resnet, dataset, tmp_p
         args, expected = ["--dataset", tmp_path / "nothing"], "no such file or folder"
     elif case == "with_load_inputs":
         args, expected = ["--dataset", dataset, "--load-inputs", dataset / "0000.npz"], "--load-inputs cannot be used"
+    elif case == "timeout_in_process":
+        args, expected = ["--dataset", dataset, "--sample-timeout", "5"], "--sample-timeout stops a worker"
+    elif case == "timeout_zero":
+        args = ["--dataset", dataset, "--workers", "2", "--sample-timeout", "0"]
+        expected = "above 0 and at most 1e7, got 0"
     else:
         args, expected = ["--workers", "2"], "give --dataset"
     run = run_binary(parity_bin, ["run", model, "--onnxrt", *args], cwd=tmp_path)

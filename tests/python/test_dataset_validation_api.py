@@ -18,7 +18,7 @@ from exported_models import build, export  # noqa: E402
 
 from parity.backend.onnxrt import OnnxrtRunner, SessionFromOnnx  # noqa: E402
 from parity.backend.ref import RefRunner  # noqa: E402
-from parity.comparator import CompareFunc, DatasetReport, validate_dataset  # noqa: E402
+from parity.comparator import CompareFunc, DatasetReport, RunResults, validate_dataset  # noqa: E402
 from parity.exception import InvalidInputError  # noqa: E402
 
 SAMPLES = 24
@@ -127,11 +127,65 @@ def test_a_sequence_of_feeds_gives_the_folders_report(resnet, tmp_path):
     assert without_runner_names(report) == without_runner_names(folder_report)
 
 
-# As tests/cli/conftest.py's blas_kernel_dependent: under these OpenBLAS kernels the reference runner's results
-# change by an ulp with the BLAS thread count, which differs between the Ray Data run and the folder run.
-@pytest.mark.xfail(os.environ.get("OPENBLAS_CORETYPE", "").lower() in ("haswell", "zen"), strict=False,
-                   reason=f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')}: the reference runner's "
-                          f"verdicts at a tight tolerance can differ between thread counts")
+def saved_outputs(folder, index):
+    """{output name: [array per runner]} of a sample's saved RunResults (runner names hold each process's start
+    time)."""
+    results = RunResults.load(str(folder / f"sample_{index}_outputs.json"))
+    return {name: [iterations[0][name] for _, iterations in results] for name in results[0][1][0].keys()}
+
+
+def test_save_worst_saves_what_the_cli_saves(resnet, tmp_path):
+    model, _, samples, _, _ = resnet
+    cli, _ = cli_report(resnet, samples, tmp_path, "--worst-samples", 3, "--save-worst", tmp_path / "cli")
+    report, verdicts = api_report(resnet, samples, worst_samples=3, save_worst=tmp_path / "api")
+    worst = [entry["sample"] for entry in report["worst"]]
+    assert worst == [entry["sample"] for entry in cli["worst"]] and len(worst) == 3
+    assert sorted(os.listdir(tmp_path / "api")) == sorted(os.listdir(tmp_path / "cli")) == sorted(
+        f"sample_{i}_{kind}.json" for i in worst for kind in ("inputs", "outputs"))
+    for index in worst:
+        inputs = f"sample_{index}_inputs.json"
+        assert (tmp_path / "api" / inputs).read_bytes() == (tmp_path / "cli" / inputs).read_bytes()
+        api_outputs, cli_outputs = saved_outputs(tmp_path / "api", index), saved_outputs(tmp_path / "cli", index)
+        assert api_outputs.keys() == cli_outputs.keys() == {"logits"}
+        for name in api_outputs:
+            assert len(api_outputs[name]) == 2
+            for api_array, cli_array in zip(api_outputs[name], cli_outputs[name]):
+                np.testing.assert_array_equal(api_array, cli_array)
+        # --load-inputs reproduces the sample: the same verdict in a plain run.
+        run = subprocess.run([PARITY_BIN, "run", str(model), "--onnxrt", "--ref", "--load-inputs",
+                              str(tmp_path / "api" / inputs), "--atol", str(ATOL), "--rtol", "0"],
+                             capture_output=True, text=True, cwd=tmp_path)
+        assert run.returncode == (0 if verdicts[index]["passed"] else 1), run.stdout + run.stderr
+
+
+def test_save_worst_leaves_out_a_sample_that_cannot_be_loaded_again(resnet, tmp_path, caplog):
+    feeds = resnet[1]
+
+    class LoadsOnce:
+        """Sample 2 is its worst sample (its input scaled up) and cannot be loaded a second time."""
+
+        def __init__(self):
+            self.loaded = set()
+
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, index):
+            if index in self.loaded and index == 2:
+                raise OSError("the camera is gone")
+            self.loaded.add(index)
+            return {"x": feeds[index]["x"] * (1000 if index == 2 else 1)}
+
+    report, _ = api_report(resnet, LoadsOnce(), worst_samples=2, save_worst=tmp_path / "worst")
+    worst = [entry["sample"] for entry in report["worst"]]
+    assert worst[0] == 2 and len(worst) == 2
+    assert sorted(os.listdir(tmp_path / "worst")) == [f"sample_{worst[1]}_inputs.json",
+                                                      f"sample_{worst[1]}_outputs.json"]
+
+
+# Under OpenBLAS kernels such as Haswell's the reference runner's results change by an ulp with the BLAS
+# thread count, and Ray starts its actors with OMP_NUM_THREADS=1: the actors must compute with this process's
+# thread count (validate_dataset gives it to them) for the reports to be equal.
 def test_a_ray_dataset_gives_the_folders_report(resnet, tmp_path):
     try:
         import ray
@@ -160,6 +214,16 @@ def test_a_ray_dataset_gives_the_folders_report(resnet, tmp_path):
                                   ray_batch_size=5)
         assert sorted(verdicts, key=lambda v: v["index"]) == folder_verdicts
         assert without_runner_names(report) == without_runner_names(folder_report)
+        # save_worst reads the Ray Dataset's worst rows once more and runs them in this process.
+        api_report(resnet, resnet[2], worst_samples=2, save_worst=tmp_path / "folder_worst")
+        validate_dataset(functools.partial(make_runners, str(resnet[0])), dataset,
+                         CompareFunc.simple(atol=ATOL, rtol=0), worst_samples=2, ray_actors=2,
+                         save_worst=tmp_path / "ray_worst")
+        saved = sorted(os.listdir(tmp_path / "folder_worst"))
+        assert len(saved) == 4 and sorted(os.listdir(tmp_path / "ray_worst")) == saved
+        for name in saved:
+            if name.endswith("_inputs.json"):
+                assert (tmp_path / "ray_worst" / name).read_bytes() == (tmp_path / "folder_worst" / name).read_bytes()
 
         # An actor killed mid-batch (its process ends in the metric, once) is restarted by Ray Data
         # and its batch run again: every sample counted once, the same report as in one process.

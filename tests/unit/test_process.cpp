@@ -1,13 +1,18 @@
 // parity::Process, run_process and find_program (core): arguments and environment reach the
 // program, both output pipes are read without either filling, an exit status and a signal are told
-// apart, a deadline kills, and a program not found is a ProcessStartError naming it.
+// apart, a deadline kills, a child of its own process group is killed with what it started, and a
+// program not found is a ProcessStartError naming it.
 #include <gtest/gtest.h>
 
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "parity/core/process.h"
 #include "parity/core/temporary_folder.h"
@@ -83,6 +88,48 @@ TEST(Process, InputOutputAndKill) {
   ProcessEnd end = process.wait();
   EXPECT_EQ(end.signal, SIGTERM);
   EXPECT_FALSE(process.write_input("late\n"));  // closed, and no SIGPIPE
+}
+
+// Whether process `pid` ends (is gone, or a zombie nobody reaps) within ten seconds.
+bool ends(pid_t pid) {
+  for (int tries = 0; tries < 1000; ++tries) {
+    std::string stat;
+    try {
+      stat = read_file(fmt::format("/proc/{}/stat", pid));
+    } catch (const Error&) {
+      return true;
+    }
+    const auto after_name = stat.rfind(')');
+    if (after_name != std::string::npos && after_name + 2 < stat.size() &&
+        (stat[after_name + 2] == 'Z' || stat[after_name + 2] == 'X'))
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(Process, KillGroupEndsTheProgramsItStarted) {
+  ProcessSpec spec = shell("sleep 30 & echo $!; wait");
+  spec.own_process_group = true;
+  Process process(spec);
+  std::string line;
+  while (line.find('\n') == std::string::npos) {
+    auto got = process.read_output(ProcessOutput::kStandardOutput, line, ProcessClock::now() + std::chrono::seconds(10));
+    ASSERT_TRUE(got.has_value() && *got > 0);
+  }
+  const pid_t started = static_cast<pid_t>(std::stol(line));
+  EXPECT_EQ(::getpgid(process.pid()), process.pid());  // a group of its own, which what it starts joins
+  EXPECT_EQ(::getpgid(started), process.pid());
+  process.kill_group(SIGKILL);
+  EXPECT_EQ(process.wait().signal, SIGKILL);
+  EXPECT_TRUE(ends(started)) << "the program the child started outlived the group's kill";
+}
+
+TEST(Process, AChildIsInThisProcesssGroupUnlessAsked) {
+  Process process(shell("exec sleep 30"));
+  EXPECT_EQ(::getpgid(process.pid()), ::getpgrp());
+  process.kill(SIGKILL);
+  process.wait();
 }
 
 TEST(Process, WritingToAProgramThatEndedFailsWithoutSigpipe) {

@@ -10,8 +10,10 @@
 // once.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +32,9 @@ struct RayOptions {
   std::string folder;
   std::size_t actors = 0;       // 0: one per CPU of the cluster
   std::size_t batch_size = 8;   // samples per task
+  // How long an actor's worker may take over one sample; past it the worker is killed (with the
+  // programs it started) and restarted, and the sample recorded as failed. nullopt: no limit.
+  std::optional<std::chrono::milliseconds> sample_timeout;
 };
 
 // Runs samples [0, samples) on Ray; `on_record` as for run_worker_pool. Throws InvalidInputError

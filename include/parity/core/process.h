@@ -53,6 +53,9 @@ struct ProcessSpec {
   // Descriptors of this process passed on to the child under the same numbers (all others close
   // on exec).
   std::vector<int> inherited_descriptors;
+  // The child leads a process group of its own, which the programs it starts join: kill_group
+  // ends them all (a child whose own children hang or outlive it).
+  bool own_process_group = false;
 };
 
 // How a process ended.
@@ -112,6 +115,9 @@ class Process {
 
   // Sends `signal` to the child when it has not been reaped.
   void kill(int signal);
+  // Sends `signal` to the child's process group (ProcessSpec::own_process_group), when the child
+  // has not been reaped: the child and the programs it started that are still in the group.
+  void kill_group(int signal);
 
   // Closes the pipes still open and waits for the child; past `deadline` it is killed (SIGKILL)
   // and the end says timed_out. Throws InternalError when waitpid fails. Once waited, the same

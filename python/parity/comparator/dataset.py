@@ -56,8 +56,32 @@ def _rows(rows, samples):
         raise InvalidInputError(f"the Ray Dataset gave {index + 1} row(s), fewer than its count() of {samples}")
 
 
+def _rows_at(dataset, samples, indices):
+    """{index: row} for the rows of a Ray Dataset at `indices` (of its first `samples`), read in one
+    more pass over it."""
+    wanted, found = set(indices), {}
+    for index, row in _rows(dataset.iter_rows(), samples):
+        if index in wanted:
+            found[index] = dict(row)
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+def _loaded_again(load, indices):
+    """{index: feed, or the exception loading it raised} for the samples at `indices`."""
+    feeds = {}
+    for index in indices:
+        try:
+            feeds[index] = load(index)
+        except Exception as error:
+            feeds[index] = error
+    return feeds
+
+
 def _samples(dataset, iterations):
-    """(number of samples, iterator of (index, feed or None, error or None)) for the dataset."""
+    """(number of samples, iterator of (index, feed or None, error or None), feeds_at(indices) ->
+    {index: feed or exception}) for the dataset; feeds_at loads samples again."""
 
     if isinstance(dataset, (str, os.PathLike)):
         # The sources `parity run --dataset` takes, opened by the same C++ code.
@@ -71,13 +95,15 @@ def _samples(dataset, iterations):
             except ParityError as error:
                 return None, str(error)
 
-        return samples, ((index, *load(index)) for index in range(samples))
+        return (samples, ((index, *load(index)) for index in range(samples)),
+                lambda indices: _loaded_again(source.load, indices))
 
     if _is_ray_dataset(dataset):
         # A Ray Dataset is streamed from the cluster (read and preprocessed there by Ray Data) into
         # this process; a sample's index is its row's position in the iteration.
         samples, dataset = _limited(dataset, iterations)
-        return samples, ((index, dict(row), None) for index, row in _rows(dataset.iter_rows(), samples))
+        return (samples, ((index, dict(row), None) for index, row in _rows(dataset.iter_rows(), samples)),
+                lambda indices: _rows_at(dataset, samples, indices))
 
     if hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__"):
         samples = _checked_count(len(dataset), iterations)
@@ -89,7 +115,7 @@ def _samples(dataset, iterations):
                 except Exception as error:  # a sample that cannot be loaded fails; the run goes on
                     yield index, None, f"sample {index}: {type(error).__name__}: {error}"
 
-        return samples, items()
+        return samples, items(), lambda indices: _loaded_again(dataset.__getitem__, indices)
 
     raise InvalidInputError(
         f"validate_dataset: the dataset must be a folder of .npz files or a script (a path), a ray.data.Dataset, "
@@ -121,7 +147,8 @@ def _native_metric(metric):
 class _RayBatchValidator:
     """One actor of the Ray Data actor pool: builds its runners once, returns each row's record."""
 
-    def __init__(self, make_runners, compare_func, metric):
+    def __init__(self, make_runners, compare_func, metric, threads):
+        _parity.set_compute_threads(threads)  # the driver's, so the records are the driver's
         self._runners = make_runners()  # the native runners live as long as these objects
         self._validation = _parity.SampleValidation(_native_runners(self._runners), compare_func._native,
                                                     None if metric is None else _native_metric(metric))
@@ -136,23 +163,45 @@ class _RayBatchValidator:
         return {"record": np.array(records, dtype=object)}
 
 
-def _ray_records(make_runners, dataset, iterations, compare_func, metric, actors, batch_size):
-    """(samples, iterator of (index, None, record)) for the rows of the Ray Dataset, validated in a
-    pool of `actors` actors."""
+def _ray_records(make_runners, dataset, iterations, compare_func, metric, actors, batch_size, threads):
+    """(samples, iterator of (index, None, record), the Ray Dataset limited to the samples) for the
+    rows of the Ray Dataset, validated in a pool of `actors` actors computing with `threads`
+    threads."""
     if not callable(make_runners):
         raise InvalidInputError("validate_dataset: with ray_actors, runners must be a function returning the "
                                 "runners (each actor makes its own)")
     samples, dataset = _limited(dataset, iterations)
     import ray.data
 
-    validated = dataset.map_batches(_RayBatchValidator, fn_constructor_args=(make_runners, compare_func, metric),
+    validated = dataset.map_batches(_RayBatchValidator,
+                                    fn_constructor_args=(make_runners, compare_func, metric, threads),
                                     batch_size=batch_size, batch_format="numpy",
                                     compute=ray.data.ActorPoolStrategy(size=actors))
-    return samples, ((index, None, row["record"]) for index, row in _rows(validated.iter_rows(), samples))
+    return (samples, ((index, None, row["record"]) for index, row in _rows(validated.iter_rows(), samples)),
+            dataset)
+
+
+def _save_worst(folder, worst, feeds, validation):
+    """Saves each worst sample's inputs and every runner's outputs in `folder`, as
+    `parity run --save-worst` does; a sample that cannot be loaded or run again is left out, with a
+    warning."""
+    os.makedirs(folder, exist_ok=True)
+    saved = 0
+    for index in worst:
+        try:
+            feed = feeds.get(index, LookupError("the dataset gave no such row"))
+            if isinstance(feed, Exception):
+                raise feed
+            validation.save_sample(feed, os.path.join(folder, f"sample_{index}_inputs.json"),
+                                   os.path.join(folder, f"sample_{index}_outputs.json"))
+            saved += 1
+        except Exception as error:
+            G_LOGGER.warning(f"save_worst: sample {index} is not saved: {type(error).__name__}: {error}")
+    G_LOGGER.info(f"Saved the {saved} worst sample(s)' inputs and outputs to {folder}")
 
 
 def validate_dataset(runners, dataset, compare_func=None, metric=None, iterations=None, worst_samples=5,
-                     fail_fast=False, on_sample=None, ray_actors=None, ray_batch_size=8):
+                     fail_fast=False, on_sample=None, ray_actors=None, ray_batch_size=8, save_worst=None):
     """Runs every sample of `dataset` (or the first `iterations`) through `runners`, judges each
     with `compare_func` (CompareFunc.simple() by default; any of CompareFunc's functions), pairing
     adjacent runners, and returns the merged DatasetReport.
@@ -167,7 +216,15 @@ def validate_dataset(runners, dataset, compare_func=None, metric=None, iteration
 
     The runners run in this process, or, for a Ray Dataset with `ray_actors=N`, in a pool of N
     Ray Data actors (Dataset.map_batches, batches of `ray_batch_size` rows): `runners` is then a
-    function returning the runners, which each actor calls once."""
+    function returning the runners, which each actor calls once.
+
+    Every executor computes with this process's compute thread count (the reference runner's BLAS
+    results can change with it), pinned here and in each actor.
+
+    save_worst: a folder where, for each of the `worst_samples` worst samples `i`,
+    sample_<i>_inputs.json (for `parity run --load-inputs`) and sample_<i>_outputs.json (every
+    runner's outputs, for --load-outputs) are saved. The samples are loaded and run again in this
+    process (a Ray Dataset is read once more; with ray_actors, `runners()` is called here once)."""
     if compare_func is None:
         compare_func = CompareFunc.simple()
     if getattr(compare_func, "_native", None) is None:
@@ -176,12 +233,17 @@ def validate_dataset(runners, dataset, compare_func=None, metric=None, iteration
         raise InvalidInputError("validate_dataset: worst_samples must be at least 0")
     if ray_actors is not None and (not _is_ray_dataset(dataset) or ray_actors < 1):
         raise InvalidInputError("validate_dataset: ray_actors (at least 1) runs the samples of a ray.data.Dataset")
+    threads = _parity.compute_threads()
+    _parity.set_compute_threads(threads)
     local = None
     if ray_actors is not None:
-        samples, records = _ray_records(runners, dataset, iterations, compare_func, metric, ray_actors,
-                                        ray_batch_size)
+        samples, records, limited = _ray_records(runners, dataset, iterations, compare_func, metric, ray_actors,
+                                                 ray_batch_size, threads)
+
+        def feeds_at(indices):
+            return _rows_at(limited, samples, indices)
     else:
-        samples, feeds = _samples(dataset, iterations)
+        samples, feeds, feeds_at = _samples(dataset, iterations)
         local = _parity.SampleValidation(_native_runners(runners), compare_func._native,
                                          None if metric is None else _native_metric(metric))
         records = ((index, error, None if error is not None else local.validate(index, feed))
@@ -206,7 +268,14 @@ def validate_dataset(runners, dataset, compare_func=None, metric=None, iteration
                 G_LOGGER.error(f"Sample {index} failed: stopping (fail_fast)")
                 break
         merged.log_report()
-        return DatasetReport(merged.report())
+        report = DatasetReport(merged.report())
+        if save_worst is not None and report["worst"]:
+            if local is None:
+                made = runners()
+                local = _parity.SampleValidation(_native_runners(made), compare_func._native, None)
+            worst = [entry["sample"] for entry in report["worst"]]
+            _save_worst(os.fspath(save_worst), worst, feeds_at(worst), local)
+        return report
     finally:
         if local is not None:
             local.close()

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "parity/core/file_io.h"
 #include "parity/core/logger.h"
 #include "parity/core/python_interpreter.h"
+#include "parity/core/thread_pool.h"
 #include "parity/runtime/dataset_source.h"
 
 namespace parity::cli {
@@ -71,6 +73,20 @@ std::vector<std::string> own_arguments() {
 
 }  // namespace
 
+std::optional<std::chrono::milliseconds> DatasetArgs::sample_timeout() const {
+  if (!app_->count("--sample-timeout")) return std::nullopt;
+  return std::chrono::milliseconds(std::max<long long>(1, std::llround(sample_timeout_ * 1000)));
+}
+
+std::vector<std::string> DatasetArgs::worker_arguments() const {
+  std::vector<std::string> arguments = own_arguments();
+  if (!app_->count("--threads")) {
+    arguments.push_back("--threads");
+    arguments.push_back(std::to_string(compute_threads()));
+  }
+  return arguments;
+}
+
 void DatasetArgs::add_to(CLI::App& app) {
   const char* group = "Dataset Validation";
   app.add_option("--dataset", dataset_,
@@ -89,6 +105,11 @@ void DatasetArgs::add_to(CLI::App& app) {
       ->expected(0, 1)
       ->type_name("[ADDRESS]")
       ->group(group);
+  app.add_option("--sample-timeout", sample_timeout_,
+                 "--workers, --ray: seconds a worker may take over one sample; past them the worker is killed (with "
+                 "the programs it started) and restarted, and the sample recorded as failed (default: no limit)")
+      ->type_name("SECONDS")
+      ->group(group);
   app.add_option("--worst-samples", worst_count_, "--dataset: how many of the worst samples to list (default 5)")
       ->group(group);
   app.add_option("--save-worst", save_worst_,
@@ -106,17 +127,26 @@ void DatasetArgs::add_to(CLI::App& app) {
 }
 
 void DatasetArgs::parse() {
-  const bool dataset_flags = app_->count("--workers") || app_->count("--ray") || app_->count("--worst-samples") ||
+  const bool dataset_flags = app_->count("--workers") || app_->count("--ray") || app_->count("--sample-timeout") ||
+                             app_->count("--worst-samples") ||
                              app_->count("--save-worst") || app_->count("--metric-script") ||
                              app_->count("--sample-results");
   if (!given()) {
     if (dataset_flags)
-      raise<InvalidInputError>("--workers, --ray, --worst-samples, --save-worst, --metric-script and --sample-results "
-                               "validate over a dataset: give --dataset");
+      raise<InvalidInputError>("--workers, --ray, --sample-timeout, --worst-samples, --save-worst, --metric-script and "
+                               "--sample-results validate over a dataset: give --dataset");
     return;
   }
   if (app_->count("--workers") && workers_ < 1) raise<InvalidInputError>("--workers must be at least 1");
   if (worst_count_ < 0) raise<InvalidInputError>("--worst-samples must be at least 0");
+  if (app_->count("--sample-timeout")) {
+    if (!(sample_timeout_ > 0) || sample_timeout_ > 1e7)
+      raise<InvalidInputError>("--sample-timeout must be a number of seconds above 0 and at most 1e7, got {}",
+                               sample_timeout_);
+    if (!app_->count("--workers") && !app_->count("--ray"))
+      raise<InvalidInputError>("--sample-timeout stops a worker that hangs on a sample: give --workers or --ray (a "
+                               "sample running in this process cannot be stopped)");
+  }
   if (!metric_script_.empty()) {
     const ScriptSpec script = parse_script_spec(metric_script_, "metric");
     std::error_code error;
@@ -160,6 +190,12 @@ bool DatasetArgs::run(const RunnerFactory& make_runners, const compare::CompareF
   if (!metric_script_.empty() && (is_worker() || (workers_ == 0 && !app_->count("--ray"))))
     metrics = metric_script(parse_script_spec(metric_script_, "metric"));
   auto dataset = runtime::open_dataset(dataset_, configured_python());
+
+  // Every executor computes with one thread count (the reference kernels' BLAS results can change
+  // with it): this one's (--threads, else this machine's hardware threads), pinned here whatever
+  // OMP_NUM_THREADS or OPENBLAS_NUM_THREADS say, and given to every worker and Ray actor as
+  // --threads (worker_arguments), which applies it the same way.
+  if (!is_worker()) set_compute_threads(compute_threads());
 
   if (is_worker()) {
     auto runners = make_runners();
@@ -212,16 +248,18 @@ bool DatasetArgs::run(const RunnerFactory& make_runners, const compare::CompareF
     options.address = ray_address_;
     options.python = configured_python();
     options.program = fs::read_symlink("/proc/self/exe").string();
-    options.arguments = own_arguments();
+    options.arguments = worker_arguments();
     options.folder = fs::current_path().string();
     options.actors = static_cast<std::size_t>(workers_);
+    options.sample_timeout = sample_timeout();
     compare::run_on_ray(options, samples, on_record);
   } else if (workers_ > 0) {
     compare::WorkerPoolOptions options;
     options.worker.program = fs::read_symlink("/proc/self/exe").string();
-    options.worker.arguments = own_arguments();
+    options.worker.arguments = worker_arguments();
     options.worker.environment = {{kWorkerVariable, "1"}};
     options.workers = static_cast<std::size_t>(workers_);
+    options.sample_timeout = sample_timeout();
     compare::run_worker_pool(options, samples, on_record);
   } else {
     for (std::size_t index = 0; index < samples; ++index) {

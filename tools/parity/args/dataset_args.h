@@ -1,11 +1,13 @@
 // `parity run`'s dataset validation flags (docs/dataset-validation.md): --dataset (a folder of
-// .npz files or a script with num_samples() and load(i)), --workers, --ray, --worst-samples,
+// .npz files or a script with num_samples() and load(i)), --workers, --ray, --sample-timeout, --worst-samples,
 // --save-worst, --metric-script, --sample-results. With --dataset the run validates every sample
 // (or the first --iterations) and reports over the whole dataset instead of per iteration.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,11 +41,17 @@ class DatasetArgs {
 
  private:
   std::size_t sample_count(std::size_t dataset_size) const;
+  // The arguments a worker or Ray actor starts parity with: this process's, with --threads set to
+  // this process's compute thread count when it was not given.
+  std::vector<std::string> worker_arguments() const;
+  // --sample-timeout, when given.
+  std::optional<std::chrono::milliseconds> sample_timeout() const;
 
   CLI::App* app_ = nullptr;
   std::string dataset_;
   int workers_ = 0;  // 0: in this process (with --ray: one actor per CPU of the cluster)
   std::string ray_address_;  // --ray's value; empty with --ray alone: a local cluster
+  double sample_timeout_ = 0;  // --sample-timeout, seconds
   int worst_count_ = 5;
   std::string save_worst_;
   std::string metric_script_;
