@@ -13,17 +13,21 @@ namespace parity {
 
 class Error : public std::exception {
  public:
-  explicit Error(std::string message) : message_(std::move(message)), full_(message_) {}
+  explicit Error(std::string message) : message_(printable(std::move(message))), full_(message_) {}
 
   // Prepends "where: " to the message (e.g. the file or node being processed).
   Error& add_context(const std::string& where) {
-    full_ = where + ": " + full_;
+    full_ = printable(where) + ": " + full_;
     return *this;
   }
   const char* what() const noexcept override { return full_.c_str(); }
   const std::string& message() const { return message_; }
 
  private:
+  // The text with a NUL byte (a model's names may hold one) written as \0: what() is read as a C
+  // string, which would end the message there.
+  static std::string printable(std::string text);
+
   std::string message_;
   std::string full_;
 };

@@ -68,6 +68,9 @@ ScanSpec make_spec(KernelContext& ctx, const ::onnx::GraphProto& body, std::size
     ctx.fail("the body has {} outputs, fewer than the {} state variables ({} inputs, num_scan_inputs {})",
              body.output_size(), spec.state_count, data_inputs, num_scan_inputs);
   spec.scan_out_count = static_cast<std::size_t>(body.output_size()) - spec.state_count;
+  if (ctx.num_outputs() > spec.state_count + spec.scan_out_count)
+    ctx.fail("the node has {} outputs, the body gives {} ({} state variables, {} scan outputs)", ctx.num_outputs(),
+             spec.state_count + spec.scan_out_count, spec.state_count, spec.scan_out_count);
   auto list = [&](const char* name, std::size_t n) {
     auto v = ctx.attr_ints(name, std::vector<int64_t>{});
     if (v.empty()) v.assign(n, 0);
