@@ -420,7 +420,8 @@ nlohmann::ordered_json tensor_json(const TensorAttribution& t) {
 std::vector<std::size_t> AttributionResult::ranked() const {
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i].not_run.empty() && !(tensors[i].local_abs == 0 && tensors[i].local_rel == 0)) order.push_back(i);
+    // An absolute error of 0 is an exact node, whatever the relative error (NaN for a bool or 0/0).
+    if (tensors[i].not_run.empty() && tensors[i].local_abs != 0) order.push_back(i);
   auto key = [](double v) { return std::isnan(v) ? kInf : v; };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     const auto& x = tensors[a];
