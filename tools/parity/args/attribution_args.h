@@ -33,6 +33,8 @@ class AttributionArgs {
   void attribute(const onnx::Model& model, runtime::Runner& reference, const runtime::Runner& under_test,
                  const compare::Verdict& verdict, const compare::SimpleOptions& simple, uint64_t memory_budget,
                  std::size_t count);
+  // The attribution; nullptr when it did not run.
+  const compare::AttributionResult* result() const { return result_ ? &*result_ : nullptr; }
   // Adds "attribution" to the report when attribution ran.
   void add_to_report(nlohmann::ordered_json& report) const;
 

@@ -375,6 +375,7 @@ class RunCommand : public Command {
       compare::save_report(comparison_.report(), report);
       log::info("Saved report to {}", comparison_.report());
     }
+    report_html_.add_attribution(attribution_.result(), static_cast<std::size_t>(layerwise_worst_));
     report_html_.write(command_line(), verdict, static_cast<std::size_t>(layerwise_worst_));
     model_explorer_.write(verdict);
     return verdict.passed;
