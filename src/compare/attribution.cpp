@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "parity/core/error.h"
+#include "parity/core/half.h"
 #include "parity/core/logger.h"
 #include "parity/onnx/graph_order.h"
 #include "parity/statistics/pair_statistics.h"
@@ -310,6 +311,10 @@ class Attributor {
     try {
       NamedTensors feed;
       onnx::Model model = batch_model(batch, feed);
+      if (options_.prepare_batch) {
+        options_.prepare_batch(model);
+        note_reduced_outputs(batch, model);
+      }
       auto runner = under_test_.with_model([model] { return model; });
       runtime::ActiveRunner active(*runner);
       ++result_.batches;
@@ -331,6 +336,36 @@ class Attributor {
       for (std::size_t t : unit->tensors) measure(result_.tensors[t], produced);
   }
 
+  // The compared tensors the prepared batch writes through a Cast it inserted (a node it converted to
+  // options_.prepared_type: the Cast is not one of the batch's own nodes).
+  void note_reduced_outputs(const std::vector<Unit*>& batch, const onnx::Model& prepared) {
+    std::set<std::string> own;
+    for (const Unit* unit : batch)
+      for (int i : unit->nodes) own.insert(graph_.node(i).name());
+    std::unordered_map<std::string, const ::onnx::NodeProto*> producer;
+    for (const auto& node : prepared->graph().node())
+      for (const auto& output : node.output()) producer[output] = &node;
+    for (const auto& output : prepared->graph().output()) {
+      auto it = producer.find(output.name());
+      if (it == producer.end() || it->second->op_type() != "Cast" || own.count(it->second->name())) continue;
+      reduced_.insert(output.name().substr(0, output.name().size() - kLocalSuffix.size()));
+    }
+  }
+
+  // A copy of `reference` (float32; it may share the spill's memory) rounded to options_.prepared_type,
+  // except values beyond its range: overflowing them is the node's error, not its output's rounding.
+  Tensor rounded_to_prepared_type(const Tensor& reference) const {
+    if (reference.dtype() != DType::kFloat32) return reference;
+    Tensor value = Tensor::copy_of(reference.view());
+    for (float& v : value.mutable_span<float>()) {
+      const float rounded = options_.prepared_type == DType::kBFloat16
+                                ? bfloat16_bits_to_float(float_to_bfloat16_bits(v))
+                                : float16_bits_to_float(float_to_float16_bits(v));
+      if (std::isfinite(rounded) || !std::isfinite(v)) v = rounded;
+    }
+    return value;
+  }
+
   void measure(TensorAttribution& tensor, const std::unordered_map<std::string, const Tensor*>& produced) {
     auto local = produced.find(tensor.tensor + kLocalSuffix);
     const auto* record = spill_.find(0, tensor.tensor);
@@ -340,6 +375,8 @@ class Attributor {
       return;
     }
     Tensor reference = spill_.read(*record);
+    if (options_.prepared_type != DType::kUndefined && reduced_.count(tensor.tensor))
+      reference = rounded_to_prepared_type(reference);
     const Tensor& value = *local->second;
     if (reference.size() != value.size()) {
       tensor.not_run = fmt::format("alone it has shape {}, the reference's has {}", shape_to_string(value.shape()),
@@ -377,6 +414,7 @@ class Attributor {
   std::unordered_map<std::string, Tensor> feed_;
   std::unordered_map<std::string, const ::onnx::TensorProto*> initializers_;
   std::unordered_map<std::string, const ::onnx::NodeProto*> constants_;
+  std::set<std::string> reduced_;  // compared tensors a prepared batch computes in options_.prepared_type
   std::map<std::string, const ::onnx::ValueInfoProto*> declared_;
   std::vector<Unit> units_;
   AttributionResult result_;

@@ -242,3 +242,55 @@ def test_weights_in_an_external_file_reach_the_single_nodes(run_parity, peak_mod
     attribution = json.loads(report.read_text())["attribution"]
     assert all("not_run" not in t for t in attribution["tensors"]), attribution["tensors"]
     assert attribution["top"][0]["op"] == "ReduceSum"
+
+
+@pytest.fixture(scope="session")
+def overflow_model(tmp_path_factory):
+    """X in [0, 1) -> +1 -> x40000 (beyond float16's 65504 for x > 1.6376) -> /40000: in float32 the chain
+    gives back X + 1; converted to float16, the Mul overflows to inf and the Div passes the infinities on."""
+    nodes = [
+        helper.make_node("Add", ["X", "one"], ["shifted"], name="shift"),
+        helper.make_node("Mul", ["shifted", "scale"], ["scaled"], name="overflow"),
+        helper.make_node("Div", ["scaled", "scale"], ["y"], name="back"),
+    ]
+    initializers = [numpy_helper.from_array(np.array(1, np.float32), "one"),
+                    numpy_helper.from_array(np.array(40000, np.float32), "scale")]
+    path = tmp_path_factory.mktemp("attribution") / "overflow.onnx"
+    return save_model(path, nodes, initializers, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, K])])
+
+
+@pytest.mark.parametrize("precision", ["--fp-to-fp16", "--fp-to-bf16"])
+def test_reduced_precision_runs_each_node_converted(run_parity, overflow_model, tmp_path, precision):
+    """--fp-to-fp16: the first ref runs the float32 model, the second the float16 model (ref computes each
+    float16 op as float16 hardware does, rounding every result); each node alone runs converted too, fed the
+    reference's values, and is compared with the reference's value rounded to float16 (so rounding its output
+    is not its error). The Mul that overflows float16 is the first node over the tolerance alone, the Div after
+    it fails only because it is fed infinities. bfloat16 (range up to 3.4e38) has no overflow here: the
+    nodes err by the rounding of their inputs and constants, within the tolerance."""
+    report_path = tmp_path / "report.json"
+    run = run_parity("run", overflow_model, "--ref", "--ref", precision, "--onnx-outputs", "mark", "all",
+                     "--attribute", "--atol", "1e-2", "--rtol", "1e-2", "--report", report_path, timeout=RUN_TIMEOUT)
+    assert not run.crash_markers(), run.describe()
+    attribution = json.loads(report_path.read_text())["attribution"]
+    by_tensor = {t["tensor"]: t for t in attribution["tensors"]}
+    assert attribution["under_test"].endswith("-fp16" if precision == "--fp-to-fp16" else "-bf16")
+    assert set(by_tensor) == {"shifted", "scaled", "y"}
+    if precision == "--fp-to-fp16":
+        assert run.returncode == 1, run.describe()
+        assert attribution["first_local_failure"]["node"] == "overflow", attribution
+        assert by_tensor["scaled"]["local"]["abs"] in ("inf", None), by_tensor["scaled"]
+        assert by_tensor["scaled"]["inherited"]["abs"] < 1e-2
+        assert not by_tensor["shifted"]["local"]["failed"] and by_tensor["shifted"]["local"]["abs"] <= 2 ** -10
+        assert "First node whose local error exceeds the tolerance: 'overflow' [Op: Mul]" in run.stdout
+    else:
+        assert run.returncode == 0, run.describe()
+        assert attribution["first_local_failure"] is None, attribution
+        # The Mul alone errs by what bfloat16 (8 bits) makes of its inputs: 40000 becomes 39936, -0.16%.
+        assert 0 < by_tensor["scaled"]["local"]["rel"] < 1e-2, by_tensor["scaled"]
+
+
+def test_reduced_precision_refuses_int8(run_parity, overflow_model):
+    run = run_parity("run", overflow_model, "--ref", "--ref", "--fp-to-fp16", "--int8", timeout=RUN_TIMEOUT)
+    assert run.returncode != 0
+    assert "--fp-to-fp16/--fp-to-bf16 converts a float32 ONNX model: leave out --int8" in run.output, run.describe()
+    assert not run.crash_markers()
