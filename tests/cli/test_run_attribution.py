@@ -294,3 +294,25 @@ def test_reduced_precision_refuses_int8(run_parity, overflow_model):
     assert run.returncode != 0
     assert "--fp-to-fp16/--fp-to-bf16 converts a float32 ONNX model: leave out --int8" in run.output, run.describe()
     assert not run.crash_markers()
+
+
+def test_int8_runs_each_node_as_its_qdq_version(run_parity, examples_dir, tmp_path):
+    """--int8: the runner under test runs the Q/DQ model; each node alone runs its Q/DQ version taken from that
+    model (its activation quantized with the calibrated scale, its weight int8), fed the reference's float
+    values. The first Conv reads the graph input in both runs, so alone it errs as much as in the whole run;
+    the BatchNormalization after it is not quantized and only inherits."""
+    report_path = tmp_path / "report.json"
+    run = run_parity("run", examples_dir / "small_cnn.onnx", "--ref", "--onnxrt", "--int8", "--onnx-outputs", "mark",
+                     "all", "--attribute", "--atol", "1e-2", "--rtol", "1e-2", "--report", report_path,
+                     timeout=RUN_TIMEOUT)
+    assert run.returncode == 1, run.describe()
+    assert not run.crash_markers(), run.describe()
+    attribution = json.loads(report_path.read_text())["attribution"]
+    assert attribution["under_test"].endswith("-int8")
+    by_tensor = {t["tensor"]: t for t in attribution["tensors"]}
+    conv1 = by_tensor["conv1_out"]
+    assert conv1["inherited"]["abs"] == 0 and conv1["local"]["abs"] > 1e-3, conv1
+    assert conv1["local"]["abs"] == pytest.approx(conv1["total"]["abs"], rel=0.05), conv1
+    assert attribution["first_local_failure"]["node"] == "conv1"
+    assert by_tensor["bn1_out"]["local"]["abs"] < 1e-5 < by_tensor["bn1_out"]["inherited"]["abs"], by_tensor["bn1_out"]
+    assert {t["op"] for t in attribution["top"][:5]} <= {"Conv", "Gemm", "MaxPool"}, attribution["top"]

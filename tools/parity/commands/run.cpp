@@ -336,6 +336,7 @@ class RunCommand : public Command {
       if (!compiled_file.empty())
         raise<InvalidInputError>("{} is a compiled OpenVINO model: --int8 quantizes an ONNX model", compiled_file);
       int8_.quantize_runners_under_test(live, runners_, model_, data_loader_.data_loader());
+      attribution_.prepare_batches_with(int8_.qdq_versions(), DType::kUndefined);
     }
     if (reduced_precision_.enabled()) {
       if (!compiled_file.empty() || int8_.enabled())
