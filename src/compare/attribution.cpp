@@ -352,18 +352,26 @@ class Attributor {
     }
   }
 
-  // A copy of `reference` (float32; it may share the spill's memory) rounded to options_.prepared_type,
-  // except values beyond its range: overflowing them is the node's error, not its output's rounding.
-  Tensor rounded_to_prepared_type(const Tensor& reference) const {
-    if (reference.dtype() != DType::kFloat32) return reference;
-    Tensor value = Tensor::copy_of(reference.view());
-    for (float& v : value.mutable_span<float>()) {
+  // A copy of `reference` (float32; it may share the spill's memory) in which each element is the
+  // reference's value or its rounding to options_.prepared_type, whichever is closer to the node's
+  // `value`: a backend that keeps the tensor in float32 (OpenVINO computing a float16 graph at f32,
+  // ONNX Runtime between ops without float16 kernels) is not charged for not rounding it. A value
+  // beyond the type's range is not rounded: overflowing it is the node's error.
+  Tensor nearest_admissible_reference(const Tensor& reference, const Tensor& value) const {
+    if (reference.dtype() != DType::kFloat32 || value.dtype() != DType::kFloat32 || value.size() != reference.size())
+      return reference;
+    Tensor admissible = Tensor::copy_of(reference.view());
+    const auto computed = value.span<float>();
+    auto elements = admissible.mutable_span<float>();
+    for (std::size_t i = 0; i < elements.size(); ++i) {
+      const float exact = elements[i];
       const float rounded = options_.prepared_type == DType::kBFloat16
-                                ? bfloat16_bits_to_float(float_to_bfloat16_bits(v))
-                                : float16_bits_to_float(float_to_float16_bits(v));
-      if (std::isfinite(rounded) || !std::isfinite(v)) v = rounded;
+                                ? bfloat16_bits_to_float(float_to_bfloat16_bits(exact))
+                                : float16_bits_to_float(float_to_float16_bits(exact));
+      if (std::isfinite(rounded) && std::fabs(computed[i] - rounded) < std::fabs(computed[i] - exact))
+        elements[i] = rounded;
     }
-    return value;
+    return admissible;
   }
 
   void measure(TensorAttribution& tensor, const std::unordered_map<std::string, const Tensor*>& produced) {
@@ -375,9 +383,9 @@ class Attributor {
       return;
     }
     Tensor reference = spill_.read(*record);
-    if (options_.prepared_type != DType::kUndefined && reduced_.count(tensor.tensor))
-      reference = rounded_to_prepared_type(reference);
     const Tensor& value = *local->second;
+    if (options_.prepared_type != DType::kUndefined && reduced_.count(tensor.tensor))
+      reference = nearest_admissible_reference(reference, value);
     if (reference.size() != value.size()) {
       tensor.not_run = fmt::format("alone it has shape {}, the reference's has {}", shape_to_string(value.shape()),
                                    shape_to_string(reference.shape()));

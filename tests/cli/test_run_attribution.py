@@ -316,3 +316,18 @@ def test_int8_runs_each_node_as_its_qdq_version(run_parity, examples_dir, tmp_pa
     assert attribution["first_local_failure"]["node"] == "conv1"
     assert by_tensor["bn1_out"]["local"]["abs"] < 1e-5 < by_tensor["bn1_out"]["inherited"]["abs"], by_tensor["bn1_out"]
     assert {t["op"] for t in attribution["top"][:5]} <= {"Conv", "Gemm", "MaxPool"}, attribution["top"]
+
+
+def test_reduced_precision_does_not_charge_a_backend_that_keeps_float32(run_parity, examples_dir, tmp_path):
+    """OpenVINO at f32 computes the float16 model's data-movement ops on float32 values (it drops the Casts
+    around them): their outputs are the reference's exact values, not its float16 roundings. Compared with
+    whichever of the two is closer, they introduce nothing; the convolutions, on float16 weights, do."""
+    report_path = tmp_path / "report.json"
+    run = run_parity("run", examples_dir / "small_cnn.onnx", "--ref", "--openvino", "--ov-precision", "f32",
+                     "--fp-to-fp16", "--onnx-outputs", "mark", "all", "--attribute", "--report", report_path,
+                     timeout=RUN_TIMEOUT)
+    assert not run.crash_markers(), run.describe()
+    by_tensor = {t["tensor"]: t for t in json.loads(report_path.read_text())["attribution"]["tensors"]}
+    for name in ("relu1_out", "pool1_out", "relu2_out", "pool2_out"):
+        assert by_tensor[name]["local"]["abs"] == 0, by_tensor[name]
+    assert by_tensor["conv1_out"]["local"]["abs"] > 0 and by_tensor["conv1_out"]["inherited"]["abs"] == 0

@@ -83,10 +83,11 @@ struct AttributionOptions {
   // each node runs in the precision it has there. Empty: the nodes run as the model has them.
   std::function<void(onnx::Model&)> prepare_batch;
   // The reduced type prepare_batch converts to (kFloat16, kBFloat16). An output the prepared batch
-  // computes in it (written under another name and Cast to its declared float32) is compared with
-  // the reference's value rounded to it: storing the tensor in that type costs the rounding wherever
-  // it is computed, so the local error is what the node adds beyond it. A value beyond the type's
-  // range is not rounded: the node's overflow is its own error.
+  // computes in it (written under another name and Cast to its declared float32) is compared, element
+  // by element, with the reference's value or its rounding to that type, whichever is closer: storing
+  // the tensor in that type costs the rounding wherever it is computed, so the local error is what the
+  // node adds beyond it. A value beyond the type's range is not rounded: the node's overflow is its
+  // own error.
   DType prepared_type = DType::kUndefined;
 };
 
