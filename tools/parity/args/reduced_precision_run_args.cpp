@@ -27,6 +27,14 @@ void ReducedPrecisionRunArgs::add_to(CLI::App& app) {
   app.add_flag("--fp-to-bf16", bf16_, "As --fp-to-fp16, to bfloat16")->group(group)->excludes(fp16);
 }
 
+void ReducedPrecisionRunArgs::check(bool int8, bool dataset) const {
+  if (!enabled()) return;
+  const auto flag = fp16_ ? "--fp-to-fp16" : "--fp-to-bf16";
+  if (int8) raise<InvalidInputError>("{} converts the float32 model the runners under test run: leave out --int8", flag);
+  if (dataset)
+    raise<InvalidInputError>("{} cannot be used with --dataset (the dataset's runners run the model as it is)", flag);
+}
+
 onnx::ReducedPrecisionOptions ReducedPrecisionRunArgs::options() const {
   onnx::ReducedPrecisionOptions options;
   options.precision = bf16_ ? onnx::ReducedPrecision::kBFloat16 : onnx::ReducedPrecision::kFloat16;

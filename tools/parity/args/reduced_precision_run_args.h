@@ -24,6 +24,9 @@ class ReducedPrecisionRunArgs {
   // DType::kFloat16 or kBFloat16 (kUndefined when neither flag is given).
   DType dtype() const { return bf16_ ? DType::kBFloat16 : fp16_ ? DType::kFloat16 : DType::kUndefined; }
 
+  // Refuses the flags with --int8 (another model under test) or --dataset (which runs the model as it is).
+  void check(bool int8, bool dataset) const;
+
   // Every runner after the first (command-line order) is made again on the converted model and its
   // name ends in -fp16/-bf16; a single runner runs the converted model (compared with --load-outputs,
   // if given).

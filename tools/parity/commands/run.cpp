@@ -138,6 +138,7 @@ class RunCommand : public Command {
     pictures_.parse(comparison_);
     report_html_.attach(comparison_);
     int8_.parse();
+    reduced_precision_.check(int8_.enabled(), dataset_.given());
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     resolve_tensor_entries_in_model();
     excluded_.insert(exclude_names_.begin(), exclude_names_.end());
@@ -339,9 +340,9 @@ class RunCommand : public Command {
       attribution_.prepare_batches_with(int8_.qdq_versions(), DType::kUndefined);
     }
     if (reduced_precision_.enabled()) {
-      if (!compiled_file.empty() || int8_.enabled())
-        raise<InvalidInputError>("--fp-to-fp16/--fp-to-bf16 converts a float32 ONNX model{}",
-                                 int8_.enabled() ? ": leave out --int8" : fmt::format(", not {}", compiled_file));
+      if (!compiled_file.empty())
+        raise<InvalidInputError>("{} is a compiled OpenVINO model: --fp-to-fp16/--fp-to-bf16 converts an ONNX model",
+                                 compiled_file);
       reduced_precision_.convert_runners_under_test(live, runners_, model_);
       attribution_.prepare_batches_with(reduced_precision_.converter(), reduced_precision_.dtype());
     }
