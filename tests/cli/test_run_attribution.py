@@ -15,6 +15,7 @@ through a BLAS (so they hold under every OpenBLAS kernel):
 """
 
 import json
+import re
 
 import numpy as np
 import onnx
@@ -333,3 +334,43 @@ def test_reduced_precision_does_not_charge_a_backend_that_keeps_float32(run_pari
     for name in ("relu1_out", "pool1_out", "relu2_out", "pool2_out"):
         assert by_tensor[name]["local"]["abs"] == 0, by_tensor[name]
     assert by_tensor["conv1_out"]["local"]["abs"] > 0 and by_tensor["conv1_out"]["inherited"]["abs"] == 0
+
+
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory):
+    from exported_models import export
+
+    folder = tmp_path_factory.mktemp("attribution_exported")
+    return {(kind, exporter): export(kind, folder / f"{kind}_{exporter}.onnx", exporter)
+            for kind in ("bert", "resnet") for exporter in ("torchscript", "dynamo")}
+
+
+def default_keep_op_types(run_parity):
+    """convert's default keep list, as `parity convert --help` prints it."""
+    listed = re.search(r"Do not keep the default op types in float32 \(([^;]*);", run_parity("convert", "--help").stdout)
+    return set(listed.group(1).split())
+
+
+@pytest.mark.parametrize("kind, exporter, precision", [
+    ("bert", "torchscript", "--int8"), ("bert", "dynamo", "--int8"),
+    ("resnet", "torchscript", "--int8"), ("resnet", "dynamo", "--int8"),
+    ("bert", "torchscript", "--fp-to-fp16"), ("bert", "dynamo", "--fp-to-fp16"),
+])
+def test_exported_models_attributed_in_reduced_precision(run_parity, exported, kind, exporter, precision, tmp_path):
+    """On exported models every tensor is attributed, and only the nodes the precision changes introduce an
+    error of its size: under --int8 the quantized ops (docs/int8.md), under --fp-to-fp16 the converted ones;
+    the nodes left in float32 (every other op under --int8, the default keep list under --fp-to-fp16: the
+    exports' LayerNormalization and Softmax) agree with the reference alone to float32 rounding."""
+    report_path = tmp_path / "report.json"
+    run = run_parity("run", exported[(kind, exporter)], "--ref", "--onnxrt", precision, "--onnx-outputs", "mark",
+                     "all", "--attribute", "--report", report_path, timeout=RUN_TIMEOUT)
+    assert run.returncode in (0, 1) and not run.crash_markers(), run.describe()
+    tensors = json.loads(report_path.read_text())["attribution"]["tensors"]
+    assert all(t["local"] is not None for t in tensors), [t for t in tensors if t["local"] is None]
+    quantized = {"Conv", "MatMul", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool"}
+    kept = default_keep_op_types(run_parity)
+    changed = (lambda op: op in quantized) if precision == "--int8" else (lambda op: op not in kept)
+    reduced = [t["local"]["abs"] for t in tensors if changed(t["op"])]
+    left = {t["tensor"]: t["local"]["abs"] for t in tensors if not changed(t["op"])}
+    assert left and max(left.values()) < 1e-5, left
+    assert max(reduced) > 1e-4, reduced
