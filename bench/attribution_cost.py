@@ -5,6 +5,7 @@ models) and the BERT encoder exported by tests/cli/exported_models.py (size "ben
 Target: <= 3x. Also prints each model's top introducers (for docs/attribution.md).
 
     python bench/attribution_cost.py [--build build/release] [--repeat 3] [--runners "--ref --onnxrt"]
+    (other runners: "--ref --openvino --ov-precision bf16", "--ref --onnxrt --fp-to-fp16", "--ref --onnxrt --int8")
 """
 import argparse
 import json
@@ -38,6 +39,11 @@ def input_shapes(path, sequence=128):
         fixed = [d.dim_value if d.HasField("dim_value") else (1 if i == 0 else sequence) for i, d in enumerate(dims)]
         shapes.append(f"{value.name}:[{','.join(map(str, fixed))}]")
     return ["--input-shapes", *shapes] if shapes else []
+
+
+def number(value):
+    """A report's error: a number, "inf"/"-inf", or null (NaN)."""
+    return f"{value:.3g}" if isinstance(value, (int, float)) else str(value)
 
 
 def timed(parity, args):
@@ -79,8 +85,8 @@ def main():
             print(f"  first local failure: {first['node'] + ' [' + first['op'] + ']' if first else 'none'}; "
                   f"flips: {', '.join(f['node'] + ' (' + str(f['flipped']) + ')' for f in data['flips']) or 'none'}")
             for t in data["top"][:5]:
-                print(f"  {t['node']} [{t['op']}] local abs {t['local']['abs']:.3g} inherited abs "
-                      f"{t['inherited']['abs']:.3g} total abs {t['total']['abs']:.3g}")
+                print(f"  {t['node']} [{t['op']}] local abs {number(t['local']['abs'])} inherited abs "
+                      f"{number(t['inherited']['abs'])} total abs {number(t['total']['abs'])}")
 
 
 if __name__ == "__main__":

@@ -143,6 +143,11 @@ void HtmlReport::collect(const ComparedPair& pair) {
   pictures.cells = base64(bytes);
 }
 
+void HtmlReport::add_attribution(const AttributionResult& result, std::size_t top_count) {
+  attribution_ = nlohmann::json::parse(
+      to_json(result, top_count).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 void HtmlReport::write(const std::string& command, const Verdict& verdict, std::size_t worst_count) const {
   nlohmann::json data;
   data["command"] = command;
@@ -182,6 +187,7 @@ void HtmlReport::write(const std::string& command, const Verdict& verdict, std::
   }
   data["pictures"] = std::move(pictures);
   data["histogram_lowest_decade"] = kLowestDecade;
+  if (!attribution_.is_null()) data["attribution"] = attribution_;
   write_page(data);
 }
 

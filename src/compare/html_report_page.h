@@ -125,9 +125,16 @@ function outputsSection(report) {
   });
   return box;
 }
+function num(v) { return typeof v === "number" ? v : null; }  // the attribution's "inf" and null: off the scale
+function attributed(tensor) { return D.attribution ? (attributedBy[tensor] || null) : null; }
+var attributedBy = {};
+(D.attribution ? D.attribution.tensors : []).forEach(function (t) { attributedBy[t.tensor] = t; });
 function chart(result) {
   var es = result.entries, w = 1100, h = 260, pad = 50;
   var vals = es.map(function (e) { return e.max_abs; }).filter(function (v) { return v !== null && v > 0; });
+  var locals = {};  // the local error's point: the tensor's first entry (attribution covers the first iteration)
+  es.forEach(function (e, i) { var t = attributed(e.tensor); if (t && t.local && !(e.tensor in locals)) locals[e.tensor] = i; });
+  Object.keys(locals).forEach(function (name) { var v = num(attributedBy[name].local.abs); if (v !== null && v > 0) vals.push(v); });
   var tol = es.length && es[0].atol ? es[0].atol : null;
   if (tol) vals.push(tol);
   var lo = Math.floor(Math.log10(Math.min.apply(null, vals.concat([1e-12])))), hi = Math.ceil(Math.log10(Math.max.apply(null, vals.concat([1]))));
@@ -149,21 +156,59 @@ function chart(result) {
       s.appendChild(svg("line", {x1: x(i), x2: x(i), y1: pad / 3, y2: h - pad, stroke: "#e67e22", "stroke-width": 2, "class": "first-divergence"}));
       var ft = svg("text", {x: x(i) + 4, y: pad / 3 + 10, "font-size": 11, fill: "#e67e22"}); ft.textContent = "first divergence: " + e.tensor; s.appendChild(ft);
     }
-    var c = svg("circle", {cx: x(i), cy: y(e.max_abs), r: 3, fill: e.passed ? "#2a8a3e" : "#c0392b", "class": "point"});
-    c.addEventListener("mousemove", function (ev) {
-      tip.textContent = "";
-      [["tensor", e.tensor], ["node", e.node], ["op", e.op], ["OpenVINO layer", e.engine_layer], ["max abs error", fmt(e.max_abs)],
-       ["max rel error", fmt(e.max_rel)], ["verdict", e.passed ? "passed" : "FAILED"]].forEach(function (kv) {
-        if (kv[1] !== undefined && kv[1] !== "") tip.appendChild(el("div", {}, [el("b", {text: kv[0] + ": "}), document.createTextNode(kv[1])]));
+    var t = attributed(e.tensor), points = [];
+    points.push(svg("circle", {cx: x(i), cy: y(e.max_abs), r: 3, fill: e.passed ? "#2a8a3e" : "#c0392b", "class": "point"}));
+    if (locals[e.tensor] === i) {
+      var ly = y(num(t.local.abs)), local = svg("rect", {x: x(i) - 3, y: ly - 3, width: 6, height: 6, fill: t.local.failed ? "#8e44ad" : "none",
+        stroke: "#8e44ad", "class": "local-point", "data-tensor": e.tensor});
+      if (t.flipped !== undefined) local.setAttribute("data-flipped", t.flipped);
+      points.push(local);
+    }
+    points.forEach(function (c) {
+      c.addEventListener("mousemove", function (ev) {
+        tip.textContent = "";
+        var rows = [["tensor", e.tensor], ["node", e.node], ["op", e.op], ["OpenVINO layer", e.engine_layer], ["max abs error", fmt(e.max_abs)],
+          ["max rel error", fmt(e.max_rel)], ["verdict", e.passed ? "passed" : "FAILED"]];
+        if (t) rows = rows.concat([["local abs error (node alone)", t.local ? fmt(t.local.abs) : "not run: " + t.not_run],
+          ["inherited abs error", fmt(t.inherited.abs)], ["amplification", fmt(t.amplification)],
+          ["covering nodes", t.covering ? t.covering.join(", ") : undefined],
+          ["flips on inherited differences", t.flipped !== undefined ? t.flipped + " element(s)" : undefined]]);
+        rows.forEach(function (kv) {
+          if (kv[1] !== undefined && kv[1] !== "") tip.appendChild(el("div", {}, [el("b", {text: kv[0] + ": "}), document.createTextNode(kv[1])]));
+        });
+        tip.style.display = "block"; tip.style.left = (ev.clientX + 12) + "px"; tip.style.top = (ev.clientY + 12) + "px";
       });
-      tip.style.display = "block"; tip.style.left = (ev.clientX + 12) + "px"; tip.style.top = (ev.clientY + 12) + "px";
+      c.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+      c.addEventListener("click", function () { var d = document.getElementById(tensorId(e.tensor)); if (d) { d.open = true; d.scrollIntoView(); } });
+      s.appendChild(c);
     });
-    c.addEventListener("mouseleave", function () { tip.style.display = "none"; });
-    c.addEventListener("click", function () { var d = document.getElementById(tensorId(e.tensor)); if (d) { d.open = true; d.scrollIntoView(); } });
-    s.appendChild(c);
   });
   var xl = svg("text", {x: w / 2, y: h - 8, "font-size": 11, "text-anchor": "middle"}); xl.textContent = "compared tensors in execution order (" + es.length + "); y: largest absolute error (log)"; s.appendChild(xl);
+  if (Object.keys(locals).length) {
+    var legend = svg("text", {x: pad, y: 14, "font-size": 11, id: "attribution-legend"});
+    legend.textContent = "\u25cf total error    \u25a1 local error: the node alone on " + D.attribution.under_test + ", fed " +
+      D.attribution.reference + "'s inputs (filled: over the tolerance alone)";
+    s.appendChild(legend);
+  }
   return s;
+}
+function introducersTable() {
+  var A = D.attribution, box = el("div", {id: "attribution"});
+  box.appendChild(el("h3", {text: "Error attribution: the nodes that introduce the error (" + A.reference + " vs. " + A.under_test + ")"}));
+  var first = A.first_local_failure;
+  box.appendChild(el("p", {text: first ? "First node whose local error exceeds the tolerance: " + first.node + " [" + first.op + "] (tensor " + first.tensor + ")"
+    : "No node's local error exceeds the tolerance"}));
+  if (A.top.length)
+    box.appendChild(el("table", {id: "introducers"}, [el("tr", {}, ["rank", "tensor", "node", "op", "local abs", "local rel", "inherited abs", "total abs", "amplification"].map(function (c) { return el("th", {text: c}); }))].concat(
+      A.top.map(function (t, i) {
+        return el("tr", {"class": t.local.failed ? "failed" : ""}, [el("td", {text: String(i + 1)}), el("td", {}, [el("a", {href: "#" + tensorId(t.tensor), text: t.tensor})]),
+          el("td", {text: t.node + (t.covering ? " (layer of " + t.covering.length + ")" : "")}), el("td", {text: t.op}), el("td", {text: fmt(t.local.abs)}), el("td", {text: fmt(t.local.rel)}),
+          el("td", {text: fmt(t.inherited.abs)}), el("td", {text: fmt(t.total.abs)}), el("td", {text: fmt(t.amplification)})]);
+      }))));
+  A.flips.forEach(function (t) {
+    box.appendChild(el("p", {"class": "flip", text: t.node + " [" + t.op + "] flips " + t.flipped + " element(s) of " + t.tensor + " on inherited differences (exact on the reference's inputs)"}));
+  });
+  return box;
 }
 function layerwiseSection(report) {
   if (!D.layerwise || !D.layerwise.length) return null;
@@ -171,6 +216,7 @@ function layerwiseSection(report) {
   D.layerwise.forEach(function (result, index) {
     box.appendChild(el("p", {text: result.runner0 + " vs. " + result.runner1 + ": " + result.entries.length + " tensor(s) compared; first divergence: " + (result.first_divergence || "none")}));
     box.appendChild(chart(result));
+    if (D.attribution && index === 0) box.appendChild(introducersTable());
     var summary = (report.layerwise || [])[index] || {};
     var worst = summary.worst || [];
     if (worst.length) {

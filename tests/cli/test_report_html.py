@@ -95,6 +95,7 @@ def test_layerwise_report(run_parity, models, model, tmp_path, browser_noise):
     dom = check_page(page, tmp_path, browser_noise)
     assert 'id="error-chart"' in dom and 'class="tolerance"' in dom
     assert dom.count('class="point"') == compared  # one point per compared tensor
+    assert 'class="local-point"' not in dom and 'id="introducers"' not in dom  # no attribution asked for
     assert 'id="worst"' in dom
     ids = set(re.findall(r'<details id="(t\d+)"', dom))
     links = re.findall(r'<a href="#(t\d+)">', dom)
@@ -104,6 +105,37 @@ def test_layerwise_report(run_parity, models, model, tmp_path, browser_noise):
     # The first worst tensor's section opened from its link shows its histogram and heatmap.
     opened = check_page(page, tmp_path, browser_noise, "#" + links[0])
     assert 'class="hist"' in opened and ('class="heat"' in opened or "No heatmap" in opened)
+
+
+def test_attribution_second_series(run_parity, tmp_path, browser_noise):
+    """--attribute: beside each tensor's total error, its local error (a square) along the execution order, and the
+    top introducers table; on the planted peak detector only the two sums introduce an error."""
+    from test_run_attribution import C, TOLERANCES, peak_detector_nodes, save_model
+    from onnx import TensorProto, helper
+
+    nodes, initializers = peak_detector_nodes()
+    model = save_model(tmp_path / "peaks.onnx", nodes, initializers,
+                       [helper.make_tensor_value_info("peaks", TensorProto.BOOL, [1, 1, 2 * C])])
+    page, report_path = tmp_path / "attribution.html", tmp_path / "report.json"
+    run = run_parity("run", model, "--ref", "--onnxrt", "--onnx-outputs", "mark", "all", "--attribute", *TOLERANCES,
+                     "--report-html", page, "--report", report_path)
+    assert run.returncode == 1, run.output
+    attribution = json.loads(report_path.read_text())["attribution"]
+    dom = check_page(page, tmp_path, browser_noise)
+    squares = re.findall(r'<rect [^>]*class="local-point"[^>]*>', dom)
+    assert len(squares) == len(attribution["tensors"]) == dom.count('class="point"')
+    assert 'id="attribution-legend"' in dom
+    # The squares sit where the local errors are: on the zero line for the exact nodes, above it for the sums.
+    by_tensor = {re.search(r'data-tensor="([^"]+)"', sq).group(1): sq for sq in squares}
+    height = {name: float(re.search(r' y="([-\d.]+)"', sq).group(1)) for name, sq in by_tensor.items()}
+    assert {name for name, y in height.items() if y < max(height.values())} == {"a", "b"}, height
+    flipped = {t["tensor"]: t["flipped"] for t in attribution["flips"]}
+    assert flipped.keys() == {"peaks"}
+    assert f'data-flipped="{flipped["peaks"]}"' in by_tensor["peaks"]
+    introducers = re.search(r'<table id="introducers">(.*?)</table>', dom, re.S).group(1)
+    assert [cell for cell in re.findall(r"<td>([^<]*)</td>", introducers) if cell in ("sum", "sum_permuted")] \
+        == [t["node"] for t in attribution["top"]]
+    assert "peak_detector [Equal] flips" in dom and "No node's local error exceeds the tolerance" in dom
 
 
 def test_outputs_report_on_shared_model(run_parity, tmp_path, browser_noise):

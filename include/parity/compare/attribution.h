@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,17 @@ struct AttributionOptions {
   SimpleOptions simple;                     // the tolerances and checked statistic, per output
   uint64_t memory_budget = 1ull << 30;      // reference values held in memory; also a batch's bytes
   std::filesystem::path spill_directory;    // the spill file's folder (default: $TMPDIR)
+  // Applied to each batch model (the float model's nodes) before it runs on the backend under test,
+  // when that runs a transformed model: the conversion to float16/bfloat16 that made its model, so
+  // each node runs in the precision it has there. Empty: the nodes run as the model has them.
+  std::function<void(onnx::Model&)> prepare_batch;
+  // The reduced type prepare_batch converts to (kFloat16, kBFloat16). An output the prepared batch
+  // computes in it (written under another name and Cast to its declared float32) is compared, element
+  // by element, with the reference's value or its rounding to that type, whichever is closer: storing
+  // the tensor in that type costs the rounding wherever it is computed, so the local error is what the
+  // node adds beyond it. A value beyond the type's range is not rounded: the node's overflow is its
+  // own error.
+  DType prepared_type = DType::kUndefined;
 };
 
 // Runs `reference` again on `feed` with every tensor streamed to the spill, then each batch of

@@ -4,6 +4,8 @@
 // histogram and heatmap, and for a layerwise run the error along the execution order (tolerance
 // and first divergence marked, hover for tensor, node, op and OpenVINO layer), the worst tensors
 // linking to their histograms, and OpenVINO's executed layers with the ONNX nodes fused into each.
+// With error attribution (parity/compare/attribution.h), the chart shows each tensor's local error
+// as a second series beside its total error, and a table lists the top introducers.
 // A run that fails before any comparison gets a page that says what happened.
 //
 // Pictures are collected while `simple` compares (SimpleOptions::on_compared), reduced so a 700-tensor
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "parity/compare/attribution.h"
 #include "parity/compare/compare_func.h"
 #include "parity/compare/judge.h"
 
@@ -39,6 +42,10 @@ class HtmlReport {
     return [this](const ComparedPair& pair) { collect(pair); };
   }
 
+  // Shows `result` on the page (its report JSON, to_json(result, top_count)): the local error of
+  // each tensor beside its total error, and the top introducers.
+  void add_attribution(const AttributionResult& result, std::size_t top_count);
+
   // Writes the page of a run that reached its verdict (atomically: no half-written file).
   void write(const std::string& command, const Verdict& verdict, std::size_t worst_count) const;
   // Writes the page of a run that ended with an error before its verdict.
@@ -58,6 +65,7 @@ class HtmlReport {
 
   std::filesystem::path path_;
   std::map<std::string, Pictures> pictures_;
+  nlohmann::json attribution_;  // null without attribution
 };
 
 }  // namespace parity::compare

@@ -38,6 +38,8 @@ void AttributionArgs::attribute(const onnx::Model& model, runtime::Runner& refer
   compare::AttributionOptions options;
   options.simple = simple;
   options.memory_budget = memory_budget;
+  options.prepare_batch = prepare_batch_;
+  options.prepared_type = prepared_type_;
   result_ = compare::attribute(model, reference, under_test, feed_, verdict.layerwise.front(), options);
   count_ = count;
   compare::log_attribution(*result_, count);

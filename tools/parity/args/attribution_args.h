@@ -3,6 +3,7 @@
 // the reference runner's values) beside its total and inherited error.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -33,6 +34,15 @@ class AttributionArgs {
   void attribute(const onnx::Model& model, runtime::Runner& reference, const runtime::Runner& under_test,
                  const compare::Verdict& verdict, const compare::SimpleOptions& simple, uint64_t memory_budget,
                  std::size_t count);
+  // The attribution; nullptr when it did not run.
+  const compare::AttributionResult* result() const { return result_ ? &*result_ : nullptr; }
+  // Each batch model is transformed by `prepare` before it runs on the runner under test (see
+  // AttributionOptions::prepare_batch); nullptr: none.
+  // `type`: the reduced type it converts nodes to (AttributionOptions::prepared_type).
+  void prepare_batches_with(std::function<void(onnx::Model&)> prepare, DType type) {
+    prepare_batch_ = std::move(prepare);
+    prepared_type_ = type;
+  }
   // Adds "attribution" to the report when attribution ran.
   void add_to_report(nlohmann::ordered_json& report) const;
 
@@ -41,6 +51,8 @@ class AttributionArgs {
   NamedTensors feed_;
   std::optional<compare::AttributionResult> result_;
   std::size_t count_ = 10;
+  std::function<void(onnx::Model&)> prepare_batch_;
+  DType prepared_type_ = DType::kUndefined;
 };
 
 }  // namespace parity::cli

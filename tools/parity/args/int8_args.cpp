@@ -3,6 +3,7 @@
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/quantize/qdq_removal.h"
+#include "parity/quantize/qdq_version.h"
 #include "parity/runtime/onnxrt/onnxrt_runner.h"
 
 namespace parity::cli {
@@ -61,12 +62,13 @@ quantize::QuantizeReport Int8Args::quantize(onnx::Model& model, const std::vecto
 
 void Int8Args::quantize_runners_under_test(std::vector<std::unique_ptr<runtime::Runner>>& live,
                                            const RunnerArgs& runners, const ModelArgs& model_args,
-                                           const compare::DataLoaderFunc& data_loader) const {
+                                           const compare::DataLoaderFunc& data_loader) {
   if (live.empty()) return;
   if (model_args.path().empty()) raise<InvalidInputError>("--int8 quantizes an ONNX model: give one");
   // Weights are read in full (quantizing reads every one), so not the runners' lazily loaded model.
   auto model = std::make_shared<onnx::Model>(model_args.load());
   quantize(*model, keep_fp32_, data_loader);
+  quantized_ = model;
   auto quantized = runners.make_runners([model] { return *model; });
   const std::size_t first = live.size() == 1 ? 0 : 1;
   for (std::size_t i = first; i < live.size(); ++i) {
@@ -76,6 +78,11 @@ void Int8Args::quantize_runners_under_test(std::vector<std::unique_ptr<runtime::
   if (first == 1)
     log::info("int8: {} runs the float model (the reference); {} the int8 model", live[0]->name(),
               live.size() == 2 ? live[1]->name() : fmt::format("the {} others", live.size() - 1));
+}
+
+std::function<void(onnx::Model&)> Int8Args::qdq_versions() const {
+  if (!quantized_) raise<InternalError>("Int8Args::qdq_versions before quantize_runners_under_test");
+  return [quantized = quantized_](onnx::Model& model) { quantize::take_qdq_versions(model, *quantized); };
 }
 
 }  // namespace parity::cli

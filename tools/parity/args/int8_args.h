@@ -4,6 +4,8 @@
 // quantize_runners_under_test() gives `run`'s runners after the first the int8 model (docs/int8.md).
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,10 @@ class Int8Args {
   // `model_args` names (calibrated with `data_loader`, the run's own). A single runner runs the
   // int8 model (compared with --load-outputs, if given).
   void quantize_runners_under_test(std::vector<std::unique_ptr<runtime::Runner>>& live, const RunnerArgs& runners,
-                                   const ModelArgs& model_args, const compare::DataLoaderFunc& data_loader) const;
+                                   const ModelArgs& model_args, const compare::DataLoaderFunc& data_loader);
+  // After quantize_runners_under_test(): gives a model of some of the float model's nodes their Q/DQ
+  // versions from the int8 model (quantize::take_qdq_versions), for the attribution's batches.
+  std::function<void(onnx::Model&)> qdq_versions() const;
 
  private:
   bool int8_ = false;
@@ -47,6 +52,7 @@ class Int8Args {
   std::string cache_;
   std::vector<std::string> keep_fp32_;  // --keep-fp32, when add_to added it
   CLI::Option* percentile_option_ = nullptr;
+  std::shared_ptr<const onnx::Model> quantized_;  // the int8 model the runners under test run
 };
 
 }  // namespace parity::cli

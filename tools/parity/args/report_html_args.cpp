@@ -34,6 +34,10 @@ bool ReportHtmlArgs::guard(const std::string& command, const std::function<bool(
   }
 }
 
+void ReportHtmlArgs::add_attribution(const compare::AttributionResult* result, std::size_t top_count) {
+  if (report_ && result) report_->add_attribution(*result, top_count);
+}
+
 void ReportHtmlArgs::write(const std::string& command, const compare::Verdict& verdict, std::size_t worst_count) {
   if (!report_) return;
   report_->write(command, verdict, worst_count);

@@ -22,6 +22,8 @@ class ReportHtmlArgs {
   void attach(ComparisonArgs& comparison);
   // Runs `body`; an error it throws is written on the page (when one was asked for) and rethrown.
   bool guard(const std::string& command, const std::function<bool()>& body);
+  // Shows the error attribution on the page (when one is asked for); nothing for nullptr.
+  void add_attribution(const compare::AttributionResult* result, std::size_t top_count);
   // Writes the page of a run that reached its verdict.
   void write(const std::string& command, const compare::Verdict& verdict, std::size_t worst_count);
 

@@ -21,6 +21,7 @@
 #include "args/data_loader_args.h"
 #include "args/dataset_args.h"
 #include "args/int8_args.h"
+#include "args/reduced_precision_run_args.h"
 #include "args/generated_script.h"
 #include "args/model_args.h"
 #include "args/model_explorer_args.h"
@@ -99,6 +100,7 @@ class RunCommand : public Command {
                  "Quantize to int8 (docs/int8.md): the first runner runs the float model, the reference; the "
                  "others an int8 Q/DQ model calibrated once on the data loader's inputs",
                  /*keep_fp32_flag=*/true);
+    reduced_precision_.add_to(app);
     compute_.add_to(app);
     attribution_.add_to(app);
     perf_.add_to(app);
@@ -136,6 +138,7 @@ class RunCommand : public Command {
     pictures_.parse(comparison_);
     report_html_.attach(comparison_);
     int8_.parse();
+    reduced_precision_.check(int8_.enabled(), dataset_.given());
     intermediates_ = parse_output_marks(onnx_outputs_, "--onnx-outputs");
     resolve_tensor_entries_in_model();
     excluded_.insert(exclude_names_.begin(), exclude_names_.end());
@@ -240,6 +243,7 @@ class RunCommand : public Command {
                                    std::filesystem::path(model_.path()).extension() == ".ovc"))
       script.cannot_express("a compiled OpenVINO model (" + model_.path() + ")");
     if (int8_.enabled()) script.cannot_express("--int8");
+    if (reduced_precision_.enabled()) script.cannot_express("--fp-to-fp16/--fp-to-bf16");
     if (!comparison_.load_outputs().empty())
       script.add_summary(
           fmt::format("It will check against outputs stored in {}", fmt::join(comparison_.load_outputs(), ", ")));
@@ -333,6 +337,14 @@ class RunCommand : public Command {
       if (!compiled_file.empty())
         raise<InvalidInputError>("{} is a compiled OpenVINO model: --int8 quantizes an ONNX model", compiled_file);
       int8_.quantize_runners_under_test(live, runners_, model_, data_loader_.data_loader());
+      attribution_.prepare_batches_with(int8_.qdq_versions(), DType::kUndefined);
+    }
+    if (reduced_precision_.enabled()) {
+      if (!compiled_file.empty())
+        raise<InvalidInputError>("{} is a compiled OpenVINO model: --fp-to-fp16/--fp-to-bf16 converts an ONNX model",
+                                 compiled_file);
+      reduced_precision_.convert_runners_under_test(live, runners_, model_);
+      attribution_.prepare_batches_with(reduced_precision_.converter(), reduced_precision_.dtype());
     }
     if (live.empty() && loaded.empty())
       log::warning("No runners were given ({}) and no results loaded; nothing to run or compare",
@@ -375,6 +387,7 @@ class RunCommand : public Command {
       compare::save_report(comparison_.report(), report);
       log::info("Saved report to {}", comparison_.report());
     }
+    report_html_.add_attribution(attribution_.result(), static_cast<std::size_t>(layerwise_worst_));
     report_html_.write(command_line(), verdict, static_cast<std::size_t>(layerwise_worst_));
     model_explorer_.write(verdict);
     return verdict.passed;
@@ -440,6 +453,7 @@ class RunCommand : public Command {
   ModelArgs model_;
   RunnerArgs runners_;
   Int8Args int8_;
+  ReducedPrecisionRunArgs reduced_precision_;
   DataLoaderArgs data_loader_;
   DatasetArgs dataset_;
   ComparisonArgs comparison_;
