@@ -8,6 +8,7 @@
 #include <fstream>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -101,17 +102,49 @@ void log_result(const PerfResult& result) {
     if (result.worker->gpu_peak_bytes) memory += fmt::format("; GPU peak allocated {}", mib(*result.worker->gpu_peak_bytes));
     else if (!result.worker->gpu_note.empty()) memory += fmt::format("; no GPU memory figure: {}", result.worker->gpu_note);
   }
+  std::string details;
+  if (!result.concurrency.empty())
+    details += fmt::format("\n    concurrency: {}; the throughput counts every completed request, each latency is "
+                           "one request's",
+                           result.concurrency);
+  if (!result.backend_properties.empty()) {
+    std::vector<std::string> properties;
+    for (const auto& [name, value] : result.backend_properties) properties.push_back(name + " " + value);
+    details += fmt::format("\n    backend properties: {}", fmt::join(properties, " | "));
+  }
   const double spread = l.median > 0 ? 100.0 * l.iqr() / l.median : 0.0;
   log::info("{:35} | Performance: {} timed inference(s) in {:.4g} s after {} warm-up | throughput {:.4g} "
             "inferences/s\n    latency (ms): min {} | mean {} | median {} | p90 {} | p95 {} | p99 {} | max {} | IQR {} "
-            "({:.1f}% of the median)\n    host memory: {}",
+            "({:.1f}% of the median)\n    host memory: {}{}",
             result.runner_name, result.latencies.size(), result.wall_seconds, result.warm_up, result.throughput,
             ms(l.min), ms(l.mean), ms(l.median), ms(l.p90), ms(l.p95), ms(l.p99), ms(l.max), ms(l.iqr()), spread,
-            memory);
+            memory, details);
   if (result.latencies.size() >= 4 && spread > 10.0)
     log::warning("{}: the latency is not stable (interquartile range {:.1f}% of the median): other work on the "
                  "machine, frequency scaling or too few inferences; run longer (--duration) or on a quieter machine",
                  result.runner_name, spread);
+}
+
+// The timed inferences one after another: each timed alone, the loop as a whole.
+void time_one_at_a_time(runtime::Runner& runner, const std::vector<NamedTensors>& feeds, const PerfOptions& options,
+                        PerfResult& result) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline = options.duration ? start + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(*options.duration))
+                                         : Clock::time_point::max();
+  std::size_t next = 0;
+  for (;;) {
+    if (options.duration ? (!result.latencies.empty() && Clock::now() >= deadline)
+                         : result.latencies.size() >= static_cast<std::size_t>(options.iterations))
+      break;
+    const NamedTensors& feed = feeds[next];
+    next = (next + 1) % feeds.size();
+    const auto before = Clock::now();
+    runner.infer(feed);
+    result.latencies.push_back(std::chrono::duration<double>(Clock::now() - before).count());
+  }
+  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& feeds, const DataLoaderFunc* data_loader,
@@ -135,23 +168,23 @@ PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& fe
   }
   for (int i = 0; i < options.warm_up; ++i) runner.infer(feeds[static_cast<std::size_t>(i) % feeds.size()]);
 
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const auto deadline = options.duration ? start + std::chrono::duration_cast<Clock::duration>(
-                                                       std::chrono::duration<double>(*options.duration))
-                                         : Clock::time_point::max();
-  std::size_t next = 0;
-  for (;;) {
-    if (options.duration ? (!result.latencies.empty() && Clock::now() >= deadline)
-                         : result.latencies.size() >= static_cast<std::size_t>(options.iterations))
-      break;
-    const NamedTensors& feed = feeds[next];
-    next = (next + 1) % feeds.size();
-    const auto before = Clock::now();
-    runner.infer(feed);
-    result.latencies.push_back(std::chrono::duration<double>(Clock::now() - before).count());
+  result.backend_properties = runner.backend_properties();
+  bool timed = false;
+  if (options.requests) {
+    runtime::ConcurrentInference concurrent =
+        runner.infer_concurrently(feeds, {*options.requests, options.iterations, options.duration});
+    if (concurrent.unavailable.empty()) {
+      result.requests = concurrent.requests;
+      result.concurrency = std::move(concurrent.how);
+      result.latencies = std::move(concurrent.latencies);
+      result.wall_seconds = concurrent.wall_seconds;
+      timed = true;
+    } else {
+      result.concurrency = "one inference at a time: " + concurrent.unavailable;
+      log::warning("{}: --requests: {}", runner.name(), result.concurrency);
+    }
   }
-  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!timed) time_one_at_a_time(runner, feeds, options, result);
   result.throughput = result.wall_seconds > 0 ? static_cast<double>(result.latencies.size()) / result.wall_seconds : 0;
   result.latency = LatencyStatistics::of(result.latencies);
   result.rss_peak_bytes = std::max(status_bytes("VmHWM"), result.rss_before_bytes);
@@ -199,6 +232,13 @@ nlohmann::ordered_json PerfResult::to_json() const {
   json["iterations"] = latencies.size();
   json["wall_seconds"] = wall_seconds;
   json["throughput"] = throughput;
+  json["requests"] = requests;
+  if (!concurrency.empty()) json["concurrency"] = concurrency;
+  if (!backend_properties.empty()) {
+    nlohmann::ordered_json properties = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : backend_properties) properties[name] = value;
+    json["backend_properties"] = properties;
+  }
   json["latency_seconds"] = statistics_json(latency);
   json["latencies"] = latencies;
   json["host_memory"] = {{"rss_before_bytes", rss_before_bytes},
@@ -244,6 +284,14 @@ PerfRun measure_performance(const std::vector<runtime::Runner*>& runners, const 
   if (!options.duration && options.iterations < 1)
     raise<InvalidInputError>("performance mode: the timed iterations must be at least 1, got {}", options.iterations);
   if (options.warm_up < 0) raise<InvalidInputError>("performance mode: the warm-up must be 0 or more");
+  if (options.requests && *options.requests < 0)
+    raise<InvalidInputError>("performance mode: the requests in flight must be 0 (the backend's choice) or more, got {}",
+                             *options.requests);
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (options.requests && cores > 0 && static_cast<unsigned>(*options.requests) > cores)
+    log::warning("performance mode: {} requests in flight on a machine with {} hardware threads: the requests only "
+                 "wait for each other, which raises each one's latency without adding throughput",
+                 *options.requests, cores);
   PerfRun run;
   std::vector<NamedTensors> feeds;
   for (std::size_t i = 0; i < runners.size(); ++i) {

@@ -39,7 +39,9 @@ class LayerTime:
 
 class PerfResult:
     """One runner's measurement. latency: {min, mean, median, p25, p75, p90, p95, p99, max, iqr} in seconds;
-    latencies: every timed inference in seconds; throughput: inferences per second; host_memory: {rss_before_bytes,
+    latencies: every timed inference in seconds; throughput: inferences per second; requests: inferences in flight
+    at once (1, or what ran concurrently, in words, in concurrency); backend_properties: the backend's own report of
+    its settings (OpenVINO's PERFORMANCE_HINT, NUM_STREAMS, ...; empty for others); host_memory: {rss_before_bytes,
     rss_peak_bytes, added_bytes, peak_reset}; worker_memory: a worker process's {peak_rss_bytes, gpu_peak_bytes,
     gpu_note} or None; layers: [LayerTime] (None without a profile; layers_unavailable then says why when one was
     asked for); layers_info: the profile's source, inferences, sums and what lies outside the layers."""
@@ -50,6 +52,9 @@ class PerfResult:
         self.iterations = entry["iterations"]
         self.wall_seconds = entry["wall_seconds"]
         self.throughput = entry["throughput"]
+        self.requests = entry["requests"]
+        self.concurrency = entry.get("concurrency")
+        self.backend_properties = dict(entry.get("backend_properties", {}))
         self.latency = dict(entry["latency_seconds"])
         self.latencies = list(entry["latencies"])
         self.host_memory = dict(entry["host_memory"])

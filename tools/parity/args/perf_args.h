@@ -1,4 +1,4 @@
-// `parity run --perf`: performance mode's flags (--perf, --duration, --perf-layers,
+// `parity run --perf`: performance mode's flags (--perf, --duration, --requests, --perf-layers,
 // --perf-layer-iterations), read with the data loader's --iterations (the timed inferences) and
 // --warm-up, turned into compare::PerfOptions.
 #pragma once
@@ -24,6 +24,7 @@ class PerfArgs {
  private:
   bool perf_ = false;
   double duration_ = 0;
+  std::string requests_;  // --requests: a count or "auto"
   int layers_ = 0;
   int layer_iterations_ = 10;
   compare::PerfOptions options_;

@@ -699,6 +699,20 @@ void OpenvinoRunner::check_bounds(const NamedTensors& feed) const {
   }
 }
 
+std::vector<openvino::InputBuffer> OpenvinoRunner::input_buffers(const NamedTensors& feed) const {
+  check_bounds(feed);
+  std::vector<openvino::InputBuffer> inputs;
+  inputs.reserve(feed.size());
+  for (const auto& [name, tensor] : feed) {
+    if (tensor.dtype() == DType::kString)
+      raise<UnsupportedError>("{}: input '{}' is a string tensor, which the OpenVINO runner does not feed",
+                              model_label_, name);
+    inputs.push_back({name, static_cast<int32_t>(tensor.dtype()), tensor.shape(), tensor.raw(),
+                      tensor.byte_size()});
+  }
+  return inputs;
+}
+
 NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
   IntermediateOutputs marked = marked_outputs();
   // The marked tensors changed since activation (the Comparator sets them after activating).
@@ -719,16 +733,7 @@ NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
     compile(marked);
   }
 
-  check_bounds(feed);
-  std::vector<openvino::InputBuffer> inputs;
-  inputs.reserve(feed.size());
-  for (const auto& [name, tensor] : feed) {
-    if (tensor.dtype() == DType::kString)
-      raise<UnsupportedError>("{}: input '{}' is a string tensor, which the OpenVINO runner does not feed",
-                              model_label_, name);
-    inputs.push_back({name, static_cast<int32_t>(tensor.dtype()), tensor.shape(), tensor.raw(),
-                      tensor.byte_size()});
-  }
+  std::vector<openvino::InputBuffer> inputs = input_buffers(feed);
   std::vector<openvino::OutputBuffer> produced = translated(model_label_, [&] { return compiled_->infer(inputs); });
   if (options_.profile_layers > 0) {
     ++profiled_inferences_;
