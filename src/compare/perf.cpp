@@ -147,7 +147,31 @@ void time_one_at_a_time(runtime::Runner& runner, const std::vector<NamedTensors>
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& feeds, const DataLoaderFunc* data_loader,
+void time_inferences(runtime::Runner& runner, const std::vector<NamedTensors>& feeds, const PerfOptions& options,
+                     PerfResult& result);
+
+std::string shapes_text(const std::vector<std::pair<std::string, Shape>>& shapes) {
+  std::vector<std::string> parts;
+  for (const auto& [name, shape] : shapes) parts.push_back(fmt::format("{}:[{}]", name, fmt::join(shape, ",")));
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+// The shape sweep's table of one runner: one row per swept shape.
+void log_sweep(const PerfResult& result) {
+  std::size_t width = 6;
+  for (const auto& point : result.sweep) width = std::max(width, shapes_text(point.input_shapes).size());
+  std::string lines = fmt::format("\n    {:{}} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>14}", "shapes", width,
+                                  "inferences", "median ms", "p90 ms", "p99 ms", "IQR ms", "inferences/s");
+  for (const auto& point : result.sweep)
+    lines += fmt::format("\n    {:{}} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>14.4g}",
+                         shapes_text(point.input_shapes), width, point.latencies.size(), ms(point.latency.median),
+                         ms(point.latency.p90), ms(point.latency.p99), ms(point.latency.iqr()), point.throughput);
+  log::info("{:35} | Shape sweep: {} shape(s), {} request(s) in flight{}", result.runner_name, result.sweep.size(),
+            result.sweep.front().requests, lines);
+}
+
+PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& feeds,
+                          std::vector<std::vector<NamedTensors>>& sweep_feeds, const DataLoaderFunc* data_loader,
                           const PerfOptions& options, RunnerResults& outputs) {
   PerfResult result;
   result.runner_name = runner.name();
@@ -169,6 +193,39 @@ PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& fe
   for (int i = 0; i < options.warm_up; ++i) runner.infer(feeds[static_cast<std::size_t>(i) % feeds.size()]);
 
   result.backend_properties = runner.backend_properties();
+  time_inferences(runner, feeds, options, result);
+  result.rss_peak_bytes = std::max(status_bytes("VmHWM"), result.rss_before_bytes);
+  result.worker = runner.worker_memory();
+  if (options.layer_inferences > 0) {
+    auto profile = runner.profile_layers(feeds.front(), options.layer_inferences);
+    if (profile.unavailable.empty()) result.layers = std::move(profile);
+    else result.layers_unavailable = std::move(profile.unavailable);
+  }
+  for (std::size_t i = 0; i < options.sweep.size(); ++i) {
+    if (sweep_feeds.size() <= i) sweep_feeds.push_back(detail::make_feeds(runner, options.sweep[i], nullptr));
+    if (sweep_feeds[i].empty())
+      raise<InvalidInputError>("{}: performance mode's shape sweep needs an input feed", runner.name());
+    PerfResult point;
+    point.runner_name = runner.name();
+    point.warm_up = options.warm_up;
+    for (int w = 0; w < options.warm_up; ++w) runner.infer(sweep_feeds[i][static_cast<std::size_t>(w) % sweep_feeds[i].size()]);
+    time_inferences(runner, sweep_feeds[i], options, point);
+    result.sweep.push_back(std::move(point));
+  }
+  log::finish("{:35} | Completed {} timed inference(s)", runner.name(), result.latencies.size());
+  log_result(result);
+  if (result.layers) log_layers(result, options.top_layers);
+  else if (options.layer_inferences > 0)
+    log::warning("{}: no per-layer time: {}", runner.name(), result.layers_unavailable);
+  if (!result.sweep.empty()) log_sweep(result);
+  return result;
+}
+
+// The timed inferences of `feeds` (after the warm-up): concurrently with options.requests where the
+// runner can, else one after another; their latencies, wall time, throughput and statistics.
+void time_inferences(runtime::Runner& runner, const std::vector<NamedTensors>& feeds, const PerfOptions& options,
+                     PerfResult& result) {
+  for (const auto& [name, tensor] : feeds.front()) result.input_shapes.emplace_back(name, tensor.shape());
   bool timed = false;
   if (options.requests) {
     runtime::ConcurrentInference concurrent =
@@ -187,19 +244,6 @@ PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& fe
   if (!timed) time_one_at_a_time(runner, feeds, options, result);
   result.throughput = result.wall_seconds > 0 ? static_cast<double>(result.latencies.size()) / result.wall_seconds : 0;
   result.latency = LatencyStatistics::of(result.latencies);
-  result.rss_peak_bytes = std::max(status_bytes("VmHWM"), result.rss_before_bytes);
-  result.worker = runner.worker_memory();
-  if (options.layer_inferences > 0) {
-    auto profile = runner.profile_layers(feeds.front(), options.layer_inferences);
-    if (profile.unavailable.empty()) result.layers = std::move(profile);
-    else result.layers_unavailable = std::move(profile.unavailable);
-  }
-  log::finish("{:35} | Completed {} timed inference(s)", runner.name(), result.latencies.size());
-  log_result(result);
-  if (result.layers) log_layers(result, options.top_layers);
-  else if (options.layer_inferences > 0)
-    log::warning("{}: no per-layer time: {}", runner.name(), result.layers_unavailable);
-  return result;
 }
 
 nlohmann::ordered_json statistics_json(const LatencyStatistics& l) {
@@ -239,6 +283,8 @@ nlohmann::ordered_json PerfResult::to_json() const {
     for (const auto& [name, value] : backend_properties) properties[name] = value;
     json["backend_properties"] = properties;
   }
+  json["input_shapes"] = nlohmann::ordered_json::object();
+  for (const auto& [name, shape] : input_shapes) json["input_shapes"][name] = shape;
   json["latency_seconds"] = statistics_json(latency);
   json["latencies"] = latencies;
   json["host_memory"] = {{"rss_before_bytes", rss_before_bytes},
@@ -274,6 +320,15 @@ nlohmann::ordered_json PerfResult::to_json() const {
   } else if (!layers_unavailable.empty()) {
     json["layers_unavailable"] = layers_unavailable;
   }
+  if (!sweep.empty()) {
+    json["sweep"] = nlohmann::ordered_json::array();
+    for (const auto& point : sweep) {
+      nlohmann::ordered_json entry = point.to_json();
+      entry.erase("runner");
+      entry.erase("host_memory");
+      json["sweep"].push_back(std::move(entry));
+    }
+  }
   return json;
 }
 
@@ -294,9 +349,11 @@ PerfRun measure_performance(const std::vector<runtime::Runner*>& runners, const 
                  *options.requests, cores);
   PerfRun run;
   std::vector<NamedTensors> feeds;
+  std::vector<std::vector<NamedTensors>> sweep_feeds;
   for (std::size_t i = 0; i < runners.size(); ++i) {
     RunnerResults outputs;
-    run.perf.push_back(measure_runner(*runners[i], feeds, i == 0 ? &data_loader : nullptr, options, outputs));
+    run.perf.push_back(
+        measure_runner(*runners[i], feeds, sweep_feeds, i == 0 ? &data_loader : nullptr, options, outputs));
     run.results.push_back(std::move(outputs));
   }
   if (run.perf.size() > 1) log_perf_summary(run.perf);

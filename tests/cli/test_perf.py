@@ -251,6 +251,66 @@ def test_perf_openvino_hint_read_back(run_parity, tmp_path, exported, hint, thre
     assert f"backend properties: PERFORMANCE_HINT {hint.upper()} | NUM_STREAMS" in result.output
 
 
+def input_names(path):
+    return [i.name for i in onnx.load(str(path)).graph.input]
+
+
+def shape_sets(model, shapes):
+    """--perf-shapes entries: every input of `model` at each shape in turn (a repeated name starts the next set)."""
+    return [f"{name}:[{','.join(map(str, shape))}]" for shape in shapes for name in input_names(model)]
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_perf_shape_sweep_one_row_per_shape(run_parity, tmp_path, exported, exporter):
+    """--perf-shapes on the dynamic-shape BERT (batch, sequence): after the main measurement each runner is measured
+    on each shape set, OpenVINO and ONNX Runtime without recompiling; one sweep entry and one table row per set,
+    with the shapes the feeds actually had."""
+    model = exported("bert", exporter)
+    shapes = [[1, 4], [2, 16], [3, 9]]
+    report, result = perf_report(run_parity, tmp_path, model, "--onnxrt", "--openvino", "--ov-precision", "f32",
+                                 "--atol", "1e-3", "--rtol", "1e-3", "--perf", "--iterations", "4", "--warm-up", "1",
+                                 "--perf-shapes", *shape_sets(model, shapes))
+    for entry in report["perf"]:
+        check_entry(entry, iterations=4)
+        # The main measurement keeps the data loader's shape (dynamic dims generated as 1).
+        assert entry["input_shapes"] == {name: [1, 1] for name in input_names(model)}
+        sweep = entry["sweep"]
+        assert len(sweep) == len(shapes)
+        for point, shape in zip(sweep, shapes):
+            assert point["input_shapes"] == {name: shape for name in input_names(model)}
+            assert point["iterations"] == 4 and point["warm_up"] == 1 and len(point["latencies"]) == 4
+            values = [point["latency_seconds"][name] for name in PERCENTILES]
+            assert values == sorted(values) and point["throughput"] > 0
+            row = " ".join(f"{name}:[{','.join(map(str, shape))}]" for name in input_names(model))
+            assert re.search(re.escape(row) + r" +\| +4 \|", result.output), row
+        assert re.search(re.escape(entry["runner"]) + r" +\| Shape sweep: 3 shape\(s\)", result.output)
+    # OpenVINO compiled the model once.
+    assert result.output.count("compiled " + str(model)) == 1
+
+
+def test_perf_shape_sweep_with_requests(run_parity, tmp_path, exported):
+    model = exported("bert")
+    report, _ = perf_report(run_parity, tmp_path, model, "--openvino", "--perf", "--iterations", "6", "--requests",
+                            "2", "--perf-shapes", *shape_sets(model, [[2, 8]]))
+    (point,) = report["perf"][0]["sweep"]
+    assert point["requests"] == 2 and point["iterations"] == 6
+    assert point["concurrency"].startswith("2 OpenVINO asynchronous infer request(s)")
+
+
+def test_perf_shape_sweep_outside_compiled_bounds(run_parity, exported):
+    """A swept shape outside the bounds OpenVINO compiled the model for: one [E] line naming the bounds."""
+    model = exported("bert")
+    bounds = []
+    for flag, length in (("--ov-min-shapes", 1), ("--ov-max-shapes", 8)):
+        bounds += [flag] + [f"{name}:[1,{length}]" for name in input_names(model)]
+    result = run_parity("run", model, "--openvino", *bounds, "--perf", "--iterations", "2", "--perf-shapes",
+                        *shape_sets(model, [[1, 4], [1, 16]]), timeout=RUN_TIMEOUT)
+    assert result.returncode != 0, result.describe()
+    errors = result.lines("[E]")
+    assert len(errors) == 1 and "outside the bounds the model was compiled for" in errors[0], result.describe()
+    assert not result.crash_markers(), result.describe()
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--perf", "--duration", "0"], "--duration must be more than 0 seconds"),
     (["--perf", "--duration", "-1"], "--duration must be more than 0 seconds"),
@@ -262,6 +322,9 @@ def test_perf_openvino_hint_read_back(run_parity, tmp_path, exported, hint, thre
     (["--perf", "--requests", "0"], "--requests must be a number of requests (at least 1) or 'auto', got '0'"),
     (["--perf", "--requests", "many"], "--requests must be a number of requests (at least 1) or 'auto'"),
     (["--requests", "2"], "--requests is a performance mode flag: add --perf"),
+    (["--perf-shapes", "input_ids:[1,4]"], "--perf-shapes is a performance mode flag: add --perf"),
+    (["--perf", "--perf-shapes", "input_ids:[1,x]"], "--perf-shapes input_ids"),
+    (["--perf", "--perf-shapes", "input_ids:[1,4]", "--load-inputs", "in.json"], "leave out --load-inputs"),
     (["--perf", "--onnx-outputs", "mark", "all"], "--perf measures the runners as they run the model"),
     (["--perf", "--use-subprocess"], "--perf measures the runners as they run the model"),
     (["--perf", "--gen-script", "-"], "cannot express --perf"),

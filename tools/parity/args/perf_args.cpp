@@ -1,7 +1,9 @@
 #include "args/perf_args.h"
 
+#include <algorithm>
 #include <stdexcept>
 
+#include "args/value_parsing.h"
 #include "parity/core/error.h"
 
 namespace parity::cli {
@@ -27,6 +29,12 @@ void PerfArgs::add_to(CLI::App& app) {
                  "Runtime: concurrent Run calls on its session from N threads); the throughput counts every completed "
                  "request, each latency is one request's. Backends that run one inference at a time say so and do")
       ->group(group);
+  app.add_option("--perf-shapes", shapes_,
+                 "Performance mode: shape sweep: after the main measurement, measure each runner again per shape set "
+                 "and print one row per set. Entries <name>:[d0,d1,...] as --input-shapes takes them; a name given "
+                 "again starts the next set (--perf-shapes ids:[1,8] mask:[1,8] ids:[1,64] mask:[1,64]); inputs a set "
+                 "leaves out keep --input-shapes. Random data only")
+      ->group(group);
   app.add_option("--perf-layers", layers_,
                  "Performance mode: profile each runner's layers (ONNX Runtime's profiler, OpenVINO's performance "
                  "counters) after the timed inferences and list the N slowest")
@@ -40,7 +48,7 @@ void PerfArgs::parse(const CLI::App& app, DataLoaderArgs& data_loader) {
   const bool duration_given = app.count("--duration") > 0;
   const bool iterations_given = app.count("--iterations") > 0;
   if (!perf_) {
-    for (const char* flag : {"--duration", "--requests", "--perf-layers", "--perf-layer-iterations"})
+    for (const char* flag : {"--duration", "--requests", "--perf-shapes", "--perf-layers", "--perf-layer-iterations"})
       if (app.count(flag)) raise<InvalidInputError>("{} is a performance mode flag: add --perf", flag);
     return;
   }
@@ -69,6 +77,25 @@ void PerfArgs::parse(const CLI::App& app, DataLoaderArgs& data_loader) {
         raise<InvalidInputError>("--requests must be a number of requests (at least 1) or 'auto', got '{}'", requests_);
       options_.requests = requests;
     }
+  }
+  if (!shapes_.empty()) {
+    if (!data_loader.uses_random_data())
+      raise<InvalidInputError>("--perf-shapes generates random data of each shape: leave out --load-inputs and "
+                               "--data-loader-script");
+    std::vector<std::vector<std::pair<std::string, std::vector<int64_t>>>> sets(1);
+    for (const auto& entry : shapes_) {
+      auto [name, dims] = split_named_bracket(entry, true, "--perf-shapes");
+      auto& current = sets.back();
+      if (std::any_of(current.begin(), current.end(), [&](const auto& given) { return given.first == name; }))
+        sets.emplace_back();
+      std::vector<int64_t> parsed = parse_dims(dims, "--perf-shapes " + name);
+      if (std::any_of(parsed.begin(), parsed.end(), [](int64_t dim) { return dim < 0; }))
+        raise<InvalidInputError>("--perf-shapes {}: every dimension must be a fixed size (the sweep generates data of "
+                                 "that shape)",
+                                 entry);
+      sets.back().emplace_back(name, std::move(parsed));
+    }
+    for (const auto& set : sets) options_.sweep.push_back(data_loader.random_data_loader_with_shapes(set));
   }
   options_.warm_up = data_loader.warm_up();
   options_.iterations = iterations_given ? data_loader.iterations() : kDefaultIterations;
