@@ -57,7 +57,14 @@ AsyncRunResult OpenvinoCompiledModel::run_async(const std::vector<std::vector<In
       ++started;
       started_at[i] = Clock::now();
       lock.unlock();
-      infer_requests[i].start_async();
+      try {
+        infer_requests[i].start_async();
+      } catch (...) {
+        lock.lock();
+        if (!error) error = std::current_exception();
+        --in_flight;
+        all_done.notify_all();
+      }
     });
   }
   {
@@ -67,7 +74,15 @@ AsyncRunResult OpenvinoCompiledModel::run_async(const std::vector<std::vector<In
   // Request i's callback runs only after its start_async, so started_at[i] is written first.
   for (std::size_t i = 0; i < infer_requests.size(); ++i) {
     started_at[i] = Clock::now();
-    infer_requests[i].start_async();
+    try {
+      infer_requests[i].start_async();
+    } catch (...) {
+      // This request and those after it never start; those started stop at their completion.
+      std::lock_guard lock(mutex);
+      if (!error) error = std::current_exception();
+      in_flight -= static_cast<int>(infer_requests.size() - i);
+      break;
+    }
   }
   {
     std::unique_lock lock(mutex);
