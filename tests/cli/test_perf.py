@@ -311,6 +311,22 @@ def test_perf_shape_sweep_outside_compiled_bounds(run_parity, exported):
     assert not result.crash_markers(), result.describe()
 
 
+@pytest.mark.parametrize("hint, streams", [("throughput", 1), ("latency", 2)])
+def test_perf_openvino_streams_read_back(run_parity, tmp_path, exported, hint, streams):
+    """--ov-streams overrides the number of streams the hint would pick (throughput: one per core pair or more,
+    latency: one), as the compiled model's NUM_STREAMS says."""
+    import os
+
+    if streams > (os.cpu_count() or 1):
+        pytest.skip(f"OpenVINO caps its streams at the {os.cpu_count()} hardware thread(s) of this machine")
+    report, _ = perf_report(run_parity, tmp_path, exported("bert"), "--openvino", "--ov-perf-hint", hint,
+                            "--ov-streams", str(streams), "--perf", "--iterations", "4", "--requests", "auto")
+    (entry,) = report["perf"]
+    properties = entry["backend_properties"]
+    assert properties["PERFORMANCE_HINT"] == hint.upper() and properties["NUM_STREAMS"] == str(streams)
+    assert entry["requests"] == int(properties["OPTIMAL_NUMBER_OF_INFER_REQUESTS"])
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--perf", "--duration", "0"], "--duration must be more than 0 seconds"),
     (["--perf", "--duration", "-1"], "--duration must be more than 0 seconds"),

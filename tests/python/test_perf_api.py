@@ -85,3 +85,17 @@ def test_perf_requests(tmp_path):
 def test_perf_requests_refused(requests):
     with pytest.raises(ValueError, match="requests must be a number of requests"):
         PerfConfig(requests=requests)
+
+
+def test_perf_openvino_streams(tmp_path):
+    """OpenVINORunner(streams=1) with the throughput hint: the compiled model runs one stream, as its properties
+    read back in performance mode say."""
+    from parity.backend.openvino import OpenVINORunner
+
+    model = mlp(tmp_path / "mlp.onnx")
+    (perf,) = Comparator.run([OpenVINORunner(model, performance_hint="throughput", streams=1)],
+                             perf=PerfConfig(iterations=2)).perf
+    assert perf.backend_properties["PERFORMANCE_HINT"] == "THROUGHPUT"
+    assert perf.backend_properties["NUM_STREAMS"] == "1"
+    with pytest.raises(Exception, match="streams must be at least 1"):
+        OpenVINORunner(model, streams=0)

@@ -46,6 +46,7 @@ struct OpenvinoOptions {
   std::optional<std::string> precision;
   std::optional<int> threads;                   // --ov-threads: ov::inference_num_threads
   std::optional<std::string> performance_hint;  // --ov-perf-hint: "latency" or "throughput"
+  std::optional<int> streams;                   // --ov-streams: ov::num_streams (at least 1)
   std::optional<std::string> cache_dir;         // --ov-cache-dir: ov::cache_dir
   // --ov-min/opt/max-shapes: bounds of dynamic inputs. Each input named in `min_shapes` must be
   // in `max_shapes` with the same rank (and in `opt_shapes` when that is given). The model is

@@ -28,7 +28,8 @@ namespace parity::runtime::openvino {
 // 5: CompileRequest::marked_output_precisions (marked tensors in the type their layer writes).
 // 6: CompileRequest::keep_conversion, Backend::drop_kept_conversion (one model compiled with
 //    several sets of marks).
-// 7: CompiledModel::run_async (concurrent infer requests), CompiledModel::properties.
+// 7: CompiledModel::run_async (concurrent infer requests), CompiledModel::properties,
+//    CompileRequest::streams and ImportRequest::streams.
 inline constexpr int kBackendInterfaceVersion = 7;
 
 struct BackendFailure : std::runtime_error {
@@ -61,6 +62,7 @@ struct CompileRequest {
   std::optional<std::string> inference_precision;  // "f32", "bf16", "f16"
   std::optional<int> threads;                      // ov::inference_num_threads
   std::optional<std::string> performance_hint;     // "LATENCY", "THROUGHPUT"
+  std::optional<int> streams;                      // ov::num_streams
   std::optional<std::string> cache_dir;            // ov::cache_dir
   bool profiling = false;                          // ov::enable_profiling: per-layer timings
   // Inputs reshaped before compiling (others keep the model's shapes).
@@ -99,6 +101,7 @@ struct ImportRequest {
   std::optional<std::string> inference_precision;  // "f32", "bf16", "f16"
   std::optional<int> threads;                   // ov::inference_num_threads
   std::optional<std::string> performance_hint;  // "LATENCY", "THROUGHPUT"
+  std::optional<int> streams;                   // ov::num_streams
   bool profiling = false;                       // ov::enable_profiling
   // The ONNX names of the compiled model's outputs, in order (as output_names() gave them).
   std::vector<std::string> output_names;

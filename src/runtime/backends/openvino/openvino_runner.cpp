@@ -274,6 +274,7 @@ void OpenvinoRunner::import_compiled_file(OpenvinoCompiledFile file) {
   request.inference_precision = file.inference_precision;
   request.threads = options_.threads;
   request.performance_hint = options_.performance_hint;
+  request.streams = options_.streams;
   request.profiling = options_.profile_layers > 0 || profiling_;
   for (const auto& [name, info] : file.outputs) request.output_names.push_back(name);
   graph_output_count_ = request.output_names.size();
@@ -388,6 +389,7 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked, bool announce) {
   request.inference_precision = options_.precision;
   request.threads = options_.threads;
   request.performance_hint = options_.performance_hint;
+  request.streams = options_.streams;
   request.cache_dir = options_.cache_dir;
   request.profiling = options_.profile_layers > 0 || profiling_;
   request.input_bounds = input_bounds(options_);

@@ -124,6 +124,7 @@ ov::AnyMap shared_properties(const Request& request) {
   if (request.threads) properties.emplace(ov::inference_num_threads(*request.threads));
   if (request.performance_hint)
     properties.emplace(ov::hint::performance_mode(performance_mode(*request.performance_hint)));
+  if (request.streams) properties.emplace(ov::num_streams(*request.streams));
   if (request.profiling) properties.emplace(ov::enable_profiling(true));
   return properties;
 }
