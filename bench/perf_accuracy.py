@@ -3,8 +3,9 @@
 
 - Parity's OpenVINO median latency (--ov-perf-hint latency) against OpenVINO's benchmark_app in latency mode
   (-hint latency -api sync, its median): target ratio within 1 +- 0.05;
-- Parity's OpenVINO throughput with the throughput hint against benchmark_app's (-hint throughput, its own
-  asynchronous requests): target ratio >= 0.95 (Parity infers with one synchronous request);
+- Parity's OpenVINO throughput with the throughput hint and --requests auto (the compiled model's optimal number
+  of asynchronous infer requests, as benchmark_app's default -nireq) against benchmark_app's (-hint throughput,
+  -api async): target ratio >= 0.95; both sides' numbers of requests are printed;
 - Parity's ONNX Runtime median latency against a bare `InferenceSession.run` loop in Python: target 1 +- 0.05.
 
 Every measurement is repeated; the script prints each repeat's ratios and their median and spread (min..max).
@@ -49,11 +50,11 @@ def parity_perf(parity, model, shapes, seconds, runner_flags):
                         "--input-shapes", *shape_args, "--report", report],
                        check=True, capture_output=True, text=True)
         entry = json.load(open(report))["perf"][0]
-    return entry["latency_seconds"]["median"], entry["throughput"]
+    return entry["latency_seconds"]["median"], entry["throughput"], entry["requests"]
 
 
 def benchmark_app(tool, model, shapes, seconds, threads, hint):
-    """benchmark_app's median latency (seconds) and throughput. Its -hint refuses -nthreads, so the hint, the
+    """benchmark_app's median latency (seconds), throughput and infer requests. Its -hint refuses -nthreads, so the hint, the
     threads and the precision go in a -load_config file."""
     shape = ",".join(f"{name}[{','.join(map(str, dims))}]" for name, dims in shapes.items())
     with tempfile.TemporaryDirectory() as folder:
@@ -67,7 +68,8 @@ def benchmark_app(tool, model, shapes, seconds, threads, hint):
     value, unit = re.search(r"Median:\s+([0-9.]+) (ms|us)", out).groups()
     median = float(value) / (1000 if unit == "ms" else 1e6)
     throughput = float(re.search(r"Throughput:\s+([0-9.]+) FPS", out).group(1))
-    return median, throughput
+    requests = re.search(r"(\d+) inference requests", out)
+    return median, throughput, int(requests.group(1)) if requests else None
 
 
 def bare_onnxruntime(model, shapes, seconds, threads):
@@ -118,18 +120,20 @@ def main():
             ratios = {"ov latency": [], "ov throughput": [], "ort latency": []}
             print(f"{kind} (bench size), inputs {shapes}, {threads} thread(s), {args.seconds} s per measurement")
             for repeat in range(args.repeats):
-                p_lat, _ = parity_perf(parity, model, shapes, args.seconds, ov + ["--ov-perf-hint", "latency"])
-                b_lat, _ = benchmark_app(tool, model, shapes, args.seconds, args.threads, "latency")
-                _, p_tput = parity_perf(parity, model, shapes, args.seconds, ov + ["--ov-perf-hint", "throughput"])
-                _, b_tput = benchmark_app(tool, model, shapes, args.seconds, args.threads, "throughput")
-                o_lat, _ = parity_perf(parity, model, shapes, args.seconds,
-                                       ["--onnxrt", "--ort-intra-op-threads", threads])
+                p_lat, _, _ = parity_perf(parity, model, shapes, args.seconds, ov + ["--ov-perf-hint", "latency"])
+                b_lat, _, _ = benchmark_app(tool, model, shapes, args.seconds, args.threads, "latency")
+                _, p_tput, p_requests = parity_perf(parity, model, shapes, args.seconds,
+                                                    ov + ["--ov-perf-hint", "throughput", "--requests", "auto"])
+                _, b_tput, b_requests = benchmark_app(tool, model, shapes, args.seconds, args.threads, "throughput")
+                o_lat, _, _ = parity_perf(parity, model, shapes, args.seconds,
+                                          ["--onnxrt", "--ort-intra-op-threads", threads])
                 bare = bare_onnxruntime(model, shapes, args.seconds, args.threads)
                 ratios["ov latency"].append(p_lat / b_lat)
                 ratios["ov throughput"].append(p_tput / b_tput)
                 ratios["ort latency"].append(o_lat / bare)
                 print(f"  repeat {repeat + 1}: OpenVINO median parity/benchmark_app {p_lat / b_lat:.3f} | OpenVINO "
-                      f"throughput-hint throughput parity/benchmark_app {p_tput / b_tput:.3f} | ONNX Runtime median "
+                      f"throughput-hint throughput parity/benchmark_app {p_tput / b_tput:.3f} ({p_requests} vs {b_requests} "
+                      f"requests) | ONNX Runtime median "
                       f"parity/bare InferenceSession.run {o_lat / bare:.3f}")
             for name, values in ratios.items():
                 print(f"  {name} ratio: {spread(values)}")

@@ -303,7 +303,7 @@ void bind_compare(nb::module_& m) {
   // runner, named as the results are.
   m.def("comparator_run_perf",
         [](nb::list runners, nb::object data_loader, int warm_up, int iterations, std::optional<double> duration,
-           int layer_inferences, int top_layers) {
+           int layer_inferences, int top_layers, std::optional<int> requests) {
           RunnerList list(runners);
           compare::DataLoaderFunc feeds = data_loader_func(std::move(data_loader));
           compare::PerfOptions options;
@@ -312,6 +312,7 @@ void bind_compare(nb::module_& m) {
           options.duration = duration;
           options.layer_inferences = layer_inferences;
           options.top_layers = top_layers;
+          options.requests = requests;
           compare::PerfRun run;
           {
             nb::gil_scoped_release release;
@@ -324,7 +325,7 @@ void bind_compare(nb::module_& m) {
           return nb::make_tuple(results_to_python(run.results), compare::perf_report(run.perf).dump());
         },
         "runners"_a, "data_loader"_a, "warm_up"_a, "iterations"_a, "duration"_a.none(), "layer_inferences"_a,
-        "top_layers"_a);
+        "top_layers"_a, "requests"_a.none() = nb::none());
 
   // The streamed layerwise comparison of two runners through the judge (compare::Judge).
   // tensors: None (every tensor) or a list of names; postprocess: [(output name or "", k, axis)].

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -101,20 +102,76 @@ void log_result(const PerfResult& result) {
     if (result.worker->gpu_peak_bytes) memory += fmt::format("; GPU peak allocated {}", mib(*result.worker->gpu_peak_bytes));
     else if (!result.worker->gpu_note.empty()) memory += fmt::format("; no GPU memory figure: {}", result.worker->gpu_note);
   }
+  std::string details;
+  if (!result.concurrency.empty())
+    details += fmt::format("\n    concurrency: {}; the throughput counts every completed request, each latency is "
+                           "one request's",
+                           result.concurrency);
+  if (!result.backend_properties.empty()) {
+    std::vector<std::string> properties;
+    for (const auto& [name, value] : result.backend_properties) properties.push_back(name + " " + value);
+    details += fmt::format("\n    backend properties: {}", fmt::join(properties, " | "));
+  }
   const double spread = l.median > 0 ? 100.0 * l.iqr() / l.median : 0.0;
   log::info("{:35} | Performance: {} timed inference(s) in {:.4g} s after {} warm-up | throughput {:.4g} "
             "inferences/s\n    latency (ms): min {} | mean {} | median {} | p90 {} | p95 {} | p99 {} | max {} | IQR {} "
-            "({:.1f}% of the median)\n    host memory: {}",
+            "({:.1f}% of the median)\n    host memory: {}{}",
             result.runner_name, result.latencies.size(), result.wall_seconds, result.warm_up, result.throughput,
             ms(l.min), ms(l.mean), ms(l.median), ms(l.p90), ms(l.p95), ms(l.p99), ms(l.max), ms(l.iqr()), spread,
-            memory);
+            memory, details);
   if (result.latencies.size() >= 4 && spread > 10.0)
     log::warning("{}: the latency is not stable (interquartile range {:.1f}% of the median): other work on the "
                  "machine, frequency scaling or too few inferences; run longer (--duration) or on a quieter machine",
                  result.runner_name, spread);
 }
 
-PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& feeds, const DataLoaderFunc* data_loader,
+// The timed inferences one after another: each timed alone, the loop as a whole.
+void time_one_at_a_time(runtime::Runner& runner, const std::vector<NamedTensors>& feeds, const PerfOptions& options,
+                        PerfResult& result) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline = options.duration ? start + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(*options.duration))
+                                         : Clock::time_point::max();
+  std::size_t next = 0;
+  for (;;) {
+    if (options.duration ? (!result.latencies.empty() && Clock::now() >= deadline)
+                         : result.latencies.size() >= static_cast<std::size_t>(options.iterations))
+      break;
+    const NamedTensors& feed = feeds[next];
+    next = (next + 1) % feeds.size();
+    const auto before = Clock::now();
+    runner.infer(feed);
+    result.latencies.push_back(std::chrono::duration<double>(Clock::now() - before).count());
+  }
+  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void time_inferences(runtime::Runner& runner, const std::vector<NamedTensors>& feeds, const PerfOptions& options,
+                     PerfResult& result);
+
+std::string shapes_text(const std::vector<std::pair<std::string, Shape>>& shapes) {
+  std::vector<std::string> parts;
+  for (const auto& [name, shape] : shapes) parts.push_back(fmt::format("{}:[{}]", name, fmt::join(shape, ",")));
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+// The shape sweep's table of one runner: one row per swept shape.
+void log_sweep(const PerfResult& result) {
+  std::size_t width = 6;
+  for (const auto& point : result.sweep) width = std::max(width, shapes_text(point.input_shapes).size());
+  std::string lines = fmt::format("\n    {:{}} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>14}", "shapes", width,
+                                  "inferences", "median ms", "p90 ms", "p99 ms", "IQR ms", "inferences/s");
+  for (const auto& point : result.sweep)
+    lines += fmt::format("\n    {:{}} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>14.4g}",
+                         shapes_text(point.input_shapes), width, point.latencies.size(), ms(point.latency.median),
+                         ms(point.latency.p90), ms(point.latency.p99), ms(point.latency.iqr()), point.throughput);
+  log::info("{:35} | Shape sweep: {} shape(s), {} request(s) in flight{}", result.runner_name, result.sweep.size(),
+            result.sweep.front().requests, lines);
+}
+
+PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& feeds,
+                          std::vector<std::vector<NamedTensors>>& sweep_feeds, const DataLoaderFunc* data_loader,
                           const PerfOptions& options, RunnerResults& outputs) {
   PerfResult result;
   result.runner_name = runner.name();
@@ -135,25 +192,8 @@ PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& fe
   }
   for (int i = 0; i < options.warm_up; ++i) runner.infer(feeds[static_cast<std::size_t>(i) % feeds.size()]);
 
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const auto deadline = options.duration ? start + std::chrono::duration_cast<Clock::duration>(
-                                                       std::chrono::duration<double>(*options.duration))
-                                         : Clock::time_point::max();
-  std::size_t next = 0;
-  for (;;) {
-    if (options.duration ? (!result.latencies.empty() && Clock::now() >= deadline)
-                         : result.latencies.size() >= static_cast<std::size_t>(options.iterations))
-      break;
-    const NamedTensors& feed = feeds[next];
-    next = (next + 1) % feeds.size();
-    const auto before = Clock::now();
-    runner.infer(feed);
-    result.latencies.push_back(std::chrono::duration<double>(Clock::now() - before).count());
-  }
-  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  result.throughput = result.wall_seconds > 0 ? static_cast<double>(result.latencies.size()) / result.wall_seconds : 0;
-  result.latency = LatencyStatistics::of(result.latencies);
+  result.backend_properties = runner.backend_properties();
+  time_inferences(runner, feeds, options, result);
   result.rss_peak_bytes = std::max(status_bytes("VmHWM"), result.rss_before_bytes);
   result.worker = runner.worker_memory();
   if (options.layer_inferences > 0) {
@@ -161,12 +201,49 @@ PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& fe
     if (profile.unavailable.empty()) result.layers = std::move(profile);
     else result.layers_unavailable = std::move(profile.unavailable);
   }
+  for (std::size_t i = 0; i < options.sweep.size(); ++i) {
+    if (sweep_feeds.size() <= i) sweep_feeds.push_back(detail::make_feeds(runner, options.sweep[i], nullptr));
+    if (sweep_feeds[i].empty())
+      raise<InvalidInputError>("{}: performance mode's shape sweep needs an input feed", runner.name());
+    PerfResult point;
+    point.runner_name = runner.name();
+    point.warm_up = options.warm_up;
+    for (int w = 0; w < options.warm_up; ++w) runner.infer(sweep_feeds[i][static_cast<std::size_t>(w) % sweep_feeds[i].size()]);
+    time_inferences(runner, sweep_feeds[i], options, point);
+    result.sweep.push_back(std::move(point));
+  }
   log::finish("{:35} | Completed {} timed inference(s)", runner.name(), result.latencies.size());
   log_result(result);
   if (result.layers) log_layers(result, options.top_layers);
   else if (options.layer_inferences > 0)
     log::warning("{}: no per-layer time: {}", runner.name(), result.layers_unavailable);
+  if (!result.sweep.empty()) log_sweep(result);
   return result;
+}
+
+// The timed inferences of `feeds` (after the warm-up): concurrently with options.requests where the
+// runner can, else one after another; their latencies, wall time, throughput and statistics.
+void time_inferences(runtime::Runner& runner, const std::vector<NamedTensors>& feeds, const PerfOptions& options,
+                     PerfResult& result) {
+  for (const auto& [name, tensor] : feeds.front()) result.input_shapes.emplace_back(name, tensor.shape());
+  bool timed = false;
+  if (options.requests) {
+    runtime::ConcurrentInference concurrent =
+        runner.infer_concurrently(feeds, {*options.requests, options.iterations, options.duration});
+    if (concurrent.unavailable.empty()) {
+      result.requests = concurrent.requests;
+      result.concurrency = std::move(concurrent.how);
+      result.latencies = std::move(concurrent.latencies);
+      result.wall_seconds = concurrent.wall_seconds;
+      timed = true;
+    } else {
+      result.concurrency = "one inference at a time: " + concurrent.unavailable;
+      log::warning("{}: --requests: {}", runner.name(), result.concurrency);
+    }
+  }
+  if (!timed) time_one_at_a_time(runner, feeds, options, result);
+  result.throughput = result.wall_seconds > 0 ? static_cast<double>(result.latencies.size()) / result.wall_seconds : 0;
+  result.latency = LatencyStatistics::of(result.latencies);
 }
 
 nlohmann::ordered_json statistics_json(const LatencyStatistics& l) {
@@ -199,6 +276,15 @@ nlohmann::ordered_json PerfResult::to_json() const {
   json["iterations"] = latencies.size();
   json["wall_seconds"] = wall_seconds;
   json["throughput"] = throughput;
+  json["requests"] = requests;
+  if (!concurrency.empty()) json["concurrency"] = concurrency;
+  if (!backend_properties.empty()) {
+    nlohmann::ordered_json properties = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : backend_properties) properties[name] = value;
+    json["backend_properties"] = properties;
+  }
+  json["input_shapes"] = nlohmann::ordered_json::object();
+  for (const auto& [name, shape] : input_shapes) json["input_shapes"][name] = shape;
   json["latency_seconds"] = statistics_json(latency);
   json["latencies"] = latencies;
   json["host_memory"] = {{"rss_before_bytes", rss_before_bytes},
@@ -234,6 +320,15 @@ nlohmann::ordered_json PerfResult::to_json() const {
   } else if (!layers_unavailable.empty()) {
     json["layers_unavailable"] = layers_unavailable;
   }
+  if (!sweep.empty()) {
+    json["sweep"] = nlohmann::ordered_json::array();
+    for (const auto& point : sweep) {
+      nlohmann::ordered_json entry = point.to_json();
+      entry.erase("runner");
+      entry.erase("host_memory");
+      json["sweep"].push_back(std::move(entry));
+    }
+  }
   return json;
 }
 
@@ -244,11 +339,21 @@ PerfRun measure_performance(const std::vector<runtime::Runner*>& runners, const 
   if (!options.duration && options.iterations < 1)
     raise<InvalidInputError>("performance mode: the timed iterations must be at least 1, got {}", options.iterations);
   if (options.warm_up < 0) raise<InvalidInputError>("performance mode: the warm-up must be 0 or more");
+  if (options.requests && *options.requests < 0)
+    raise<InvalidInputError>("performance mode: the requests in flight must be 0 (the backend's choice) or more, got {}",
+                             *options.requests);
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (options.requests && cores > 0 && static_cast<unsigned>(*options.requests) > cores)
+    log::warning("performance mode: {} requests in flight on a machine with {} hardware threads: the requests only "
+                 "wait for each other, which raises each one's latency without adding throughput",
+                 *options.requests, cores);
   PerfRun run;
   std::vector<NamedTensors> feeds;
+  std::vector<std::vector<NamedTensors>> sweep_feeds;
   for (std::size_t i = 0; i < runners.size(); ++i) {
     RunnerResults outputs;
-    run.perf.push_back(measure_runner(*runners[i], feeds, i == 0 ? &data_loader : nullptr, options, outputs));
+    run.perf.push_back(
+        measure_runner(*runners[i], feeds, sweep_feeds, i == 0 ? &data_loader : nullptr, options, outputs));
     run.results.push_back(std::move(outputs));
   }
   if (run.perf.size() > 1) log_perf_summary(run.perf);

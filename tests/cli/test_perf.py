@@ -138,6 +138,195 @@ def test_perf_layers_backend_without_profiler_says_so(run_parity, tmp_path, expo
     assert "Per-layer time" not in result.output
 
 
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_perf_requests_run_concurrently(run_parity, tmp_path, exported, exporter):
+    """--requests 3: ONNX Runtime's threads and OpenVINO's asynchronous infer requests, three requests in flight.
+    Each of the 12 timed inferences is one completed request; the throughput is all of them over the wall time."""
+    model = exported("bert", exporter)
+    report, result = perf_report(run_parity, tmp_path, model, "--onnxrt", "--openvino", "--ov-precision", "f32",
+                                 "--atol", "1e-3", "--rtol", "1e-3", "--perf", "--iterations", "12", "--requests", "3")
+    onnxrt, openvino = report["perf"]
+    for entry in report["perf"]:
+        check_entry(entry, iterations=12)
+        assert entry["requests"] == 3, entry
+        assert entry["throughput"] == pytest.approx(12 / entry["wall_seconds"])
+        assert re.search(re.escape(entry["runner"]) + r".*\| Performance: 12 timed inference\(s\)", result.output)
+    assert onnxrt["concurrency"].startswith("3 concurrent Run call(s) on one ONNX Runtime session")
+    assert openvino["concurrency"].startswith("3 OpenVINO asynchronous infer request(s)")
+    assert "concurrency: 3 OpenVINO asynchronous infer request(s)" in result.output
+    assert report["passed"] is True
+
+
+@pytest.fixture(scope="session")
+def slow_matmul_model(tmp_path_factory):
+    """Four 256x512 @ 512x512 MatMuls (about 270 MFLOP, milliseconds per inference). Built with onnx.helper
+    because the tiny exported models infer in tens of microseconds, less than a thread takes to start, so whether
+    their requests overlap would depend on the scheduler rather than on Parity."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, initializers, previous = [], [], "x"
+    for i in range(4):
+        initializers.append(numpy_helper.from_array((rng.standard_normal((512, 512)) / 23).astype(np.float32), f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [previous, f"w{i}"], [f"m{i}"], name=f"matmul{i}"))
+        previous = f"m{i}"
+    graph = helper.make_graph(nodes, "slow_matmul", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 512])],
+                              [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [256, 512])], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path_factory.mktemp("perf_slow") / "slow_matmul.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_perf_requests_overlap(run_parity, tmp_path, slow_matmul_model):
+    """With --requests 3 the requests are in flight together: their latencies add up to more than the wall time,
+    which inferences run one after another never do; without --requests they run one at a time and add up to at
+    most the wall time."""
+    report, _ = perf_report(run_parity, tmp_path, slow_matmul_model, "--onnxrt", "--openvino", "--ov-precision",
+                            "f32", "--atol", "1e-2", "--rtol", "1e-2", "--perf", "--iterations", "6", "--requests", "3")
+    for entry in report["perf"]:
+        assert entry["requests"] == 3 and entry["iterations"] == 6
+        assert sum(entry["latencies"]) > entry["wall_seconds"], entry
+    report, _ = perf_report(run_parity, tmp_path, slow_matmul_model, "--onnxrt", "--openvino", "--ov-precision",
+                            "f32", "--atol", "1e-2", "--rtol", "1e-2", "--perf", "--iterations", "6")
+    for entry in report["perf"]:
+        assert entry["requests"] == 1 and "concurrency" not in entry
+        assert sum(entry["latencies"]) <= entry["wall_seconds"], entry
+
+
+def test_perf_requests_auto_is_openvinos_optimal_number(run_parity, tmp_path, exported):
+    """--requests auto runs as many infer requests as the compiled model says is optimal (read back from it)."""
+    report, _ = perf_report(run_parity, tmp_path, exported("bert"), "--openvino", "--ov-perf-hint", "throughput",
+                            "--perf", "--iterations", "20", "--requests", "auto")
+    (entry,) = report["perf"]
+    optimal = int(entry["backend_properties"]["OPTIMAL_NUMBER_OF_INFER_REQUESTS"])
+    assert entry["requests"] == min(optimal, 20)
+    assert "the compiled model's optimal number" in entry["concurrency"]
+    check_entry(entry, iterations=20)
+
+
+def test_perf_requests_with_duration_completes_every_request(run_parity, tmp_path, exported):
+    report, _ = perf_report(run_parity, tmp_path, exported("bert"), "--onnxrt", "--openvino", "--perf",
+                            "--duration", "0.3", "--requests", "2", "--atol", "1e-2", "--rtol", "1e-2")
+    for entry in report["perf"]:
+        check_entry(entry)
+        assert entry["requests"] == 2 and entry["iterations"] >= 2 and entry["wall_seconds"] >= 0.3
+
+
+def test_perf_requests_backend_without_concurrency_says_so(run_parity, tmp_path, exported):
+    report, result = perf_report(run_parity, tmp_path, exported("bert"), "--ref", "--perf", "--iterations", "3",
+                                 "--requests", "2")
+    (entry,) = report["perf"]
+    check_entry(entry, iterations=3)
+    assert entry["requests"] == 1
+    assert entry["concurrency"] == "one inference at a time: this backend runs one inference at a time"
+    assert any("--requests: one inference at a time" in line for line in result.lines("[W]")), result.describe()
+
+
+def test_perf_requests_beyond_the_hardware_threads_warns(run_parity, tmp_path, exported):
+    import os
+
+    requests = (os.cpu_count() or 1) + 1
+    report, result = perf_report(run_parity, tmp_path, exported("bert"), "--onnxrt", "--perf", "--iterations",
+                                 str(requests), "--requests", str(requests))
+    assert report["perf"][0]["requests"] == requests
+    assert any(f"{requests} requests in flight on a machine with" in line for line in result.lines("[W]")), \
+        result.describe()
+
+
+@pytest.mark.parametrize("hint, threads", [("latency", "1"), ("throughput", "2")])
+def test_perf_openvino_hint_read_back(run_parity, tmp_path, exported, hint, threads):
+    """--ov-perf-hint, --ov-precision and --ov-threads are compiled in: the compiled model's own properties, read
+    back from it, say so in the log and the report."""
+    report, result = perf_report(run_parity, tmp_path, exported("resnet"), "--openvino", "--ov-perf-hint", hint,
+                                 "--ov-precision", "f32", "--ov-threads", threads, "--perf", "--iterations", "2")
+    properties = report["perf"][0]["backend_properties"]
+    assert properties["PERFORMANCE_HINT"] == hint.upper()
+    assert properties["INFERENCE_PRECISION_HINT"] == "f32"
+    assert properties["INFERENCE_NUM_THREADS"] == threads
+    assert int(properties["NUM_STREAMS"]) >= 1 and int(properties["OPTIMAL_NUMBER_OF_INFER_REQUESTS"]) >= 1
+    if hint == "latency":
+        assert properties["NUM_STREAMS"] == "1"
+    assert f"backend properties: PERFORMANCE_HINT {hint.upper()} | NUM_STREAMS" in result.output
+
+
+def input_names(path):
+    return [i.name for i in onnx.load(str(path)).graph.input]
+
+
+def shape_sets(model, shapes):
+    """--perf-shapes entries: every input of `model` at each shape in turn (a repeated name starts the next set)."""
+    return [f"{name}:[{','.join(map(str, shape))}]" for shape in shapes for name in input_names(model)]
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_perf_shape_sweep_one_row_per_shape(run_parity, tmp_path, exported, exporter):
+    """--perf-shapes on the dynamic-shape BERT (batch, sequence): after the main measurement each runner is measured
+    on each shape set, OpenVINO and ONNX Runtime without recompiling; one sweep entry and one table row per set,
+    with the shapes the feeds actually had."""
+    model = exported("bert", exporter)
+    shapes = [[1, 4], [2, 16], [3, 9]]
+    report, result = perf_report(run_parity, tmp_path, model, "--onnxrt", "--openvino", "--ov-precision", "f32",
+                                 "--atol", "1e-3", "--rtol", "1e-3", "--perf", "--iterations", "4", "--warm-up", "1",
+                                 "--perf-shapes", *shape_sets(model, shapes))
+    for entry in report["perf"]:
+        check_entry(entry, iterations=4)
+        # The main measurement keeps the data loader's shape (dynamic dims generated as 1).
+        assert entry["input_shapes"] == {name: [1, 1] for name in input_names(model)}
+        sweep = entry["sweep"]
+        assert len(sweep) == len(shapes)
+        for point, shape in zip(sweep, shapes):
+            assert point["input_shapes"] == {name: shape for name in input_names(model)}
+            assert point["iterations"] == 4 and point["warm_up"] == 1 and len(point["latencies"]) == 4
+            values = [point["latency_seconds"][name] for name in PERCENTILES]
+            assert values == sorted(values) and point["throughput"] > 0
+            row = " ".join(f"{name}:[{','.join(map(str, shape))}]" for name in input_names(model))
+            assert re.search(re.escape(row) + r" +\| +4 \|", result.output), row
+        assert re.search(re.escape(entry["runner"]) + r" +\| Shape sweep: 3 shape\(s\)", result.output)
+    # OpenVINO compiled the model once.
+    assert result.output.count("compiled " + str(model)) == 1
+
+
+def test_perf_shape_sweep_with_requests(run_parity, tmp_path, exported):
+    model = exported("bert")
+    report, _ = perf_report(run_parity, tmp_path, model, "--openvino", "--perf", "--iterations", "6", "--requests",
+                            "2", "--perf-shapes", *shape_sets(model, [[2, 8]]))
+    (point,) = report["perf"][0]["sweep"]
+    assert point["requests"] == 2 and point["iterations"] == 6
+    assert point["concurrency"].startswith("2 OpenVINO asynchronous infer request(s)")
+
+
+def test_perf_shape_sweep_outside_compiled_bounds(run_parity, exported):
+    """A swept shape outside the bounds OpenVINO compiled the model for: one [E] line naming the bounds."""
+    model = exported("bert")
+    bounds = []
+    for flag, length in (("--ov-min-shapes", 1), ("--ov-max-shapes", 8)):
+        bounds += [flag] + [f"{name}:[1,{length}]" for name in input_names(model)]
+    result = run_parity("run", model, "--openvino", *bounds, "--perf", "--iterations", "2", "--perf-shapes",
+                        *shape_sets(model, [[1, 4], [1, 16]]), timeout=RUN_TIMEOUT)
+    assert result.returncode != 0, result.describe()
+    errors = result.lines("[E]")
+    assert len(errors) == 1 and "outside the bounds the model was compiled for" in errors[0], result.describe()
+    assert not result.crash_markers(), result.describe()
+
+
+@pytest.mark.parametrize("hint, streams", [("throughput", 1), ("latency", 2)])
+def test_perf_openvino_streams_read_back(run_parity, tmp_path, exported, hint, streams):
+    """--ov-streams overrides the number of streams the hint would pick (throughput: one per core pair or more,
+    latency: one), as the compiled model's NUM_STREAMS says."""
+    import os
+
+    if streams > (os.cpu_count() or 1):
+        pytest.skip(f"OpenVINO caps its streams at the {os.cpu_count()} hardware thread(s) of this machine")
+    report, _ = perf_report(run_parity, tmp_path, exported("bert"), "--openvino", "--ov-perf-hint", hint,
+                            "--ov-streams", str(streams), "--perf", "--iterations", "4", "--requests", "auto")
+    (entry,) = report["perf"]
+    properties = entry["backend_properties"]
+    assert properties["PERFORMANCE_HINT"] == hint.upper() and properties["NUM_STREAMS"] == str(streams)
+    assert entry["requests"] == int(properties["OPTIMAL_NUMBER_OF_INFER_REQUESTS"])
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--perf", "--duration", "0"], "--duration must be more than 0 seconds"),
     (["--perf", "--duration", "-1"], "--duration must be more than 0 seconds"),
@@ -146,6 +335,12 @@ def test_perf_layers_backend_without_profiler_says_so(run_parity, tmp_path, expo
     (["--perf-layers", "3"], "--perf-layers is a performance mode flag: add --perf"),
     (["--perf", "--iterations", "3", "--duration", "1"], "not both"),
     (["--perf", "--perf-layers", "-1"], "--perf-layers must be 0 or more"),
+    (["--perf", "--requests", "0"], "--requests must be a number of requests (at least 1) or 'auto', got '0'"),
+    (["--perf", "--requests", "many"], "--requests must be a number of requests (at least 1) or 'auto'"),
+    (["--requests", "2"], "--requests is a performance mode flag: add --perf"),
+    (["--perf-shapes", "input_ids:[1,4]"], "--perf-shapes is a performance mode flag: add --perf"),
+    (["--perf", "--perf-shapes", "input_ids:[1,x]"], "--perf-shapes input_ids"),
+    (["--perf", "--perf-shapes", "input_ids:[1,4]", "--load-inputs", "in.json"], "leave out --load-inputs"),
     (["--perf", "--onnx-outputs", "mark", "all"], "--perf measures the runners as they run the model"),
     (["--perf", "--use-subprocess"], "--perf measures the runners as they run the model"),
     (["--perf", "--gen-script", "-"], "cannot express --perf"),

@@ -103,6 +103,7 @@ def test_options_reach_openvino(run_parity, examples_dir, tmp_path):
 @pytest.mark.parametrize("flags, message", [
     (["--ov-precision", "f64"], "--ov-precision must be f32, bf16 or f16, got 'f64'"),
     (["--ov-perf-hint", "fast"], "--ov-perf-hint must be latency or throughput, got 'fast'"),
+    (["--ov-streams", "0"], "--ov-streams must be at least 1, got 0"),
     (["--ov-min-shapes", "x:[1,4]"], "--ov-min-shapes gives input 'x', which --ov-max-shapes does not"),
     (["--ov-min-shapes", "x:[4,4]", "--ov-max-shapes", "x:[2,4]"], "dimension 0 has min 4 above max 2"),
     (["--ov-min-shapes", "x:[1,4]", "--ov-opt-shapes", "x:[9,4]", "--ov-max-shapes", "x:[8,4]"],

@@ -63,3 +63,39 @@ def test_perf_duration():
 def test_plain_run_has_no_perf(tmp_path):
     results = Comparator.run([RefRunner(mlp(tmp_path / "mlp.onnx"))])
     assert results.perf is None
+
+
+def test_perf_requests(tmp_path):
+    """PerfConfig(requests=3): ONNX Runtime's session runs three requests at once (each one timed inference); the
+    reference interpreter runs one at a time and says so."""
+    model = mlp(tmp_path / "mlp.onnx")
+    results = Comparator.run([OnnxrtRunner(SessionFromOnnx(model)), RefRunner(model)],
+                             perf=PerfConfig(iterations=9, requests=3))
+    onnxrt, ref = results.perf
+    assert onnxrt.requests == 3 and onnxrt.iterations == 9 and len(onnxrt.latencies) == 9
+    assert onnxrt.throughput == pytest.approx(9 / onnxrt.wall_seconds)
+    assert "3 concurrent Run call(s)" in onnxrt.concurrency
+    assert ref.requests == 1 and ref.concurrency.startswith("one inference at a time")
+    assert onnxrt.backend_properties == {} and ref.backend_properties == {}
+    unset = Comparator.run([RefRunner(model)], perf=PerfConfig(iterations=2)).perf[0]
+    assert unset.requests == 1 and unset.concurrency is None
+
+
+@pytest.mark.parametrize("requests", [0, -1, 1.5, "two", True])
+def test_perf_requests_refused(requests):
+    with pytest.raises(ValueError, match="requests must be a number of requests"):
+        PerfConfig(requests=requests)
+
+
+def test_perf_openvino_streams(tmp_path):
+    """OpenVINORunner(streams=1) with the throughput hint: the compiled model runs one stream, as its properties
+    read back in performance mode say."""
+    from parity.backend.openvino import OpenVINORunner
+
+    model = mlp(tmp_path / "mlp.onnx")
+    (perf,) = Comparator.run([OpenVINORunner(model, performance_hint="throughput", streams=1)],
+                             perf=PerfConfig(iterations=2)).perf
+    assert perf.backend_properties["PERFORMANCE_HINT"] == "THROUGHPUT"
+    assert perf.backend_properties["NUM_STREAMS"] == "1"
+    with pytest.raises(Exception, match="streams must be at least 1"):
+        OpenVINORunner(model, streams=0)

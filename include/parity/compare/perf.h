@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +38,14 @@ struct PerfOptions {
   int layer_inferences = 0;
   // How many of the slowest layers the log lists (the report and PerfResult keep every layer).
   int top_layers = 10;
+  // Requests in flight at once (runtime/concurrent_inference.h); unset: one synchronous inference
+  // after another; 0: the backend's own number (OpenVINO's optimal number of infer requests).
+  // Throughput is then the completed requests over the wall time, latency each request's.
+  std::optional<int> requests;
+  // Shape sweep (`--perf-shapes`): after the main measurement, each runner is measured again (warm_up,
+  // then the timed inferences) on each of these data loaders' feeds (made once, from the first
+  // runner's input metadata, and reused by every runner), one PerfResult::sweep entry each.
+  std::vector<DataLoaderFunc> sweep;
   std::function<void(const std::vector<NamedTensors>&)> on_feeds;
 };
 
@@ -55,6 +64,17 @@ struct PerfResult {
   LatencyStatistics latency;
   double wall_seconds = 0;        // the timed inferences end to end
   double throughput = 0;          // timed inferences per second of wall_seconds
+  // Inferences in flight at once (1 without PerfOptions::requests) and, with requests, what ran
+  // concurrently in words (or why the runner ran one at a time).
+  int requests = 1;
+  std::string concurrency;
+  // The backend's own report of its settings (Runner::backend_properties), name and value.
+  std::vector<std::pair<std::string, std::string>> backend_properties;
+  // The shape of each input in the (first) feed measured.
+  std::vector<std::pair<std::string, Shape>> input_shapes;
+  // With PerfOptions::sweep: one measurement per swept shape, in order (their memory, properties,
+  // layers and sweeps left empty).
+  std::vector<PerfResult> sweep;
   // Host memory of this process: resident set before activation and its peak up to the end of the
   // timed inferences (peak_reset: the peak was reset before activation, so it is this runner's;
   // otherwise it is the process's peak so far).

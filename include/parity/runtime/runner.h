@@ -11,11 +11,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "parity/core/array_io.h"
 #include "parity/core/tensor_metadata.h"
 #include "parity/onnx/torch_module_pairing.h"
+#include "parity/runtime/concurrent_inference.h"
 #include "parity/runtime/layer_profile.h"
 #include "parity/runtime/loader.h"
 
@@ -116,6 +118,21 @@ class Runner {
   // The memory of the worker process the runner infers in; nullopt when it infers in this process.
   // Requires an active runner.
   virtual std::optional<WorkerMemory> worker_memory() { return std::nullopt; }
+  // Performance mode's concurrency (runtime/concurrent_inference.h): runs requests concurrently,
+  // request i on feeds[i % feeds.size()] (feeds already validated by infer()), and returns each
+  // one's latency; ConcurrentInference::unavailable says why for a backend that runs one inference
+  // at a time. Requires an active runner.
+  virtual ConcurrentInference infer_concurrently(const std::vector<NamedTensors>& /*feeds*/,
+                                                 const ConcurrencyRequest& /*request*/) {
+    ConcurrentInference result;
+    result.unavailable = "this backend runs one inference at a time";
+    return result;
+  }
+  // The settings the backend runs with as it reports them itself (OpenVINO's compiled-model
+  // properties: PERFORMANCE_HINT, NUM_STREAMS, INFERENCE_PRECISION_HINT, ...), name and value, for
+  // performance mode's log and report; empty for a backend that reports none. Requires an active
+  // runner.
+  virtual std::vector<std::pair<std::string, std::string>> backend_properties() { return {}; }
 
  protected:
   explicit Runner(std::string_view prefix);

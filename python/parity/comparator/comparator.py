@@ -131,7 +131,8 @@ class Comparator:
             entries, report = _parity.comparator_run_perf(
                 _native_runners(runners), _native_feeds(data_loader, save_inputs_path), int(warm_up or 0),
                 int(perf.iterations), None if perf.duration is None else float(perf.duration),
-                int(perf.layer_iterations) if perf.layers else 0, int(perf.layers))
+                int(perf.layer_iterations) if perf.layers else 0, int(perf.layers),
+                None if perf.requests is None else int(perf.requests))
             results = RunResults._from_native(entries)
             results.perf = [PerfResult(entry) for entry in json.loads(report)]
             return results

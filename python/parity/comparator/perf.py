@@ -5,15 +5,23 @@ one runner's measurement (the `parity run --perf --report` JSON entry as attribu
 class PerfConfig:
     """How Comparator.run(perf=...) measures: `iterations` timed inferences (or, with `duration`, timed
     inferences until that many seconds have passed), and with `layers` > 0 a per-layer profile over
-    `layer_iterations` inferences whose `layers` slowest layers are logged."""
+    `layer_iterations` inferences whose `layers` slowest layers are logged. `requests`: inference requests in flight
+    at once (`parity run --requests`): None runs one inference after another, a number N runs N (OpenVINO's
+    asynchronous infer requests, ONNX Runtime's concurrent Run calls), "auto" the backend's own number."""
 
-    def __init__(self, iterations=100, duration=None, layers=0, layer_iterations=10):
+    def __init__(self, iterations=100, duration=None, layers=0, layer_iterations=10, requests=None):
         if duration is not None and not duration > 0:
             raise ValueError(f"PerfConfig: duration must be more than 0 seconds, got {duration}")
         if duration is None and iterations < 1:
             raise ValueError(f"PerfConfig: iterations must be at least 1, got {iterations}")
         if layers < 0 or layer_iterations < 1:
             raise ValueError("PerfConfig: layers must be 0 or more and layer_iterations at least 1")
+        if requests == "auto":
+            requests = 0
+        elif requests is not None and (isinstance(requests, bool) or not isinstance(requests, int) or requests < 1):
+            raise ValueError(f"PerfConfig: requests must be a number of requests (at least 1), 'auto' or None, "
+                             f"got {requests!r}")
+        self.requests = requests
         self.iterations = iterations
         self.duration = duration
         self.layers = layers
@@ -39,7 +47,9 @@ class LayerTime:
 
 class PerfResult:
     """One runner's measurement. latency: {min, mean, median, p25, p75, p90, p95, p99, max, iqr} in seconds;
-    latencies: every timed inference in seconds; throughput: inferences per second; host_memory: {rss_before_bytes,
+    latencies: every timed inference in seconds; throughput: inferences per second; requests: inferences in flight
+    at once (1, or what ran concurrently, in words, in concurrency); backend_properties: the backend's own report of
+    its settings (OpenVINO's PERFORMANCE_HINT, NUM_STREAMS, ...; empty for others); host_memory: {rss_before_bytes,
     rss_peak_bytes, added_bytes, peak_reset}; worker_memory: a worker process's {peak_rss_bytes, gpu_peak_bytes,
     gpu_note} or None; layers: [LayerTime] (None without a profile; layers_unavailable then says why when one was
     asked for); layers_info: the profile's source, inferences, sums and what lies outside the layers."""
@@ -50,6 +60,9 @@ class PerfResult:
         self.iterations = entry["iterations"]
         self.wall_seconds = entry["wall_seconds"]
         self.throughput = entry["throughput"]
+        self.requests = entry["requests"]
+        self.concurrency = entry.get("concurrency")
+        self.backend_properties = dict(entry.get("backend_properties", {}))
         self.latency = dict(entry["latency_seconds"])
         self.latencies = list(entry["latencies"])
         self.host_memory = dict(entry["host_memory"])

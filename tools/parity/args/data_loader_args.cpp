@@ -194,6 +194,16 @@ compare::DataLoaderFunc DataLoaderArgs::data_loader() const {
   };
 }
 
+compare::DataLoaderFunc DataLoaderArgs::random_data_loader_with_shapes(
+    const std::vector<std::pair<std::string, std::vector<int64_t>>>& shapes) const {
+  return [this, shapes](const TensorMetadata& metadata) {
+    runtime::DataLoaderOptions options = options_;
+    options.iterations = 1;
+    options.input_shapes.insert(options.input_shapes.end(), shapes.begin(), shapes.end());  // the last match wins
+    return runtime::DataLoader(options).generate_all(metadata);
+  };
+}
+
 void DataLoaderArgs::save_inputs(const std::vector<NamedTensors>& feeds) const {
   if (save_inputs_.empty()) return;
   save_inputs_json(save_inputs_, feeds);

@@ -44,6 +44,10 @@ class DataLoaderArgs {
   // The feeds, made from the first runner's input metadata: loaded files, a script's, or seeded
   // random data (checking --input-shapes / --val-range names against the inputs).
   compare::DataLoaderFunc data_loader() const;
+  // Random data as data_loader() makes it (--seed, --val-range, --input-shapes), one feed, with
+  // `shapes` overriding --input-shapes for the inputs they name (performance mode's --perf-shapes).
+  compare::DataLoaderFunc random_data_loader_with_shapes(
+      const std::vector<std::pair<std::string, std::vector<int64_t>>>& shapes) const;
   // True when data_loader() generates random data (neither --load-inputs nor --data-loader-script).
   bool uses_random_data() const { return load_inputs_.empty() && data_loader_script_.empty(); }
   // Saves the feeds when --save-inputs is given.

@@ -20,6 +20,10 @@ void OpenvinoArgs::add_to(CLI::App& app) {
       ->group(group);
   app.add_option("--ov-threads", threads_, "Inference threads (ov::inference_num_threads; 0: OpenVINO's default)")
       ->group(group);
+  app.add_option("--ov-streams", streams_,
+                 "Execution streams (ov::num_streams): how many inferences the compiled model runs at once, each "
+                 "on its share of the threads (benchmark_app's -nstreams); unset: what the performance hint picks")
+      ->group(group);
   app.add_option("--ov-perf-hint", perf_hint_, "Performance hint (ov::hint::performance_mode): latency or throughput")
       ->group(group);
   app.add_option("--ov-cache-dir", cache_dir_,
@@ -65,6 +69,10 @@ void OpenvinoArgs::parse(int openvino_runners) {
     options_.threads = threads_;
   }
   if (!perf_hint_.empty()) options_.performance_hint = runtime::openvino_performance_hint(perf_hint_);
+  if (streams_) {
+    if (*streams_ < 1) raise<InvalidInputError>("--ov-streams must be at least 1, got {}", *streams_);
+    options_.streams = streams_;
+  }
   if (!cache_dir_.empty()) options_.cache_dir = cache_dir_;
   options_.min_shapes = parse_input_shapes(min_shapes_, "--ov-min-shapes");
   options_.opt_shapes = parse_input_shapes(opt_shapes_, "--ov-opt-shapes");
@@ -81,7 +89,7 @@ void OpenvinoArgs::parse(int openvino_runners) {
                                flag);
   if (profile_layers_ < 0) raise<InvalidInputError>("--ov-profile-layers must be >= 0, got {}", profile_layers_);
   options_.profile_layers = profile_layers_;
-  bool any = !precision_.empty() || threads_ != -1 || !perf_hint_.empty() || !cache_dir_.empty() ||
+  bool any = !precision_.empty() || threads_ != -1 || streams_.has_value() || !perf_hint_.empty() || !cache_dir_.empty() ||
              !min_shapes_.empty() || !opt_shapes_.empty() || !max_shapes_.empty() || !outputs_.empty() ||
              !exclude_outputs_.empty() || profile_layers_ != 0;
   if (any && openvino_runners == 0)
@@ -117,6 +125,7 @@ std::string OpenvinoArgs::add_to_script(GeneratedScript& script) const {
   if (!precision_.empty()) arguments += ", precision=" + python_string(precision_);
   if (threads_ >= 0) arguments += fmt::format(", threads={}", threads_);
   if (!perf_hint_.empty()) arguments += ", performance_hint=" + python_string(perf_hint_);
+  if (options_.streams) arguments += fmt::format(", streams={}", *options_.streams);
   if (!cache_dir_.empty()) arguments += ", cache_dir=" + script.path(cache_dir_);
   for (auto [flag, given] :
        {std::pair{"--ov-min-shapes", !min_shapes_.empty()}, std::pair{"--ov-opt-shapes", !opt_shapes_.empty()},

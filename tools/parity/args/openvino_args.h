@@ -4,6 +4,7 @@
 // and `inspect model --openvino` use its flags too (add_to, parse).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ class OpenvinoArgs : public BackendArgs {
  private:
   std::string precision_, perf_hint_, cache_dir_;
   int threads_ = -1;
+  std::optional<int> streams_;  // --ov-streams
   int profile_layers_ = 0;
   std::vector<std::string> min_shapes_, opt_shapes_, max_shapes_, outputs_, exclude_outputs_;
   runtime::OpenvinoOptions options_;

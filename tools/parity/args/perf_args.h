@@ -1,10 +1,11 @@
-// `parity run --perf`: performance mode's flags (--perf, --duration, --perf-layers,
-// --perf-layer-iterations), read with the data loader's --iterations (the timed inferences) and
+// `parity run --perf`: performance mode's flags (--perf, --duration, --requests, --perf-shapes,
+// --perf-layers, --perf-layer-iterations), read with the data loader's --iterations (the timed inferences) and
 // --warm-up, turned into compare::PerfOptions.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -24,6 +25,8 @@ class PerfArgs {
  private:
   bool perf_ = false;
   double duration_ = 0;
+  std::string requests_;  // --requests: a count or "auto"
+  std::vector<std::string> shapes_;  // --perf-shapes: name:[dims] entries
   int layers_ = 0;
   int layer_iterations_ = 10;
   compare::PerfOptions options_;

@@ -166,6 +166,10 @@ class OnnxrtRunner : public Runner {
   // Per-layer times from ONNX Runtime's profiler, in a profiled twin of the session
   // (onnxrt_layer_profile.cpp).
   LayerProfile profile_layers(const NamedTensors& feed, int inferences) override;
+  // Concurrent Run calls on the one session from request.requests threads (one when 0)
+  // (onnxrt_concurrent.cpp).
+  ConcurrentInference infer_concurrently(const std::vector<NamedTensors>& feeds,
+                                         const ConcurrencyRequest& request) override;
 
  protected:
   void activate_impl() override;

@@ -37,6 +37,7 @@ namespace openvino {
 class Backend;
 class CompiledModel;
 struct ExecutedLayer;
+struct InputBuffer;
 }  // namespace openvino
 
 struct OpenvinoOptions {
@@ -45,6 +46,7 @@ struct OpenvinoOptions {
   std::optional<std::string> precision;
   std::optional<int> threads;                   // --ov-threads: ov::inference_num_threads
   std::optional<std::string> performance_hint;  // --ov-perf-hint: "latency" or "throughput"
+  std::optional<int> streams;                   // --ov-streams: ov::num_streams (at least 1)
   std::optional<std::string> cache_dir;         // --ov-cache-dir: ov::cache_dir
   // --ov-min/opt/max-shapes: bounds of dynamic inputs. Each input named in `min_shapes` must be
   // in `max_shapes` with the same rank (and in `opt_shapes` when that is given). The model is
@@ -127,6 +129,13 @@ class OpenvinoRunner : public Runner {
   // Per-layer times from OpenVINO's performance counters (openvino_layer_profile.cpp); compiles the
   // model again with profiling when it was compiled without.
   LayerProfile profile_layers(const NamedTensors& feed, int inferences) override;
+  // Asynchronous infer requests (openvino_concurrent.cpp): request.requests of them, or the
+  // compiled model's optimal number when 0.
+  ConcurrentInference infer_concurrently(const std::vector<NamedTensors>& feeds,
+                                         const ConcurrencyRequest& request) override;
+  // The compiled model's PERFORMANCE_HINT, NUM_STREAMS, INFERENCE_PRECISION_HINT,
+  // INFERENCE_NUM_THREADS and OPTIMAL_NUMBER_OF_INFER_REQUESTS, read back from it.
+  std::vector<std::pair<std::string, std::string>> backend_properties() override;
 
  protected:
   void activate_impl() override;
@@ -151,6 +160,8 @@ class OpenvinoRunner : public Runner {
   // The compiled model's inputs (dynamic dims with the bounds OpenVINO reports).
   TensorMetadata compiled_inputs() const;
   void check_bounds(const NamedTensors& feed) const;
+  // The feed as the module's input buffers (its bytes, not copied), its shapes checked against the bounds.
+  std::vector<openvino::InputBuffer> input_buffers(const NamedTensors& feed) const;
 
   ModelLoader loader_;
   OpenvinoOptions options_;

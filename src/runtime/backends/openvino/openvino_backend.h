@@ -18,6 +18,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace parity::runtime::openvino {
@@ -27,7 +28,9 @@ namespace parity::runtime::openvino {
 // 5: CompileRequest::marked_output_precisions (marked tensors in the type their layer writes).
 // 6: CompileRequest::keep_conversion, Backend::drop_kept_conversion (one model compiled with
 //    several sets of marks).
-inline constexpr int kBackendInterfaceVersion = 6;
+// 7: CompiledModel::run_async (concurrent infer requests), CompiledModel::properties,
+//    CompileRequest::streams and ImportRequest::streams.
+inline constexpr int kBackendInterfaceVersion = 7;
 
 struct BackendFailure : std::runtime_error {
   enum class Kind { kInvalidInput, kUnsupported, kOther };
@@ -59,6 +62,7 @@ struct CompileRequest {
   std::optional<std::string> inference_precision;  // "f32", "bf16", "f16"
   std::optional<int> threads;                      // ov::inference_num_threads
   std::optional<std::string> performance_hint;     // "LATENCY", "THROUGHPUT"
+  std::optional<int> streams;                      // ov::num_streams
   std::optional<std::string> cache_dir;            // ov::cache_dir
   bool profiling = false;                          // ov::enable_profiling: per-layer timings
   // Inputs reshaped before compiling (others keep the model's shapes).
@@ -97,6 +101,7 @@ struct ImportRequest {
   std::optional<std::string> inference_precision;  // "f32", "bf16", "f16"
   std::optional<int> threads;                   // ov::inference_num_threads
   std::optional<std::string> performance_hint;  // "LATENCY", "THROUGHPUT"
+  std::optional<int> streams;                   // ov::num_streams
   bool profiling = false;                       // ov::enable_profiling
   // The ONNX names of the compiled model's outputs, in order (as output_names() gave them).
   std::vector<std::string> output_names;
@@ -141,6 +146,23 @@ struct OutputBuffer {
 
 // A model to ask OpenVINO about (Backend::query_model): converted by the ONNX frontend, then
 // ov::Core::query_model for the device.
+// Asynchronous infer requests run by CompiledModel::run_async.
+struct AsyncRunRequest {
+  // Requests in flight at once; 0: the compiled model's ov::optimal_number_of_infer_requests.
+  int requests = 0;
+  // Requests to complete in all; with seconds > 0, requests are started until then instead (at
+  // least one per infer request).
+  int count = 1;
+  double seconds = 0;
+};
+
+struct AsyncRunResult {
+  int requests = 0;               // infer requests that ran at once
+  bool optimal = false;           // `requests` is the compiled model's optimal number
+  std::vector<double> latencies;  // seconds from each start_async to its completion, in completion order
+  double wall_seconds = 0;        // from the first start to the last completion
+};
+
 struct QueryRequest {
   std::string model_bytes;  // a serialized ONNX ModelProto
   std::string model_path;   // where external data are relative to
@@ -181,6 +203,14 @@ class CompiledModel {
   virtual std::vector<ExecutedLayer> executed_layers() const = 0;
   // The last inference's per-layer times; needs profiling in the request.
   virtual std::vector<LayerTiming> layer_timings() const = 0;
+  // Runs infer requests of their own asynchronously (ov::InferRequest::start_async), request i on
+  // inputs[i % inputs.size()], each started again from its completion callback until the request
+  // says stop. The outputs stay in the requests' tensors.
+  virtual AsyncRunResult run_async(const std::vector<std::vector<InputBuffer>>& inputs,
+                                   const AsyncRunRequest& request) = 0;
+  // The compiled model's properties (name, value as OpenVINO prints it): PERFORMANCE_HINT,
+  // NUM_STREAMS, INFERENCE_PRECISION_HINT, INFERENCE_NUM_THREADS, OPTIMAL_NUMBER_OF_INFER_REQUESTS.
+  virtual std::vector<std::pair<std::string, std::string>> properties() const = 0;
 };
 
 class Backend {

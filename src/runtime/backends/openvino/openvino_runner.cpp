@@ -274,6 +274,7 @@ void OpenvinoRunner::import_compiled_file(OpenvinoCompiledFile file) {
   request.inference_precision = file.inference_precision;
   request.threads = options_.threads;
   request.performance_hint = options_.performance_hint;
+  request.streams = options_.streams;
   request.profiling = options_.profile_layers > 0 || profiling_;
   for (const auto& [name, info] : file.outputs) request.output_names.push_back(name);
   graph_output_count_ = request.output_names.size();
@@ -388,6 +389,7 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked, bool announce) {
   request.inference_precision = options_.precision;
   request.threads = options_.threads;
   request.performance_hint = options_.performance_hint;
+  request.streams = options_.streams;
   request.cache_dir = options_.cache_dir;
   request.profiling = options_.profile_layers > 0 || profiling_;
   request.input_bounds = input_bounds(options_);
@@ -699,6 +701,20 @@ void OpenvinoRunner::check_bounds(const NamedTensors& feed) const {
   }
 }
 
+std::vector<openvino::InputBuffer> OpenvinoRunner::input_buffers(const NamedTensors& feed) const {
+  check_bounds(feed);
+  std::vector<openvino::InputBuffer> inputs;
+  inputs.reserve(feed.size());
+  for (const auto& [name, tensor] : feed) {
+    if (tensor.dtype() == DType::kString)
+      raise<UnsupportedError>("{}: input '{}' is a string tensor, which the OpenVINO runner does not feed",
+                              model_label_, name);
+    inputs.push_back({name, static_cast<int32_t>(tensor.dtype()), tensor.shape(), tensor.raw(),
+                      tensor.byte_size()});
+  }
+  return inputs;
+}
+
 NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
   IntermediateOutputs marked = marked_outputs();
   // The marked tensors changed since activation (the Comparator sets them after activating).
@@ -719,16 +735,7 @@ NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
     compile(marked);
   }
 
-  check_bounds(feed);
-  std::vector<openvino::InputBuffer> inputs;
-  inputs.reserve(feed.size());
-  for (const auto& [name, tensor] : feed) {
-    if (tensor.dtype() == DType::kString)
-      raise<UnsupportedError>("{}: input '{}' is a string tensor, which the OpenVINO runner does not feed",
-                              model_label_, name);
-    inputs.push_back({name, static_cast<int32_t>(tensor.dtype()), tensor.shape(), tensor.raw(),
-                      tensor.byte_size()});
-  }
+  std::vector<openvino::InputBuffer> inputs = input_buffers(feed);
   std::vector<openvino::OutputBuffer> produced = translated(model_label_, [&] { return compiled_->infer(inputs); });
   if (options_.profile_layers > 0) {
     ++profiled_inferences_;

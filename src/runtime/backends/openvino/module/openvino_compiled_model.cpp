@@ -124,6 +124,7 @@ ov::AnyMap shared_properties(const Request& request) {
   if (request.threads) properties.emplace(ov::inference_num_threads(*request.threads));
   if (request.performance_hint)
     properties.emplace(ov::hint::performance_mode(performance_mode(*request.performance_hint)));
+  if (request.streams) properties.emplace(ov::num_streams(*request.streams));
   if (request.profiling) properties.emplace(ov::enable_profiling(true));
   return properties;
 }
@@ -294,7 +295,21 @@ std::vector<std::string> OpenvinoCompiledModel::output_names() const {
   return names;
 }
 
-std::vector<OutputBuffer> OpenvinoCompiledModel::infer(const std::vector<InputBuffer>& inputs) {
+std::vector<std::pair<std::string, std::string>> OpenvinoCompiledModel::properties() const {
+  std::vector<std::pair<std::string, std::string>> properties;
+  for (const std::string name : {ov::hint::performance_mode.name(), ov::num_streams.name(),
+                                 ov::hint::inference_precision.name(), ov::inference_num_threads.name(),
+                                 ov::optimal_number_of_infer_requests.name()}) {
+    try {
+      properties.emplace_back(name, compiled_.get_property(name).as<std::string>());
+    } catch (const ov::Exception&) {
+      // A property this device's plugin does not report is left out.
+    }
+  }
+  return properties;
+}
+
+void OpenvinoCompiledModel::set_inputs(ov::InferRequest& request, const std::vector<InputBuffer>& inputs) const {
   const auto& ports = compiled_.inputs();
   for (const auto& input : inputs) {
     auto port = std::find_if(ports.begin(), ports.end(),
@@ -311,8 +326,12 @@ std::vector<OutputBuffer> OpenvinoCompiledModel::infer(const std::vector<InputBu
                            "input '" + input.name + "' has shape " + ov::PartialShape(shape).to_string() +
                                ", the compiled model accepts " + shape_text(port->get_partial_shape()));
     // Zero copy: OpenVINO reads the caller's buffer (it does not write input tensors).
-    request_.set_tensor(*port, ov::Tensor(type, shape, const_cast<void*>(input.data)));
+    request.set_tensor(*port, ov::Tensor(type, shape, const_cast<void*>(input.data)));
   }
+}
+
+std::vector<OutputBuffer> OpenvinoCompiledModel::infer(const std::vector<InputBuffer>& inputs) {
+  set_inputs(request_, inputs);
   // Statically shaped outputs are written straight into tensors of their own, handed out without a
   // copy; dynamically shaped ones come back in the request's tensors and are copied out.
   const auto& output_ports = compiled_.outputs();

@@ -39,6 +39,9 @@ class OpenvinoCompiledModel : public CompiledModel {
   std::string export_model() const override;
   std::vector<ExecutedLayer> executed_layers() const override;
   std::vector<LayerTiming> layer_timings() const override;
+  AsyncRunResult run_async(const std::vector<std::vector<InputBuffer>>& inputs,
+                           const AsyncRunRequest& request) override;  // openvino_async_requests.cpp
+  std::vector<std::pair<std::string, std::string>> properties() const override;
 
   // The compiled model itself (its runtime model describes the executed layers).
   const ov::CompiledModel& compiled() const { return compiled_; }
@@ -47,6 +50,9 @@ class OpenvinoCompiledModel : public CompiledModel {
   // Marks request.marked_outputs on `model` (in the type request.marked_output_precisions gives,
   // where it gives one); returns (name, index among the model's results).
   std::vector<std::pair<std::string, std::size_t>> mark_outputs(ov::Model& model, const CompileRequest& request);
+  // Sets `inputs` as `request`'s input tensors, wrapping their bytes (checked against the compiled
+  // inputs' types and shapes; names that are not inputs are ignored).
+  void set_inputs(ov::InferRequest& request, const std::vector<InputBuffer>& inputs) const;
 
   ov::CompiledModel compiled_;
   ov::InferRequest request_;

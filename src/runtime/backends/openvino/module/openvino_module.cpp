@@ -46,6 +46,13 @@ class GuardedCompiledModel : public CompiledModel {
     return guarded([&] { return model_->executed_layers(); });
   }
   std::vector<LayerTiming> layer_timings() const override { return guarded([&] { return model_->layer_timings(); }); }
+  AsyncRunResult run_async(const std::vector<std::vector<InputBuffer>>& inputs,
+                           const AsyncRunRequest& request) override {
+    return guarded([&] { return model_->run_async(inputs, request); });
+  }
+  std::vector<std::pair<std::string, std::string>> properties() const override {
+    return guarded([&] { return model_->properties(); });
+  }
 
  private:
   std::unique_ptr<OpenvinoCompiledModel> model_;
