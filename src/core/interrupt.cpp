@@ -42,7 +42,11 @@ struct InterruptWatcher {
       for (InterruptWatch* watch : watches) {
         if (watch->fired_) continue;
         watch->fired_ = true;
-        watch->stop_();
+        try {
+          watch->stop_();
+        } catch (...) {
+          // A stop that fails leaves the computation to end on its own; the watcher goes on.
+        }
       }
     }
   }

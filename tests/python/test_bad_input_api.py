@@ -124,3 +124,75 @@ def test_ctrl_c_interrupts_a_long_inference(tmp_path, backend, how):
     assert process.returncode == 0, err
     printed = [line for line in out.split("\n") if line and not line.startswith(("[", " "))]  # not log lines
     assert printed[:2] == ["interrupted", "next [4.0]"], out + err  # x = 1, three trips of + 1
+
+
+INTERRUPTED_OPENVINO = """
+import sys
+import numpy as np
+from parity.backend.openvino import OpenVINORunner
+from parity.comparator import Comparator
+how = sys.argv[3]
+with OpenVINORunner(sys.argv[1]) as runner:
+    print("inferring", flush=True)
+    feed = {"x": np.ones((2048, 2048), np.float32), "w": np.eye(2048, dtype=np.float32)}
+    try:
+        if how == "infer":
+            runner.infer(feed)
+        else:
+            Comparator.run([runner], data_loader=[feed])
+        print("finished")
+    except KeyboardInterrupt:
+        print("interrupted")
+with OpenVINORunner(sys.argv[2]) as small:
+    print("next", small.infer({"x": np.ones((2048, 2048), np.float32), "w": np.eye(2048, dtype=np.float32)})["y"].shape,
+          flush=True)
+"""
+
+
+def matmul_chain(path, length):
+    """y = x w w ... w (`length` MatMuls of 2048 x 2048): 17 GFLOP a node, so 4,000 of them take about 75 s
+    on this machine's CPU (50 take 0.93 s), past the test's 60 s. w is an input, not a weight: OpenVINO repacks a
+    constant weight for each node that reads it."""
+    import onnx
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("MatMul", ["x" if i == 0 else f"t{i - 1}", "w"], [f"t{i}"], name=f"mm{i}")
+             for i in range(length)]
+    nodes.append(helper.make_node("Identity", [f"t{length - 1}"], ["y"]))
+    square = [2048, 2048]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info(name, TensorProto.FLOAT, square)
+                                               for name in ("x", "w")],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, square)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("how", ["infer", "comparator"])
+def test_ctrl_c_cancels_a_long_openvino_inference(tmp_path, how):
+    """Ctrl-C during OpenVINORunner.infer or Comparator.run on a chain of 4,000 large MatMuls (about 75 s of
+    work here) raises KeyboardInterrupt within the test's 60 s: the watcher thread cancels OpenVINO's infer
+    request, which stops between its layers."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    long, short = matmul_chain(tmp_path / "long.onnx", 4000), matmul_chain(tmp_path / "short.onnx", 1)
+    process = subprocess.Popen([sys.executable, "-c", INTERRUPTED_OPENVINO, str(long), str(short), how],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        while (line := process.stdout.readline()) and line.strip() != "inferring":  # past the log and the compile
+            pass
+        assert line.strip() == "inferring"
+        time.sleep(1)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    printed = [line for line in out.split("\n") if line and not line.startswith(("[", " "))]
+    assert printed[:2] == ["interrupted", "next (2048, 2048)"], out + err

@@ -30,10 +30,11 @@ namespace parity::runtime::openvino {
 //    several sets of marks).
 // 7: CompiledModel::run_async (concurrent infer requests), CompiledModel::properties,
 //    CompileRequest::streams and ImportRequest::streams.
-inline constexpr int kBackendInterfaceVersion = 7;
+// 8: CompiledModel::infer's `cancellable`, CompiledModel::cancel, BackendFailure::Kind::kCancelled.
+inline constexpr int kBackendInterfaceVersion = 8;
 
 struct BackendFailure : std::runtime_error {
-  enum class Kind { kInvalidInput, kUnsupported, kOther };
+  enum class Kind { kInvalidInput, kUnsupported, kOther, kCancelled };
   BackendFailure(Kind kind, const std::string& message) : std::runtime_error(message), kind(kind) {}
   Kind kind;
 };
@@ -194,7 +195,11 @@ class CompiledModel {
   // Requested tensors that could not be marked because OpenVINO folded them away while
   // converting the model.
   virtual std::vector<std::string> unmarkable_tensors() const = 0;
-  virtual std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs) = 0;
+  // `cancellable`: the request is started asynchronously and waited for, so that cancel() from
+  // another thread ends it (BackendFailure kCancelled); otherwise it runs synchronously.
+  virtual std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs, bool cancellable) = 0;
+  // Cancels the inference in progress in infer(..., true); callable from any thread.
+  virtual void cancel() = 0;
   // The compiled outputs, in output_names() order.
   virtual std::vector<TensorDescription> outputs() const = 0;
   // ov::CompiledModel::export_model's bytes (for Backend::import_model in a later process).

@@ -7,6 +7,7 @@
 // marked tensors in the ONNX graph's node order after each inference.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -15,6 +16,7 @@
 
 #include "openvino_backend.h"
 #include "parity/core/error.h"
+#include "parity/core/interrupt.h"
 #include "parity/core/file_io.h"
 #include "parity/core/half.h"
 #include "parity/core/logger.h"
@@ -79,6 +81,8 @@ auto translated(const std::string& model_label, Body&& body) -> decltype(body())
         throw UnsupportedError(message);
       case openvino::BackendFailure::Kind::kOther:
         throw Error(message);
+      case openvino::BackendFailure::Kind::kCancelled:
+        throw InterruptedError(message);
     }
     throw Error(message);
   }
@@ -736,7 +740,14 @@ NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
   }
 
   std::vector<openvino::InputBuffer> inputs = input_buffers(feed);
-  std::vector<openvino::OutputBuffer> produced = translated(model_label_, [&] { return compiled_->infer(inputs); });
+  // Where Ctrl-C can interrupt (the Python module), the request runs asynchronously and an
+  // InterruptWatch cancels it (core/interrupt.h); otherwise it runs synchronously, the faster way.
+  const bool cancellable = interrupt_watches_enabled();
+  std::optional<InterruptWatch> watch;
+  if (cancellable) watch.emplace([this] { compiled_->cancel(); });
+  std::vector<openvino::OutputBuffer> produced =
+      translated(model_label_, [&] { return compiled_->infer(inputs, cancellable); });
+  watch.reset();
   if (options_.profile_layers > 0) {
     ++profiled_inferences_;
     for (auto& timing : translated(model_label_, [&] { return compiled_->layer_timings(); })) {

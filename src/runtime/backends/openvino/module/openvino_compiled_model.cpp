@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include <openvino/op/convert.hpp>
+#include <openvino/runtime/exception.hpp>
 #include <openvino/frontend/manager.hpp>
 
 #include "element_types.h"
@@ -330,7 +331,9 @@ void OpenvinoCompiledModel::set_inputs(ov::InferRequest& request, const std::vec
   }
 }
 
-std::vector<OutputBuffer> OpenvinoCompiledModel::infer(const std::vector<InputBuffer>& inputs) {
+void OpenvinoCompiledModel::cancel() { request_.cancel(); }
+
+std::vector<OutputBuffer> OpenvinoCompiledModel::infer(const std::vector<InputBuffer>& inputs, bool cancellable) {
   set_inputs(request_, inputs);
   // Statically shaped outputs are written straight into tensors of their own, handed out without a
   // copy; dynamically shaped ones come back in the request's tensors and are copied out.
@@ -343,7 +346,16 @@ std::vector<OutputBuffer> OpenvinoCompiledModel::infer(const std::vector<InputBu
       request_.set_output_tensor(i, *fresh[i]);
     }
   }
-  request_.infer();
+  if (cancellable) {
+    request_.start_async();
+    try {
+      request_.wait();
+    } catch (const ov::Cancelled&) {
+      throw BackendFailure(BackendFailure::Kind::kCancelled, "the inference was cancelled");
+    }
+  } else {
+    request_.infer();
+  }
   std::vector<OutputBuffer> outputs;
   std::map<std::size_t, std::shared_ptr<ov::Tensor>> held;  // one buffer per compiled output
   for (const auto& [name, index] : outputs_) {

@@ -34,7 +34,8 @@ class OpenvinoCompiledModel : public CompiledModel {
   std::string inference_precision() const override;
   std::vector<std::string> output_names() const override;
   std::vector<std::string> unmarkable_tensors() const override { return unmarkable_; }
-  std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs) override;
+  std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs, bool cancellable) override;
+  void cancel() override;
   std::vector<TensorDescription> outputs() const override;
   std::string export_model() const override;
   std::vector<ExecutedLayer> executed_layers() const override;

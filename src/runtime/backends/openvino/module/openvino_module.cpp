@@ -37,9 +37,10 @@ class GuardedCompiledModel : public CompiledModel {
   }
   std::vector<std::string> output_names() const override { return model_->output_names(); }
   std::vector<std::string> unmarkable_tensors() const override { return model_->unmarkable_tensors(); }
-  std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs) override {
-    return guarded([&] { return model_->infer(inputs); });
+  std::vector<OutputBuffer> infer(const std::vector<InputBuffer>& inputs, bool cancellable) override {
+    return guarded([&] { return model_->infer(inputs, cancellable); });
   }
+  void cancel() override { guarded([&] { model_->cancel(); }); }
   std::vector<TensorDescription> outputs() const override { return guarded([&] { return model_->outputs(); }); }
   std::string export_model() const override { return guarded([&] { return model_->export_model(); }); }
   std::vector<ExecutedLayer> executed_layers() const override {
