@@ -23,6 +23,7 @@ import pytest
 
 from conftest import run_binary
 from exported_models import build, export
+from test_dataset_validation import ended
 
 
 SAMPLES = 2000
@@ -197,20 +198,6 @@ def test_a_sample_that_hangs_is_failed_by_the_sample_timeout(parity_bin, resnet,
     assert report["errors"] == 1
     assert any("sample 9 within --sample-timeout 8s" in line for line in run.lines("[W] ")), run.describe()
     assert ended(int(pid_file.read_text())), "the hung dataset script's process is still running"
-
-
-def ended(pid, seconds=20):
-    """Whether the process ends (gone, or a zombie nobody reaps) within `seconds`."""
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_an_unreachable_address_is_a_clear_error(parity_bin, resnet, tmp_path):

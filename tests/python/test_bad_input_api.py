@@ -62,6 +62,34 @@ def test_ref_max_loop_iterations_stops_an_endless_loop():
         RefRunner(model, max_loop_iterations=0)
 
 
+def interrupted_script(script, *args):
+    """Runs `python -c script args...`, sends SIGINT a second after it prints "inferring" and returns the
+    lines it printed that are not Parity's log lines. Python raises KeyboardInterrupt only where SIGINT was
+    not ignored when it started, and a shell that runs the tests in the background ignores it: the child
+    starts from the default disposition."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    process = subprocess.Popen([sys.executable, "-c", script, *map(str, args)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        while (line := process.stdout.readline()) and line.strip() != "inferring":  # past the log, the compile
+            pass
+        assert line.strip() == "inferring"
+        time.sleep(1)  # well inside the inference (a KeyboardInterrupt before it is caught alike)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    return [line for line in out.split("\n") if line and not line.startswith(("[", " "))], out + err
+
+
 INTERRUPTED_INFER = """
 import sys, time
 import numpy as np
@@ -93,37 +121,14 @@ def test_ctrl_c_interrupts_a_long_inference(tmp_path, backend, how):
     reference's default limit of 10^8 iterations, minutes away; ONNX Runtime has none) raises
     KeyboardInterrupt: the reference interpreter stops between the loop's nodes, ONNX Runtime through its
     run options' terminate flag (set by a watcher thread)."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
     import onnx
     endless = tmp_path / "endless.onnx"
     endless.write_bytes(endless_loop_model())
     short = onnx.load_from_string(endless_loop_model())
     short.graph.initializer[0].CopyFrom(onnx.numpy_helper.from_array(np.array(3, np.int64), "trips"))
     onnx.save(short, str(tmp_path / "short.onnx"))
-    # Python raises KeyboardInterrupt only where SIGINT was not ignored when it started, and a shell that
-    # runs the tests in the background ignores it: the child starts from the default disposition.
-    process = subprocess.Popen([sys.executable, "-c", INTERRUPTED_INFER, str(endless), str(tmp_path / "short.onnx"),
-                                backend, how],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        while (line := process.stdout.readline()) and line.strip() != "inferring":  # past Parity's log lines
-            pass
-        assert line.strip() == "inferring"
-        time.sleep(1)  # well inside the inference (a KeyboardInterrupt before it is caught alike)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err
-    printed = [line for line in out.split("\n") if line and not line.startswith(("[", " "))]  # not log lines
-    assert printed[:2] == ["interrupted", "next [4.0]"], out + err  # x = 1, three trips of + 1
+    printed, output = interrupted_script(INTERRUPTED_INFER, endless, tmp_path / "short.onnx", backend, how)
+    assert printed[:2] == ["interrupted", "next [4.0]"], output  # x = 1, three trips of + 1
 
 
 INTERRUPTED_OPENVINO = """
@@ -173,26 +178,6 @@ def test_ctrl_c_cancels_a_long_openvino_inference(tmp_path, how):
     """Ctrl-C during OpenVINORunner.infer or Comparator.run on a chain of 4,000 large MatMuls (about 75 s of
     work here) raises KeyboardInterrupt within the test's 60 s: the watcher thread cancels OpenVINO's infer
     request, which stops between its layers."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
     long, short = matmul_chain(tmp_path / "long.onnx", 4000), matmul_chain(tmp_path / "short.onnx", 1)
-    process = subprocess.Popen([sys.executable, "-c", INTERRUPTED_OPENVINO, str(long), str(short), how],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        while (line := process.stdout.readline()) and line.strip() != "inferring":  # past the log and the compile
-            pass
-        assert line.strip() == "inferring"
-        time.sleep(1)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err
-    printed = [line for line in out.split("\n") if line and not line.startswith(("[", " "))]
-    assert printed[:2] == ["interrupted", "next (2048, 2048)"], out + err
+    printed, output = interrupted_script(INTERRUPTED_OPENVINO, long, short, how)
+    assert printed[:2] == ["interrupted", "next (2048, 2048)"], output
