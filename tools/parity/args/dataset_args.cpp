@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -78,11 +79,26 @@ std::optional<std::chrono::milliseconds> DatasetArgs::sample_timeout() const {
   return std::chrono::milliseconds(std::max<long long>(1, std::llround(sample_timeout_ * 1000)));
 }
 
-std::vector<std::string> DatasetArgs::worker_arguments() const {
+std::vector<std::string> DatasetArgs::worker_arguments(bool local) const {
   std::vector<std::string> arguments = own_arguments();
+  const bool onnxrt = std::count(arguments.begin(), arguments.end(), "--onnxrt") > 0;
+  const bool openvino = std::count(arguments.begin(), arguments.end(), "--openvino") > 0;
   if (!app_->count("--threads")) {
     arguments.push_back("--threads");
     arguments.push_back(std::to_string(compute_threads()));
+  }
+  // N local workers share this machine's cores: each backend's own thread pool gets its share unless
+  // the user set it (one process's default of every core, N times over, ran --workers 2 at 0.81x of
+  // one process on 2 cores; 1.48x with a core each). ONNX Runtime's and OpenVINO's results do not
+  // depend on their thread counts as the reference's BLAS may, so the verdicts stay the same.
+  if (local && workers_ > 0) {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const std::string share = std::to_string(std::max(1u, cores / static_cast<unsigned>(workers_)));
+    for (const auto& [used, flag] : {std::pair{onnxrt, "--ort-intra-op-threads"}, std::pair{openvino, "--ov-threads"}})
+      if (used && !app_->count(flag)) {
+        arguments.push_back(flag);
+        arguments.push_back(share);
+      }
   }
   return arguments;
 }
@@ -248,7 +264,7 @@ bool DatasetArgs::run(const RunnerFactory& make_runners, const compare::CompareF
     options.address = ray_address_;
     options.python = configured_python();
     options.program = fs::read_symlink("/proc/self/exe").string();
-    options.arguments = worker_arguments();
+    options.arguments = worker_arguments(/*local=*/false);
     options.folder = fs::current_path().string();
     options.actors = static_cast<std::size_t>(workers_);
     options.sample_timeout = sample_timeout();
@@ -256,7 +272,7 @@ bool DatasetArgs::run(const RunnerFactory& make_runners, const compare::CompareF
   } else if (workers_ > 0) {
     compare::WorkerPoolOptions options;
     options.worker.program = fs::read_symlink("/proc/self/exe").string();
-    options.worker.arguments = worker_arguments();
+    options.worker.arguments = worker_arguments(/*local=*/true);
     options.worker.environment = {{kWorkerVariable, "1"}};
     options.workers = static_cast<std::size_t>(workers_);
     options.sample_timeout = sample_timeout();

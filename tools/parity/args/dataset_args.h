@@ -42,8 +42,9 @@ class DatasetArgs {
  private:
   std::size_t sample_count(std::size_t dataset_size) const;
   // The arguments a worker or Ray actor starts parity with: this process's, with --threads set to
-  // this process's compute thread count when it was not given.
-  std::vector<std::string> worker_arguments() const;
+  // this process's compute thread count when it was not given, and for `local` workers (this
+  // machine's --workers) ONNX Runtime's and OpenVINO's threads set to a share of the cores.
+  std::vector<std::string> worker_arguments(bool local) const;
   // --sample-timeout, when given.
   std::optional<std::chrono::milliseconds> sample_timeout() const;
 
