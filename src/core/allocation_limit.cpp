@@ -23,6 +23,7 @@ uint64_t physical_memory() {
 
 // 0: not read yet.
 std::atomic<uint64_t> limit{0};
+std::atomic<bool> given{false};
 
 }  // namespace
 
@@ -50,12 +51,22 @@ uint64_t allocation_limit() {
   uint64_t current = limit.load(std::memory_order_relaxed);
   if (current != 0) return current;
   const char* variable = std::getenv(kVariable);
-  current = variable && *variable ? parse_allocation_size(variable, kVariable) : physical_memory();
+  const bool from_variable = variable && *variable;
+  current = from_variable ? parse_allocation_size(variable, kVariable) : physical_memory();
+  if (from_variable) given.store(true, std::memory_order_relaxed);
   limit.store(current, std::memory_order_relaxed);
   return current;
 }
 
-void set_allocation_limit(uint64_t bytes) { limit.store(bytes == 0 ? 1 : bytes, std::memory_order_relaxed); }
+void set_allocation_limit(uint64_t bytes) {
+  limit.store(bytes == 0 ? 1 : bytes, std::memory_order_relaxed);
+  given.store(true, std::memory_order_relaxed);
+}
+
+bool allocation_limit_is_set() {
+  allocation_limit();  // reads PARITY_MAX_ALLOCATION on first use
+  return given.load(std::memory_order_relaxed);
+}
 
 void check_allocation(uint64_t bytes, std::string_view what) {
   const uint64_t current = allocation_limit();

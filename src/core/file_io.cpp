@@ -23,7 +23,9 @@
 namespace parity {
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& path) {
+std::string read_file(const fs::path& path) { return read_file(path, UINT64_MAX, {}); }
+
+std::string read_file(const fs::path& path, uint64_t max_bytes, std::string_view too_large) {
   std::error_code ec;
   auto status = fs::status(path, ec);
   if (ec || !fs::exists(status)) raise<FileError>("'{}': no such file", path.string());
@@ -39,6 +41,7 @@ std::string read_file(const fs::path& path) {
                                    : fmt::format("'{}' (not a regular file, read until it ends)", path.string());
   auto check = [&](uint64_t bytes) {
     try {
+      if (bytes > max_bytes) raise<ResourceLimitError>("{}: {}", what, too_large);
       check_allocation(bytes, what);
     } catch (...) {
       ::close(fd);
@@ -51,7 +54,7 @@ std::string read_file(const fs::path& path) {
   std::size_t done = 0;
   while (true) {
     if (done == bytes.size()) {  // grows (doubling, up to the limit) for files stat cannot size
-      const uint64_t limit = allocation_limit();
+      const uint64_t limit = std::min(allocation_limit(), max_bytes);
       if (bytes.size() >= limit) check(static_cast<uint64_t>(bytes.size()) + 1);
       bytes.resize(static_cast<std::size_t>(std::min<uint64_t>(limit, std::max<uint64_t>(65536, bytes.size() * 2))));
     }

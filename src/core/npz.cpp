@@ -3,8 +3,9 @@
 #include <zip.h>
 
 #include <algorithm>
-#include <memory>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "array_io_detail.h"
@@ -38,8 +39,21 @@ struct FileCloser {
 
 // Reads one member completely. The buffer grows as data actually arrive, so a member that merely
 // claims a huge size cannot make us allocate it up front.
-std::string read_member(zip_t* archive, zip_uint64_t index, zip_uint64_t size, const std::string& what) {
+// A member inflating more than this many times its compressed size, to more than kBombFloor bytes,
+// is refused as a zip bomb unless the user set an allocation limit: real arrays of that size do not
+// compress 100-fold (constant data does; deflate's ceiling is about 1,030-fold).
+constexpr zip_uint64_t kBombRatio = 100;
+constexpr zip_uint64_t kBombFloor = zip_uint64_t{256} << 20;
+
+std::string read_member(zip_t* archive, zip_uint64_t index, zip_uint64_t size,
+                        std::optional<zip_uint64_t> compressed, const std::string& what) {
   check_allocation(size, what);  // the size the archive declares, before inflating any of it
+  const zip_uint64_t ratio = compressed ? size / std::max<zip_uint64_t>(*compressed, 1) : 0;
+  if (size > kBombFloor && ratio > kBombRatio && !allocation_limit_is_set())
+    raise<ResourceLimitError>("{}: {} compressed bytes inflate to {} bytes ({}x), which looks like a zip bomb; "
+                              "a member over {} MiB that compresses more than {}-fold is read only under an "
+                              "allocation limit given with --max-allocation or PARITY_MAX_ALLOCATION",
+                              what, *compressed, size, ratio, kBombFloor >> 20, kBombRatio);
   std::unique_ptr<zip_file_t, FileCloser> file(zip_fopen_index(archive, index, 0));
   if (!file) raise<InvalidInputError>("{}: cannot open it: {}", what, zip_strerror(archive));
   constexpr zip_uint64_t kFirstChunk = zip_uint64_t{1} << 24;
@@ -77,7 +91,11 @@ void read_archive(zip_t* archive, const std::string& what, const detail::ZipVisi
       raise<InvalidInputError>("{}: cannot read entry {} of the archive: {}", what, i, zip_strerror(archive));
     std::string member = stat.name;
     if (member.ends_with('/')) continue;  // a directory entry
-    visit(member, [&](const std::string& member_what) { return read_member(archive, index, stat.size, member_what); });
+    std::optional<zip_uint64_t> compressed;
+    if (stat.valid & ZIP_STAT_COMP_SIZE) compressed = stat.comp_size;
+    visit(member, [&](const std::string& member_what) {
+      return read_member(archive, index, stat.size, compressed, member_what);
+    });
   }
 }
 

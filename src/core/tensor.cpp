@@ -4,6 +4,11 @@
 #include <cstring>
 #include <new>
 
+#include <fmt/format.h>
+
+#include "parity/core/allocation_limit.h"
+#include "parity/core/error.h"
+
 namespace parity {
 namespace {
 
@@ -48,7 +53,10 @@ namespace {
 Tensor on_heap(DType dtype, Shape shape, int64_t element_limit, bool zeroed) {
   if (dtype == DType::kUndefined) raise<InvalidInputError>("cannot allocate a tensor of undefined type");
   int64_t count = checked_element_count(shape, element_limit);
-  auto storage = std::make_shared<HeapStorage>(storage_bytes(dtype, count), zeroed);
+  const std::size_t bytes = storage_bytes(dtype, count);
+  if (bytes > allocation_limit())
+    check_allocation(bytes, fmt::format("a {} tensor of shape {}", dtype_name(dtype), shape_to_string(shape)));
+  auto storage = std::make_shared<HeapStorage>(bytes, zeroed);
   return Tensor::borrow(dtype, std::move(shape), std::move(storage));
 }
 }  // namespace

@@ -205,7 +205,13 @@ Model load_model(const fs::path& path, const LoadOptions& options) {
   if (options.lazy_weights && options.external_data_dir.empty()) {
     if (auto model = with_context(path.string(), [&] { return load_lazily(path, options); })) return std::move(*model);
   }
-  std::string bytes = with_context(path.string(), [&] { return read_file(path); });
+  // Protobuf parses at most 2 GiB, so a longer model cannot load; a file stat cannot size (a pipe,
+  // /dev/zero) is read only that far.
+  constexpr uint64_t kProtobufLimit = uint64_t{2} << 30;
+  std::string bytes = with_context(path.string(), [&] {
+    return read_file(path, kProtobufLimit,
+                     "an ONNX model file holds at most 2 GiB (protobuf's limit; larger weights go in external data)");
+  });
   // read_file's message already names the path; parse errors get it prepended here.
   Model model = with_context(path.string(), [&] {
     fs::path base_dir = !options.external_data_dir.empty() ? options.external_data_dir

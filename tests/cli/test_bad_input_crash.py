@@ -5,9 +5,11 @@ The models are built here with onnx.helper: each needs one exact extreme value (
 Slice step, an out-of-range count) that no exporter produces.
 """
 
+import io
 import json
 import os
 import subprocess
+import zipfile
 
 import numpy as np
 import onnx
@@ -375,6 +377,73 @@ def test_endless_stream_is_read_up_to_the_limit(run_parity, tmp_path, role):
     error = result.lines("[E]")[0]
     assert "/dev/zero" in error and "allocation limit of 4194304 bytes" in error, result.describe()
 
+
+
+def stream_npz(path, name, shape):
+    """An .npz whose float32 zeros member is deflated while written, so the test never holds it."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    chunk = bytes(1 << 22)
+    left = 4 * int(np.prod(shape))
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+            member.write(header.getvalue())
+            while left:
+                member.write(chunk[:min(left, len(chunk))])
+                left -= min(left, len(chunk))
+
+
+def test_zip_bomb_is_refused_under_the_default_limit(run_parity, tmp_path):
+    """A 12 MB npz inflated past 4 GB under the default limit (the machine's memory): a member that
+    inflates over 256 MiB at more than 100:1 is refused before inflating, naming the file, the member
+    and the ratio; with a limit the user gives, it is read (the user asked for it)."""
+    bomb = tmp_path / "bomb.npz"
+    stream_npz(bomb, "x", (272, 1 << 18))  # 272 MiB of zeros, about 270 KiB deflated
+    assert bomb.stat().st_size < 1 << 20
+    result = run_parity("run", relu_file(tmp_path), "--ref", "--load-inputs", bomb, timeout=TIMEOUT_S,
+                        env={k: v for k, v in os.environ.items() if k != "PARITY_MAX_ALLOCATION"})
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    error = result.lines("[E]")[0]
+    assert "bomb.npz" in error and "member 'x.npy'" in error and "zip bomb" in error and \
+        "--max-allocation" in error, result.describe()
+    allowed = run_parity("run", relu_file(tmp_path), "--ref", "--load-inputs", bomb, "--max-allocation", "1G",
+                         timeout=TIMEOUT_S)
+    assert allowed.returncode == 0, allowed.describe()
+
+
+def test_endless_model_stream_stops_at_protobufs_limit(run_parity, sanitized):
+    """/dev/zero as the model, with no limit given, was read until the machine's memory ran out: a
+    model cannot exceed protobuf's 2 GiB, so reading stops there with one error naming it."""
+    if sanitized:
+        pytest.skip("reads 2 GiB of /dev/zero, which AddressSanitizer's shadow memory makes too heavy here; "
+                    "the release run covers it")
+    result = run_parity("run", "/dev/zero", "--ref", timeout=TIMEOUT_S,
+                        env={k: v for k, v in os.environ.items() if k != "PARITY_MAX_ALLOCATION"})
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    error = result.lines("[E]")[0]
+    assert "/dev/zero" in error and "2 GiB" in error and "protobuf" in error, result.describe()
+
+
+def test_kernel_output_over_the_limit_names_the_node(run_parity, tmp_path):
+    """A ConstantOfShape filling 4 GB under --max-allocation 1G: the interpreter's own allocations
+    are checked against the limit too, naming the node, the output and its shape."""
+    model = tmp_path / "fill.onnx"
+    shape = helper.make_tensor("s", TensorProto.INT64, [2], [100000, 10000])
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["shape"], value=shape, name="shape_const"),
+         helper.make_node("ConstantOfShape", ["shape"], ["big"], name="huge_fill"),
+         helper.make_node("ReduceSum", ["big"], ["y"], name="sum", keepdims=0)], "fill",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(model))
+    result = run_parity("run", model, "--ref", "--max-allocation", "1G", timeout=TIMEOUT_S)
+    assert_clean(result)
+    assert result.returncode == 1, result.describe()
+    error = result.lines("[E]")[0]
+    assert "'huge_fill' (ConstantOfShape)" in error and "(100000, 10000)" in error and \
+        "allocation limit of 1073741824 bytes" in error, result.describe()
 
 def test_huge_input_shape_is_refused_naming_the_input(run_parity, tmp_path):
     """--input-shapes x:[1000000000,1000000000] (4e18 bytes) said "out of memory allocating N bytes"

@@ -1,5 +1,6 @@
 // The most bytes one buffer made from what Parity reads may take: a generated input, a tensor read
-// from a file, an npz member, a file that is no regular file (a pipe, /dev/zero). Sizes declared by
+// from a file, an npz member, a file that is no regular file (a pipe, /dev/zero), and every tensor
+// allocated on the heap (Tensor::zeros/uninitialized: the reference interpreter's outputs). Sizes declared by
 // files and flags are checked against it before anything is allocated, so a hostile size is one
 // error naming the file and tensor instead of an allocation that fails or exhausts the machine.
 //
@@ -19,6 +20,9 @@ namespace parity {
 // The limit in force (read from PARITY_MAX_ALLOCATION on first use when not set).
 uint64_t allocation_limit();
 void set_allocation_limit(uint64_t bytes);
+// Whether the user gave the limit (--max-allocation or PARITY_MAX_ALLOCATION) rather than it being
+// the machine's memory: readers refuse suspicious inputs (a zip bomb) only under the default.
+bool allocation_limit_is_set();
 
 // "64G", "512M", "1000" -> bytes; throws InvalidInputError naming `option` for anything else.
 uint64_t parse_allocation_size(const std::string& text, std::string_view option);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -12,6 +13,9 @@ namespace parity {
 
 // Reads a whole file. FileError names the path and the reason (missing, a directory, unreadable).
 std::string read_file(const std::filesystem::path& path);
+// The same, refusing more than `max_bytes` (a format's own limit, below the allocation limit) with
+// "'<path>': <too_large>" — checked before reading a regular file, while reading anything else.
+std::string read_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view too_large);
 
 class Storage;
 
