@@ -103,10 +103,11 @@ json to_json(const OutputComparison& c) {
     s["zero_reference"] = m.zero_reference_count;
     s["max_absdiff_at_zero_reference"] = number(m.max_absdiff_at_zero_reference);
     s["nonfinite_errors"] = m.nonfinite_error_count;
-    s["statistics"] = {{"output0", to_json(m.output0)},
-                       {"output1", to_json(m.output1)},
-                       {"absdiff", to_json(m.absdiff)},
-                       {"reldiff", to_json(m.reldiff)}};
+    if (m.summaries)
+      s["statistics"] = {{"output0", to_json(m.summaries->output0)},
+                         {"output1", to_json(m.summaries->output1)},
+                         {"absdiff", to_json(m.summaries->absdiff)},
+                         {"reldiff", to_json(m.summaries->reldiff)}};
     j["simple"] = s;
   }
   if (c.indices) {

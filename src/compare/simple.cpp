@@ -260,10 +260,9 @@ OutputComparison compare_simple_output(const std::string& runner0, const std::st
                      dtype_text(out0v.dtype()), shape_text(shape), runner0, name1, dtype_text(out1v.dtype()),
                      shape_text(shape), runner1);
 
-  metrics.output0 = std::move(outcome.out0);
-  metrics.output1 = std::move(outcome.out1);
-  metrics.absdiff = std::move(outcome.absdiff);
-  metrics.reldiff = std::move(outcome.reldiff);
+  if (params.keep_summaries)
+    metrics.summaries = SimpleMetrics::Summaries{std::move(outcome.out0), std::move(outcome.out1),
+                                                 std::move(outcome.absdiff), std::move(outcome.reldiff)};
   result.simple = std::move(metrics);
   result.compared = true;
   result.passed = !failed;
@@ -294,6 +293,7 @@ SimpleOutputParams simple_output_params(const SimpleOptions& options, const std:
   params.infinities_compare_equal = options.infinities_compare_equal;
   params.style = options.style;
   if (options.on_compared) params.on_compared = &options.on_compared;
+  params.keep_summaries = options.keep_summaries;
   return params;
 }
 

@@ -101,9 +101,9 @@ TEST(CompareSimple, ZeroReferenceGetsEpsilonButParityCountsIt) {
   EXPECT_FALSE(run(f32({1e-6f}), f32({0.0f}), with(1e-7, 1e-5)).passed);
   // Parity's relative stats leave the zero reference out and say so.
   auto m = run(f32({1.0f, 2.0f}), f32({0.0f, 1.0f}), with(10, 10));
-  EXPECT_EQ(m.simple->reldiff.excluded_count, 1);
-  EXPECT_EQ(m.simple->reldiff.finite.max, 1.0);
-  EXPECT_EQ(format_stats_line(m.simple->reldiff, StatisticsStyle::kParity, "Relative Difference"),
+  EXPECT_EQ(m.simple->summaries->reldiff.excluded_count, 1);
+  EXPECT_EQ(m.simple->summaries->reldiff.finite.max, 1.0);
+  EXPECT_EQ(format_stats_line(m.simple->summaries->reldiff, StatisticsStyle::kParity, "Relative Difference"),
             "Relative Difference | Stats: mean=1, std-dev=0, var=0, median=1, min=1 at (1,), max=1 at (1,), "
             "avg-magnitude=1, p90=1, p95=1, p99=1 | 1 element(s) with zero reference (excluded)");
 }

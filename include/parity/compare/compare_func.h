@@ -97,59 +97,6 @@ std::vector<std::string> default_find_output(const std::string& output_name, std
                                              const IterationResult& other, const IterationResult& base);
 
 // ---- Results ----
-struct SimpleMetrics {
-  double atol = 1e-5, rtol = 1e-5;
-  ErrorStat check_error_stat = ErrorStat::kElemwise;
-  double error_quantile = 0.99;
-
-  // Polygraphy's OutputCompareResult, NaN/Inf-propagating exactly as Polygraphy computes them
-  // (mean in float32; relative error with 2.22e-16 added to zero references).
-  double max_absdiff = 0, max_reldiff = 0;
-  double mean_absdiff = 0, mean_reldiff = 0;
-  double median_absdiff = 0, median_reldiff = 0;
-  std::optional<double> quantile_absdiff, quantile_reldiff;  // only for check_error_stat=quantile
-  // "Minimum Required Tolerance": the checked statistic's values (max for elemwise).
-  double required_atol = 0, required_rtol = 0;
-
-  // Parity's view: the same statistic over the finite errors, and for rel over the elements whose
-  // reference is not zero; NaN when no such element exists.
-  double required_atol_finite = 0, required_rtol_nonzero_reference = 0;
-
-  int64_t element_count = 0;
-  int64_t mismatch_count = 0;          // elements failing both tolerances (elemwise rule)
-  int64_t zero_reference_count = 0;    // elements where the second output is exactly 0
-  double max_absdiff_at_zero_reference = 0;  // largest finite abs error there (0 if none)
-  int64_t nonfinite_error_count = 0;   // elements whose abs error is NaN or Inf (always mismatch)
-
-  statistics::TensorSummary output0, output1;  // statistics of both outputs (after cast-up)
-  statistics::TensorSummary absdiff, reldiff;  // reldiff.finite excludes zero references
-};
-
-struct IndicesMetrics {
-  int64_t index_tolerance = 0;
-  int64_t values_not_found = 0;        // out0 values missing from out1's batch
-  int64_t beyond_tolerance = 0;        // found farther than index_tolerance
-  statistics::TensorSummary output0, output1;
-};
-
-struct DistanceMetrics {
-  double l2_tolerance = 1e-5;
-  double cosine_similarity_threshold = 0.997;
-  double l2_norm = 0;
-  double cosine_similarity = 0;
-  bool l2_passed = false, cosine_passed = false;
-  statistics::TensorSummary output0, output1;
-};
-
-struct QualityMetrics {
-  std::optional<double> psnr_tolerance = 30.0;  // nullopt: PSNR not checked
-  std::optional<double> snr_tolerance = 20.0;   // nullopt: SNR not checked
-  std::optional<double> psnr;                   // dB; inf for identical outputs
-  std::optional<double> snr;                    // dB
-  bool psnr_passed = true, snr_passed = true;
-  statistics::TensorSummary output0, output1;
-};
-
 // An optional value kept on the heap: empty it costs one pointer. An OutputComparison holds the
 // metrics of one comparison kind of four, and a layerwise run one OutputComparison per tensor, so
 // the other kinds' room (several KB) is not carried inline. Copies copy the value.
@@ -178,6 +125,65 @@ class HeapOptional {
 
  private:
   std::unique_ptr<T> value_;
+};
+
+struct SimpleMetrics {
+  double atol = 1e-5, rtol = 1e-5;
+  ErrorStat check_error_stat = ErrorStat::kElemwise;
+  double error_quantile = 0.99;
+
+  // Polygraphy's OutputCompareResult, NaN/Inf-propagating exactly as Polygraphy computes them
+  // (mean in float32; relative error with 2.22e-16 added to zero references).
+  double max_absdiff = 0, max_reldiff = 0;
+  double mean_absdiff = 0, mean_reldiff = 0;
+  double median_absdiff = 0, median_reldiff = 0;
+  std::optional<double> quantile_absdiff, quantile_reldiff;  // only for check_error_stat=quantile
+  // "Minimum Required Tolerance": the checked statistic's values (max for elemwise).
+  double required_atol = 0, required_rtol = 0;
+
+  // Parity's view: the same statistic over the finite errors, and for rel over the elements whose
+  // reference is not zero; NaN when no such element exists.
+  double required_atol_finite = 0, required_rtol_nonzero_reference = 0;
+
+  int64_t element_count = 0;
+  int64_t mismatch_count = 0;          // elements failing both tolerances (elemwise rule)
+  int64_t zero_reference_count = 0;    // elements where the second output is exactly 0
+  double max_absdiff_at_zero_reference = 0;  // largest finite abs error there (0 if none)
+  int64_t nonfinite_error_count = 0;   // elements whose abs error is NaN or Inf (always mismatch)
+
+  // Statistics of both outputs (after cast-up) and of the errors (reldiff.finite excludes zero
+  // references), as logged and as a report writes them. Empty when the comparison was made with
+  // SimpleOptions::keep_summaries off: a layerwise run without a report then keeps about 0.3 KB a
+  // tensor instead of 5.
+  struct Summaries {
+    statistics::TensorSummary output0, output1, absdiff, reldiff;
+  };
+  HeapOptional<Summaries> summaries;
+};
+
+struct IndicesMetrics {
+  int64_t index_tolerance = 0;
+  int64_t values_not_found = 0;        // out0 values missing from out1's batch
+  int64_t beyond_tolerance = 0;        // found farther than index_tolerance
+  statistics::TensorSummary output0, output1;
+};
+
+struct DistanceMetrics {
+  double l2_tolerance = 1e-5;
+  double cosine_similarity_threshold = 0.997;
+  double l2_norm = 0;
+  double cosine_similarity = 0;
+  bool l2_passed = false, cosine_passed = false;
+  statistics::TensorSummary output0, output1;
+};
+
+struct QualityMetrics {
+  std::optional<double> psnr_tolerance = 30.0;  // nullopt: PSNR not checked
+  std::optional<double> snr_tolerance = 20.0;   // nullopt: SNR not checked
+  std::optional<double> psnr;                   // dB; inf for identical outputs
+  std::optional<double> snr;                    // dB
+  bool psnr_passed = true, snr_passed = true;
+  statistics::TensorSummary output0, output1;
 };
 
 struct OutputComparison {
@@ -229,6 +235,9 @@ struct SimpleOptions {
   // Called inside each compared output's "Error Metrics" block, after its required tolerance line (a
   // streamed layerwise comparison calls it for each tensor too); empty: nothing is called.
   ComparedPairObserver on_compared;
+  // Whether each SimpleMetrics keeps its Summaries once logged (reports write them); off, a
+  // comparison of many tensors holds only the figures.
+  bool keep_summaries = true;
 };
 // Refuses (InvalidInputError) a NaN atol or rtol, global or per output: the failure test
 // `difference > tolerance` is false against NaN, so every element would pass (in Polygraphy too).
@@ -246,6 +255,7 @@ struct SimpleOutputParams {
   bool infinities_compare_equal = false;
   statistics::StatisticsStyle style = statistics::StatisticsStyle::kParity;
   const ComparedPairObserver* on_compared = nullptr;  // SimpleOptions::on_compared, when set
+  bool keep_summaries = true;                         // SimpleOptions::keep_summaries
 };
 // The parameters `simple` uses for the output called `name` (what a streamed comparison uses).
 SimpleOutputParams simple_output_params(const SimpleOptions& options, const std::string& name);

@@ -400,7 +400,11 @@ class RunCommand : public Command {
     options.exclude = excluded_;
     if (!model_.path().empty()) options.model = [this] { return model_.load_once(kRunnerLoad); };
     options.compare_func = comparison_.compare_func();
-    if (comparison_.is_plain_simple()) options.streamable_simple = comparison_.simple_options();
+    if (comparison_.is_plain_simple()) {
+      options.streamable_simple = comparison_.simple_options();
+      // Each tensor's statistics are logged as it is compared; only the JSON report reads them later.
+      options.streamable_simple->keep_summaries = !comparison_.report().empty();
+    }
     options.postprocess = comparison_.postprocess_rules();
     options.comparisons = [this](const compare::RunResults& results) { return comparison_.comparisons(results); };
     options.fail_fast = comparison_.fail_fast();
