@@ -17,6 +17,8 @@ Runs, each in its own process, forked from a small launcher (peak = wait4's ru_m
 peak RSS, or a child's it waited for if larger):
   - parity run MODEL --onnxrt --openvino: the floor (both runners hold the model once each)
   - parity debug reduce MODEL --onnxrt --openvino (the issue's command: candidates compared in-process)
+  - parity run MODEL --onnxrt --ref and parity debug reduce MODEL --onnxrt --ref: the same without
+    OpenVINO (ONNX Runtime against the reference interpreter)
   - parity debug reduce MODEL --check python check_planted.py polygraphy_debug.onnx
   - polygraphy debug reduce MODEL --check python check_planted.py polygraphy_debug.onnx
 The check script fails on candidates holding a planted node (a node of the second block's MLP), so
@@ -86,6 +88,9 @@ def main():
                 sys.executable, "-c", f"import openvino; openvino.Core().compile_model({model!r}, 'CPU')"],
             "parity debug reduce --onnxrt --openvino": [
                 parity, "debug", "reduce", model, "-o", "parity_in_process.onnx", "--onnxrt", "--openvino"],
+            "parity run --onnxrt --ref": [parity, "run", model, "--onnxrt", "--ref"],
+            "parity debug reduce --onnxrt --ref": [
+                parity, "debug", "reduce", model, "-o", "parity_in_process_ref.onnx", "--onnxrt", "--ref"],
             "parity debug reduce --check": [parity, "debug", "reduce", model, "-o", "parity_check.onnx", *check],
             "polygraphy debug reduce --check": [
                 polygraphy, "debug", "reduce", model, "-o", "polygraphy_check.onnx", *check],
@@ -108,6 +113,9 @@ def main():
         openvino_floor = peaks["python: openvino compile_model(path)"] - peaks["python: import openvino"]
         print(f"OpenVINO's own floor, compile_model(path) less importing it: {openvino_floor / size:.2f}x the model; "
               f"parity run --openvino: {peaks['parity run --openvino'] / size:.2f}x")
+        without_openvino = peaks["parity debug reduce --onnxrt --ref"]
+        print(f"without OpenVINO, parity debug reduce --onnxrt --ref: {without_openvino / size:.2f}x the model, "
+              f"{without_openvino / peaks['parity run --onnxrt --ref']:.2f}x a plain parity run --onnxrt --ref")
         print(f"ratio parity/polygraphy, debug reduce --check: "
               f"{peaks['parity debug reduce --check'] / peaks['polygraphy debug reduce --check']:.2f}x "
               f"(parity {peaks['parity debug reduce --check'] / size:.2f}x the model, polygraphy "

@@ -1,13 +1,16 @@
 // debug::reduce on small graphs with checks written in the test (a planted node's presence), the
 // replay, candidate feeds; debug::CheckCommand's pass/fail rules on /bin/sh commands.
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
 
 #include "graph_test_helpers.h"
+#include "test_support.h"
 #include "parity/debug/check_command.h"
 #include "parity/debug/reduce.h"
+#include "parity/onnx/model.h"
 #include "parity/onnx/tensor_proto.h"
 
 namespace parity {
@@ -219,6 +222,66 @@ TEST(DebugReduce, CutOffBranchesAreFrozenWithTheFirstSamplesValues) {
     auto feeds = debug::candidate_feeds(frozen.reduced, values);
     ASSERT_EQ(feeds.size(), 2u);
     EXPECT_EQ(feeds[0].size(), 1u);
+  }
+}
+
+// MatMuls with 256 KB weights (raw_data, as exporters write them) around the planted Abs, saved to `path`.
+void save_weighted_chain(const std::filesystem::path& path) {
+  Builder b;
+  b.input("x", 1, {1, 256});
+  for (int i = 0; i < 3; ++i) {
+    Tensor w = Tensor::zeros(DType::kFloat32, {256, 256});
+    for (int64_t e = 0; e < w.size(); ++e) w.mutable_data<float>()[e] = static_cast<float>((e + i) % 7) / 256.0f;
+    *b.g->add_initializer() = onnx::tensor_to_proto(w, "w" + std::to_string(i));
+  }
+  b.node("MatMul", {"x", "w0"}, {"m0"}, "mm0");
+  b.node("Relu", {"m0"}, {"r0"}, "relu0");
+  b.node("MatMul", {"r0", "w1"}, {"m1"}, "mm1");
+  b.node("Abs", {"m1"}, {"a1"}, "bad");
+  b.node("MatMul", {"a1", "w2"}, {"m2"}, "mm2");
+  b.node("Relu", {"m2"}, {"out"}, "relu2");
+  b.output("out");
+  onnx::save_model(b.model, path);
+}
+
+// Candidates share the weights: with the model loaded as debug reduce loads it (large weights left in the
+// file), every candidate's weight is a reference to the same bytes of the model file, never a copy.
+TEST(DebugReduce, CandidatesReferToTheModelFilesWeightsInsteadOfCopyingThem) {
+  testing_support::TempDir dir("parity-reduce-weights");
+  save_weighted_chain(dir / "chain.onnx");
+  onnx::LoadOptions load_options;
+  load_options.lazy_weights = true;
+  onnx::Model model = onnx::load_model(dir / "chain.onnx", load_options);
+  std::map<std::string, onnx::ExternalLocation> source;
+  for (const auto& initializer : model->graph().initializer()) {
+    ASSERT_TRUE(onnx::uses_external_data(initializer)) << initializer.name();
+    source.emplace(initializer.name(), onnx::resolve_external_location(initializer, model.base_dir));
+  }
+  ASSERT_EQ(source.size(), 3u);
+  Tensor x = Tensor::zeros(DType::kFloat32, {1, 256});
+  for (int i = 0; i < 256; ++i) x.mutable_data<float>()[i] = static_cast<float>(i % 5) - 2.0f;
+  auto values = debug::run_full_model(model, {{{"x", x}}});
+  for (bool neighbourhood : {false, true}) {
+    SCOPED_TRACE(neighbourhood ? "--reduce-neighbourhood" : "Polygraphy's marking");
+    debug::ReduceOptions options;
+    options.reduce_neighbourhood = neighbourhood;
+    int weights_seen = 0;
+    auto check = [&](const onnx::Model& candidate, int) {
+      for (const auto& initializer : candidate->graph().initializer()) {
+        EXPECT_FALSE(initializer.has_raw_data()) << initializer.name();
+        EXPECT_TRUE(onnx::uses_external_data(initializer)) << initializer.name();
+        auto location = onnx::resolve_external_location(initializer, candidate.base_dir);
+        EXPECT_EQ(location.file, source.at(initializer.name()).file);
+        EXPECT_EQ(location.offset, source.at(initializer.name()).offset);
+        ++weights_seen;
+      }
+      return contains_bad(candidate);
+    };
+    auto result = debug::reduce(model, values, check, options);
+    EXPECT_GT(weights_seen, 3);
+    EXPECT_TRUE(contains_bad(result.reduced));
+    for (const auto& initializer : result.reduced->graph().initializer())
+      EXPECT_TRUE(onnx::uses_external_data(initializer)) << initializer.name();
   }
 }
 
