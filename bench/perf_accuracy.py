@@ -8,7 +8,12 @@
   -api async): target ratio >= 0.95; both sides' numbers of requests are printed;
 - Parity's ONNX Runtime median latency against a bare `InferenceSession.run` loop in Python: target 1 +- 0.05.
 
-Every measurement is repeated; the script prints each repeat's ratios and their median and spread (min..max).
+Every measurement is repeated; the script prints each repeat's ratios and their median and spread (min..max), and
+the load average. The two tools run one after the other, so on a loaded machine a ratio of wall-clock throughputs
+also measures how much CPU each got from the scheduler in its seconds. The throughput comparison therefore also
+prints inferences per CPU-second of each process (its user + system time, from the difference of a run of
+--seconds and one of half as long, so start-up and compilation cancel): that ratio is the tools' own cost per
+inference and stays put under load. Within a repeat the order of the two tools' throughput runs alternates.
 Inputs have static shapes on both sides (benchmark_app -shape; Parity --input-shapes with equal
 --ov-min-shapes/--ov-max-shapes, so OpenVINO compiles the same static model).
 
@@ -18,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,18 +48,29 @@ def input_shapes(model_path, sequence=64):
     return shapes
 
 
-def parity_perf(parity, model, shapes, seconds, runner_flags):
+def children_cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def parity_perf(parity, model, shapes, seconds, runner_flags, counts=None):
+    """Parity's median latency (seconds), throughput and requests; with `counts` (a list), appends
+    (timed inferences, CPU seconds of the process)."""
     with tempfile.TemporaryDirectory() as folder:
         report = os.path.join(folder, "report.json")
         shape_args = [f"{name}:[{','.join(map(str, dims))}]" for name, dims in shapes.items()]
+        cpu = children_cpu_seconds()
         subprocess.run([parity, "run", model, *runner_flags, "--perf", "--duration", str(seconds), "--warm-up", "10",
                         "--input-shapes", *shape_args, "--report", report],
                        check=True, capture_output=True, text=True)
+        cpu = children_cpu_seconds() - cpu
         entry = json.load(open(report))["perf"][0]
+    if counts is not None:
+        counts.append((entry["iterations"], cpu))
     return entry["latency_seconds"]["median"], entry["throughput"], entry["requests"]
 
 
-def benchmark_app(tool, model, shapes, seconds, threads, hint):
+def benchmark_app(tool, model, shapes, seconds, threads, hint, counts=None):
     """benchmark_app's median latency (seconds), throughput and infer requests. Its -hint refuses -nthreads, so the hint, the
     threads and the precision go in a -load_config file."""
     shape = ",".join(f"{name}[{','.join(map(str, dims))}]" for name, dims in shapes.items())
@@ -64,7 +81,11 @@ def benchmark_app(tool, model, shapes, seconds, threads, hint):
                                "INFERENCE_PRECISION_HINT": "f32"}}, file)
         args = [tool, "-m", model, "-d", "CPU", "-load_config", config, "-t", str(max(1, round(seconds))), "-shape", shape,
                 "-api", "sync" if hint == "latency" else "async"]
+        cpu = children_cpu_seconds()
         out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+        cpu = children_cpu_seconds() - cpu
+    if counts is not None:
+        counts.append((int(re.search(r"Count:\s+(\d+) iterations", out).group(1)), cpu))
     value, unit = re.search(r"Median:\s+([0-9.]+) (ms|us)", out).groups()
     median = float(value) / (1000 if unit == "ms" else 1e6)
     throughput = float(re.search(r"Throughput:\s+([0-9.]+) FPS", out).group(1))
@@ -95,6 +116,12 @@ def bare_onnxruntime(model, shapes, seconds, threads):
     return statistics.median(latencies)
 
 
+def per_cpu_second(counts):
+    """Inferences per CPU-second from a long and a short run's (inferences, CPU seconds): their differences."""
+    (long_count, long_cpu), (short_count, short_cpu) = counts
+    return (long_count - short_count) / (long_cpu - short_cpu)
+
+
 def spread(ratios):
     return f"median {statistics.median(ratios):.3f} (min {min(ratios):.3f} .. max {max(ratios):.3f})"
 
@@ -117,24 +144,44 @@ def main():
             static = [f"{name}:[{','.join(map(str, dims))}]" for name, dims in shapes.items()]
             ov = ["--openvino", "--ov-precision", "f32", "--ov-threads", threads, "--ov-min-shapes", *static,
                   "--ov-max-shapes", *static]
-            ratios = {"ov latency": [], "ov throughput": [], "ort latency": []}
+            ratios = {"ov latency": [], "ov throughput": [], "ov throughput per CPU-second": [], "ort latency": []}
             print(f"{kind} (bench size), inputs {shapes}, {threads} thread(s), {args.seconds} s per measurement")
             for repeat in range(args.repeats):
                 p_lat, _, _ = parity_perf(parity, model, shapes, args.seconds, ov + ["--ov-perf-hint", "latency"])
                 b_lat, _, _ = benchmark_app(tool, model, shapes, args.seconds, args.threads, "latency")
-                _, p_tput, p_requests = parity_perf(parity, model, shapes, args.seconds,
-                                                    ov + ["--ov-perf-hint", "throughput", "--requests", "auto"])
-                _, b_tput, b_requests = benchmark_app(tool, model, shapes, args.seconds, args.threads, "throughput")
+                short = max(1, args.seconds // 2)
+                throughput_flags = ov + ["--ov-perf-hint", "throughput", "--requests", "auto"]
+                p_counts, b_counts = [], []
+
+                def parity_throughput():
+                    measured = parity_perf(parity, model, shapes, args.seconds, throughput_flags, p_counts)
+                    parity_perf(parity, model, shapes, short, throughput_flags, p_counts)
+                    return measured
+
+                def benchmark_app_throughput():
+                    measured = benchmark_app(tool, model, shapes, args.seconds, args.threads, "throughput", b_counts)
+                    benchmark_app(tool, model, shapes, short, args.threads, "throughput", b_counts)
+                    return measured
+
+                if repeat % 2 == 0:
+                    _, p_tput, p_requests = parity_throughput()
+                    _, b_tput, b_requests = benchmark_app_throughput()
+                else:
+                    _, b_tput, b_requests = benchmark_app_throughput()
+                    _, p_tput, p_requests = parity_throughput()
+                cpu_ratio = per_cpu_second(p_counts) / per_cpu_second(b_counts)
                 o_lat, _, _ = parity_perf(parity, model, shapes, args.seconds,
                                           ["--onnxrt", "--ort-intra-op-threads", threads])
                 bare = bare_onnxruntime(model, shapes, args.seconds, args.threads)
                 ratios["ov latency"].append(p_lat / b_lat)
                 ratios["ov throughput"].append(p_tput / b_tput)
+                ratios["ov throughput per CPU-second"].append(cpu_ratio)
                 ratios["ort latency"].append(o_lat / bare)
                 print(f"  repeat {repeat + 1}: OpenVINO median parity/benchmark_app {p_lat / b_lat:.3f} | OpenVINO "
                       f"throughput-hint throughput parity/benchmark_app {p_tput / b_tput:.3f} ({p_requests} vs {b_requests} "
-                      f"requests) | ONNX Runtime median "
-                      f"parity/bare InferenceSession.run {o_lat / bare:.3f}")
+                      f"requests; per CPU-second {cpu_ratio:.3f}) | ONNX Runtime median "
+                      f"parity/bare InferenceSession.run {o_lat / bare:.3f} | load average "
+                      f"{os.getloadavg()[0]:.1f}", flush=True)
             for name, values in ratios.items():
                 print(f"  {name} ratio: {spread(values)}")
 

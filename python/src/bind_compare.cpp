@@ -300,13 +300,15 @@ void bind_compare(nb::module_& m) {
         "runners"_a, "data_loader"_a, "warm_up"_a = 0);
 
   // Performance mode (compare/perf.h): returns (results, perf report JSON text), one perf entry per
-  // runner, named as the results are.
+  // runner, named as the results are. sweep: one data loader per swept shape set (PerfOptions::sweep),
+  // called as data_loader is.
   m.def("comparator_run_perf",
         [](nb::list runners, nb::object data_loader, int warm_up, int iterations, std::optional<double> duration,
-           int layer_inferences, int top_layers, std::optional<int> requests) {
+           int layer_inferences, int top_layers, std::optional<int> requests, nb::list sweep) {
           RunnerList list(runners);
           compare::DataLoaderFunc feeds = data_loader_func(std::move(data_loader));
           compare::PerfOptions options;
+          for (nb::handle set : sweep) options.sweep.push_back(data_loader_func(nb::borrow(set)));
           options.warm_up = warm_up;
           options.iterations = iterations;
           options.duration = duration;
@@ -318,6 +320,7 @@ void bind_compare(nb::module_& m) {
             nb::gil_scoped_release release;
             run = compare::measure_performance(list.pointers, feeds, options);
             feeds = nullptr;
+            options.sweep.clear();
           }
           list.rename(run.results);
           for (std::size_t i = 0; i < run.perf.size() && i < run.results.size(); ++i)
@@ -325,7 +328,7 @@ void bind_compare(nb::module_& m) {
           return nb::make_tuple(results_to_python(run.results), compare::perf_report(run.perf).dump());
         },
         "runners"_a, "data_loader"_a, "warm_up"_a, "iterations"_a, "duration"_a.none(), "layer_inferences"_a,
-        "top_layers"_a, "requests"_a.none() = nb::none());
+        "top_layers"_a, "requests"_a.none() = nb::none(), "sweep"_a = nb::list());
 
   // The streamed layerwise comparison of two runners through the judge (compare::Judge).
   // tensors: None (every tensor) or a list of names; postprocess: [(output name or "", k, axis)].

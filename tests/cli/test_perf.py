@@ -398,3 +398,44 @@ def test_perf_torch_cuda_gpu_memory(run_parity, tmp_path):
     worker = report["perf"][0]["worker_memory"]
     assert worker["gpu_peak_bytes"] > 0, result.describe()
     assert "GPU peak allocated" in result.output
+
+
+@pytest.mark.parametrize("flags", [["--iterations", "6"], ["--duration", "0.3"]])
+def test_perf_torch_requests_on_cpu(run_parity, tmp_path, flags):
+    """--torch --requests 2 on the CPU: two requests in flight in the worker, each a thread of its own sharing
+    torch's intra-op threads; every completed request is one timed inference (6, or as many as the duration
+    allowed), and the throughput is over the wall time."""
+    from torch_block_models import write_block_script
+
+    script = write_block_script(tmp_path)
+    report, result = perf_report(run_parity, tmp_path, None, "--torch", "--torch-model-script", script,
+                                 "--torch-python", sys.executable, "--perf", "--requests", "2", *flags)
+    (entry,) = report["perf"]
+    check_entry(entry, iterations=6 if "--iterations" in flags else None)
+    assert entry["requests"] == 2
+    assert re.fullmatch(r"2 concurrent request\(s\) on the CPU, each a thread of its own, sharing torch's \d+ "
+                        r"intra-op thread\(s\)", entry["concurrency"]), entry["concurrency"]
+    assert entry["throughput"] == pytest.approx(entry["iterations"] / entry["wall_seconds"])
+    assert "concurrency: 2 concurrent request(s) on the CPU" in result.output, result.describe()
+
+
+@pytest.mark.parametrize("flags, requests", [(["--iterations", "12"], 3), (["--duration", "0.5"], 3)])
+def test_perf_torch_cuda_requests_on_streams(run_parity, tmp_path, flags, requests):
+    """--torch-device cuda --requests 3: three requests in flight in the worker, each a thread with a CUDA stream
+    of its own; every completed request is one timed inference (12, or as many as the duration allowed)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip(f"no CUDA device: torch.cuda.is_available() is false in {sys.executable} (torch "
+                    f"{torch.__version__}); --requests on CUDA streams is measured on a GPU machine")
+    from torch_block_models import write_block_script
+
+    script = write_block_script(tmp_path)
+    report, result = perf_report(run_parity, tmp_path, None, "--torch", "--torch-model-script", script,
+                                 "--torch-python", sys.executable, "--torch-device", "cuda", "--perf",
+                                 "--requests", str(requests), *flags)
+    (entry,) = report["perf"]
+    check_entry(entry, iterations=12 if "--iterations" in flags else None)
+    assert entry["requests"] == requests
+    assert entry["concurrency"].startswith(f"{requests} concurrent request(s) on cuda, each a thread with a CUDA "
+                                           "stream of its own"), entry["concurrency"]
+    assert entry["throughput"] == pytest.approx(entry["iterations"] / entry["wall_seconds"])

@@ -48,6 +48,31 @@ def _native_feeds(data_loader, save_inputs_path):
     return feeds
 
 
+def _sweep_feeds(data_loader, shape_sets):
+    """PerfConfig(shapes=...)'s data loaders: per shape set, one feed of random data from the default (or the given)
+    DataLoader with the set's shapes over its input_metadata's (`parity run --perf-shapes`)."""
+    if not shape_sets:
+        return []
+    data_loader = data_loader if data_loader is not None else DataLoader()
+    if not isinstance(data_loader, DataLoader):
+        raise ValueError("Comparator.run: PerfConfig(shapes=...) generates random data of each shape: leave out "
+                         "data_loader or give a DataLoader")
+    loaders = []
+    for shape_set in shape_sets:
+        metadata = TensorMetadata()
+        for name, (dtype, shape) in data_loader.user_input_metadata.items():
+            metadata.add(name, dtype, shape)
+        for name, dims in shape_set:
+            dtype = data_loader.user_input_metadata[name].dtype if name in data_loader.user_input_metadata else None
+            metadata.add(name, dtype, dims)
+        loader = DataLoader(seed=data_loader.seed, iterations=1, input_metadata=metadata,
+                            int_range=data_loader._int_range, float_range=data_loader._float_range,
+                            val_range=data_loader.val_range,
+                            data_loader_backend_module=data_loader.data_loader_backend_module)
+        loaders.append(_native_feeds(loader, None))
+    return loaders
+
+
 def _top_k_rules(postprocess_func):
     """PostprocessFunc.top_k's rules as (output name or "", k, axis) entries."""
     if postprocess_func is None:
@@ -132,7 +157,7 @@ class Comparator:
                 _native_runners(runners), _native_feeds(data_loader, save_inputs_path), int(warm_up or 0),
                 int(perf.iterations), None if perf.duration is None else float(perf.duration),
                 int(perf.layer_iterations) if perf.layers else 0, int(perf.layers),
-                None if perf.requests is None else int(perf.requests))
+                None if perf.requests is None else int(perf.requests), _sweep_feeds(data_loader, perf.shapes))
             results = RunResults._from_native(entries)
             results.perf = [PerfResult(entry) for entry in json.loads(report)]
             return results

@@ -7,9 +7,13 @@ class PerfConfig:
     inferences until that many seconds have passed), and with `layers` > 0 a per-layer profile over
     `layer_iterations` inferences whose `layers` slowest layers are logged. `requests`: inference requests in flight
     at once (`parity run --requests`): None runs one inference after another, a number N runs N (OpenVINO's
-    asynchronous infer requests, ONNX Runtime's concurrent Run calls), "auto" the backend's own number."""
+    asynchronous infer requests, ONNX Runtime's concurrent Run calls), "auto" the backend's own number.
+    `shapes`: a shape sweep (`parity run --perf-shapes`): a list of shape sets, each a dict {input name: shape}
+    (every dimension a fixed size); after its main measurement each runner is measured again per set on random
+    data of those shapes (the default DataLoader's seed and ranges; inputs a set leaves out keep their shape), one
+    PerfResult in the runner's PerfResult.sweep per set."""
 
-    def __init__(self, iterations=100, duration=None, layers=0, layer_iterations=10, requests=None):
+    def __init__(self, iterations=100, duration=None, layers=0, layer_iterations=10, requests=None, shapes=None):
         if duration is not None and not duration > 0:
             raise ValueError(f"PerfConfig: duration must be more than 0 seconds, got {duration}")
         if duration is None and iterations < 1:
@@ -22,10 +26,35 @@ class PerfConfig:
             raise ValueError(f"PerfConfig: requests must be a number of requests (at least 1), 'auto' or None, "
                              f"got {requests!r}")
         self.requests = requests
+        self.shapes = _shape_sets(shapes)
         self.iterations = iterations
         self.duration = duration
         self.layers = layers
         self.layer_iterations = layer_iterations
+
+
+def _shape_sets(shapes):
+    """PerfConfig's shapes checked: a list of {name: [fixed dims]}, as lists of (name, [int]) in order."""
+    if shapes is None:
+        return []
+    if isinstance(shapes, dict) or not isinstance(shapes, (list, tuple)):
+        raise ValueError(f"PerfConfig: shapes must be a list of shape sets, each a dict {{input name: shape}}, "
+                         f"got {shapes!r}")
+    sets = []
+    for shape_set in shapes:
+        if not isinstance(shape_set, dict) or not shape_set:
+            raise ValueError(f"PerfConfig: each shape set must be a non-empty dict {{input name: shape}}, "
+                             f"got {shape_set!r}")
+        entries = []
+        for name, shape in shape_set.items():
+            dims = list(shape) if isinstance(shape, (list, tuple)) else None
+            if (not isinstance(name, str) or dims is None
+                    or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in dims)):
+                raise ValueError(f"PerfConfig: shapes {name}: {shape!r}: every dimension must be a fixed size "
+                                 f"(the sweep generates data of that shape)")
+            entries.append((name, [int(d) for d in dims]))
+        sets.append(entries)
+    return sets
 
 
 class LayerTime:
@@ -52,10 +81,12 @@ class PerfResult:
     its settings (OpenVINO's PERFORMANCE_HINT, NUM_STREAMS, ...; empty for others); host_memory: {rss_before_bytes,
     rss_peak_bytes, added_bytes, peak_reset}; worker_memory: a worker process's {peak_rss_bytes, gpu_peak_bytes,
     gpu_note} or None; layers: [LayerTime] (None without a profile; layers_unavailable then says why when one was
-    asked for); layers_info: the profile's source, inferences, sums and what lies outside the layers."""
+    asked for); layers_info: the profile's source, inferences, sums and what lies outside the layers;
+    input_shapes: {input name: shape} of the feed measured; sweep: with PerfConfig(shapes=...), one PerfResult per
+    shape set, in order (their host_memory, worker_memory, backend_properties and layers left empty)."""
 
-    def __init__(self, entry):
-        self.runner_name = entry["runner"]
+    def __init__(self, entry, runner_name=None):
+        self.runner_name = entry["runner"] if runner_name is None else runner_name
         self.warm_up = entry["warm_up"]
         self.iterations = entry["iterations"]
         self.wall_seconds = entry["wall_seconds"]
@@ -65,12 +96,14 @@ class PerfResult:
         self.backend_properties = dict(entry.get("backend_properties", {}))
         self.latency = dict(entry["latency_seconds"])
         self.latencies = list(entry["latencies"])
-        self.host_memory = dict(entry["host_memory"])
+        self.input_shapes = {name: list(shape) for name, shape in entry.get("input_shapes", {}).items()}
+        self.host_memory = dict(entry.get("host_memory", {}))
         self.worker_memory = entry.get("worker_memory")
         profile = entry.get("layers")
         self.layers = [LayerTime(layer) for layer in profile["layers"]] if profile else None
         self.layers_info = {key: value for key, value in profile.items() if key != "layers"} if profile else None
         self.layers_unavailable = entry.get("layers_unavailable")
+        self.sweep = [PerfResult(point, self.runner_name) for point in entry.get("sweep", [])]
 
     def __repr__(self):
         return (f"PerfResult({self.runner_name!r}, median {self.latency['median'] * 1e3:.4g} ms, "

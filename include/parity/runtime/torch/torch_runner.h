@@ -84,6 +84,11 @@ class TorchRunner : public Runner {
   ModelLoader source_model() const override { return onnx_model_; }
   // The worker process's peak resident set and, on a CUDA device, torch.cuda.max_memory_allocated().
   std::optional<WorkerMemory> worker_memory() override;
+  // Performance mode's --requests (torch_concurrent.cpp): N requests at once in the worker, each a
+  // thread with a copy of its feed and output buffers of its own (the outputs stay there); on a CUDA
+  // device each also has a CUDA stream of its own and pinned host memory.
+  ConcurrentInference infer_concurrently(const std::vector<NamedTensors>& feeds,
+                                         const ConcurrencyRequest& request) override;
 
  protected:
   void activate_impl() override;

@@ -373,7 +373,9 @@ class TorchModel:
         tensors = {}
         for name, value in feeds.items():
             tensor = value if isinstance(value, torch.Tensor) else torch.from_numpy(value)
-            tensor = tensor.to(self.device)
+            # From pinned host memory (a concurrent request's feed) the copy is queued on the current stream.
+            pinned = self.device.type == "cuda" and tensor.device.type == "cpu" and tensor.is_pinned()
+            tensor = tensor.to(self.device, non_blocking=pinned)
             if (self.compute_dtype is not None and self.options.dtype_mode == "cast"
                     and tensor.is_floating_point()):
                 tensor = tensor.to(self.compute_dtype)
@@ -399,12 +401,15 @@ class TorchModel:
             except Exception as error:  # the user's forward()
                 raise ForwardError(error) from error
 
-    def infer(self, feeds, capture=None, copy=True):
+    def infer(self, feeds, capture=None, copy=True, pinned=None, stream=None):
         """{name: numpy array} of the outputs for {name: array or tensor}. On CUDA each output is copied
-        to the host once, into pinned memory kept for the next call, and the device synchronized
-        before returning; copy=False returns those buffers' arrays, overwritten by the next call.
-        capture: module outputs to return besides, through capture_hook (none when it is unset)."""
+        to the host once, into pinned memory kept for the next call (the dict `pinned` when given, one per
+        concurrent request), and the device synchronized before returning (only `stream` when given: the
+        caller runs this call on that stream); copy=False returns those buffers' arrays, overwritten by
+        the next call. capture: module outputs to return besides, through capture_hook (none when it is
+        unset)."""
         torch = _torch()
+        pinned = self._pinned if pinned is None else pinned
         captured = {}
         if capture:
             if self.capture_hook is None:
@@ -424,17 +429,124 @@ class TorchModel:
             elif tensor.dtype == torch.bfloat16:
                 tensor = tensor.float()
             if cuda and tensor.device.type == "cuda":
-                buffer = self._pinned.get(name)
+                buffer = pinned.get(name)
                 if buffer is None or buffer.shape != tensor.shape or buffer.dtype != tensor.dtype:
                     buffer = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
-                    self._pinned[name] = buffer
+                    pinned[name] = buffer
                 buffer.copy_(tensor, non_blocking=True)
                 outputs[name] = buffer
             else:
                 outputs[name] = tensor.cpu()
         if cuda:
-            torch.cuda.synchronize(self.device)
+            if stream is not None:
+                stream.synchronize()
+            else:
+                torch.cuda.synchronize(self.device)
         return {name: (value.numpy().copy() if copy and cuda else value.numpy()) for name, value in outputs.items()}
+
+
+def run_requests(requests, count, seconds, run):
+    """Performance mode's concurrent requests (`parity run --perf --requests N`): `requests` threads, thread i
+    calling run(i) (one inference, returning once it has completed) again as soon as it returns, until `count`
+    inferences have started, or, with `seconds` (not None), until that many seconds have passed (each thread runs
+    at least one; an inference in flight then completes and counts). The threads are started before the clock and
+    released together. Returns (each inference's seconds from its start to its completion, in completion order;
+    the wall seconds from the common start to the last completion). The first exception a thread raises stops
+    the others at their next start and is raised here once every thread has stopped."""
+    import threading
+    import time
+
+    if seconds is None:
+        requests = min(requests, count)
+    requests = max(requests, 1)
+    lock = threading.Lock()
+    go = threading.Event()
+    state = {"started": 0, "error": None, "deadline": None}
+    latencies = []
+
+    def claim(first):
+        with lock:
+            if state["error"] is not None:
+                return False
+            if seconds is not None:
+                return first or time.perf_counter() < state["deadline"]
+            if state["started"] >= count:
+                return False
+            state["started"] += 1
+            return True
+
+    def loop(index):
+        go.wait()
+        first = True
+        while claim(first):
+            first = False
+            start = time.perf_counter()
+            try:
+                run(index)
+            except BaseException as error:  # noqa: B036 (raised again in the calling thread)
+                with lock:
+                    if state["error"] is None:
+                        state["error"] = error
+                return
+            elapsed = time.perf_counter() - start
+            with lock:
+                latencies.append(elapsed)
+
+    threads = [threading.Thread(target=loop, args=(index,), name=f"parity-request-{index}", daemon=True)
+               for index in range(requests)]
+    for thread in threads:
+        thread.start()
+    start = time.perf_counter()
+    if seconds is not None:
+        state["deadline"] = start + seconds
+    go.set()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - start
+    if state["error"] is not None:
+        raise state["error"]
+    return latencies, wall
+
+
+class InferenceRequest:
+    """One of performance mode's concurrent requests on a TorchModel: a copy of its feed of its own (in pinned
+    host memory on CUDA) and, on CUDA, a torch.cuda.Stream of its own that its inferences run on (the feed's
+    copy to the device, forward(), the outputs' copy into pinned host buffers of its own, then only that stream
+    synchronized), so the requests' work overlaps on the device. run() is one inference; the outputs stay in the
+    request's buffers."""
+
+    def __init__(self, model, feed):
+        torch = _torch()
+        self.model = model
+        self.cuda = model.device.type == "cuda"
+        self.stream = torch.cuda.Stream(device=model.device) if self.cuda else None
+        self.feed = {}
+        for name, value in feed.items():
+            tensor = torch.tensor(value) if not isinstance(value, torch.Tensor) else value.detach().clone()
+            self.feed[name] = tensor.pin_memory() if self.cuda else tensor
+        self.outputs = {}
+
+    def run(self):
+        if self.cuda:
+            torch = _torch()
+            with torch.cuda.device(self.model.device), torch.cuda.stream(self.stream):
+                return self.model.infer(self.feed, copy=False, pinned=self.outputs, stream=self.stream)
+        return self.model.infer(self.feed, copy=False)
+
+
+def infer_concurrently(model, feeds, requests, count, seconds):
+    """`requests` InferenceRequests of `model` run concurrently (run_requests), request i on feeds[i % len(feeds)],
+    each after one untimed inference of its own (its allocations, outside the clock). Returns {requests,
+    latencies, wall_seconds, device, intra_op_threads}."""
+    if seconds is None:
+        requests = min(requests, count)
+    requests = max(requests, 1)
+    pool = [InferenceRequest(model, feeds[index % len(feeds)]) for index in range(requests)]
+    for request in pool:
+        request.run()
+    latencies, wall = run_requests(requests, count, seconds, lambda index: pool[index].run())
+    return {"requests": requests, "latencies": latencies, "wall_seconds": wall, "device": str(model.device),
+            "intra_op_threads": _torch().get_num_threads()}
 
 
 def serve_commands(command, Reply, CommandFailed):
@@ -449,6 +561,10 @@ def serve_commands(command, Reply, CommandFailed):
     infer    {capture: {modules: {module name: tensor name}} or None} + the feeds in input order ->
              the outputs by name, then the captured module outputs by tensor name (through
              TorchModel.capture_hook); result: {not_captured: {module name: reason}} with a capture
+    infer_concurrently {requests, count, seconds (or None), feeds: how many} + every feed's tensors, named
+             "<feed index>/<input name>", each feed in input order -> {requests, latencies, wall_seconds,
+             device, intra_op_threads}
+             (performance mode's --requests: infer_concurrently above)
     memory   {} -> {peak_rss_bytes: this process's peak resident set, gpu_peak_bytes:
              torch.cuda.max_memory_allocated() of the model's CUDA device or None, gpu_note: why None}
 
@@ -511,6 +627,18 @@ def serve_commands(command, Reply, CommandFailed):
         else:
             reply["gpu_note"] = "the model runs on the CPU (--torch-device cuda measures GPU memory)"
         return reply
+
+    @command("infer_concurrently")
+    def concurrently(arguments, tensors):
+        feeds = [{} for _ in range(int(arguments["feeds"]))]
+        for key, value in tensors.items():
+            index, name = key.split("/", 1)
+            feeds[int(index)][name] = value
+        try:
+            return infer_concurrently(state["model"], feeds, int(arguments["requests"]), int(arguments["count"]),
+                                      arguments.get("seconds"))
+        except (TorchModelError, ForwardError) as error:
+            raise failed(error) from None
 
     @command("infer")
     def infer(arguments, tensors):

@@ -2,11 +2,13 @@
 // runs it. N infer requests of their own (N: the request's number, else the compiled model's
 // ov::optimal_number_of_infer_requests), each with its input tensors set once (wrapping the
 // caller's bytes) and one untimed inference of its own (its allocations), then started with
-// start_async; each completion callback records the request's latency and starts it again until
-// `count` requests have started (or `seconds` have passed).
+// start_async; each completion callback records the request's latency and hands the request back to
+// the calling thread, which starts it again until `count` requests have started (or `seconds` have
+// passed), as benchmark_app's loop over its AsyncInferQueue does.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <exception>
 #include <mutex>
 
@@ -32,64 +34,61 @@ AsyncRunResult OpenvinoCompiledModel::run_async(const std::vector<std::vector<In
     set_inputs(infer_requests.back(), inputs[static_cast<std::size_t>(i) % inputs.size()]);
     infer_requests.back().infer();  // untimed: a request's first inference allocates its memory
   }
+  // A completion callback only records the request's latency and hands the request back; this thread
+  // starts it again. (Started from its own callback, on the stream thread that completed it, a
+  // request is queued on that same stream: the requests gathered on one stream and the others sat
+  // idle.)
   std::mutex mutex;
-  std::condition_variable all_done;
+  std::condition_variable completed;
+  std::deque<std::size_t> idle;
   int started = 0, in_flight = 0;
   std::exception_ptr error;
   std::vector<Clock::time_point> started_at(infer_requests.size());
-  const auto start = Clock::now();
-  const auto deadline = request.seconds > 0 ? start + std::chrono::duration_cast<Clock::duration>(
-                                                          std::chrono::duration<double>(request.seconds))
-                                            : Clock::time_point::max();
   for (std::size_t i = 0; i < infer_requests.size(); ++i) {
     infer_requests[i].set_callback([&, i](std::exception_ptr failure) {
       const auto now = Clock::now();
-      std::unique_lock lock(mutex);
+      std::lock_guard lock(mutex);
       if (failure) {
         if (!error) error = failure;
       } else {
         result.latencies.push_back(std::chrono::duration<double>(now - started_at[i]).count());
       }
-      const bool again = !error && (request.seconds > 0 ? now < deadline : started < request.count);
-      if (!again) {
-        --in_flight;
-        all_done.notify_all();
-        return;
-      }
-      ++started;
-      started_at[i] = Clock::now();
-      lock.unlock();
-      try {
-        infer_requests[i].start_async();
-      } catch (...) {
-        lock.lock();
-        if (!error) error = std::current_exception();
-        --in_flight;
-        all_done.notify_all();
-      }
+      idle.push_back(i);
+      completed.notify_one();
     });
   }
-  {
-    std::lock_guard lock(mutex);
-    started = in_flight = requests;
-  }
-  // Request i's callback runs only after its start_async, so started_at[i] is written first.
-  for (std::size_t i = 0; i < infer_requests.size(); ++i) {
+  const auto start = Clock::now();
+  const auto deadline = request.seconds > 0 ? start + std::chrono::duration_cast<Clock::duration>(
+                                                          std::chrono::duration<double>(request.seconds))
+                                            : Clock::time_point::max();
+  std::unique_lock lock(mutex);
+  // Starts request i (the lock held on entry and on return); a failure to start is kept as `error`.
+  const auto start_request = [&](std::size_t i) {
+    ++started;
+    ++in_flight;
     started_at[i] = Clock::now();
+    lock.unlock();
     try {
       infer_requests[i].start_async();
+      lock.lock();
     } catch (...) {
-      // This request and those after it never start; those started stop at their completion.
-      std::lock_guard lock(mutex);
+      lock.lock();
       if (!error) error = std::current_exception();
-      in_flight -= static_cast<int>(infer_requests.size() - i);
-      break;
+      --in_flight;
+    }
+  };
+  for (std::size_t i = 0; i < infer_requests.size() && !error; ++i) start_request(i);
+  while (in_flight > 0) {
+    completed.wait(lock, [&] { return !idle.empty(); });
+    while (!idle.empty()) {
+      const std::size_t i = idle.front();
+      idle.pop_front();
+      --in_flight;
+      const bool again = !error && (request.seconds > 0 ? Clock::now() < deadline : started < request.count);
+      if (again) start_request(i);
     }
   }
-  {
-    std::unique_lock lock(mutex);
-    all_done.wait(lock, [&] { return in_flight == 0; });
-  }
+  lock.unlock();
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   for (auto& infer_request : infer_requests) {
     try {
