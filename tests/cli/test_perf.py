@@ -436,6 +436,7 @@ def test_perf_torch_cuda_requests_on_streams(run_parity, tmp_path, flags, reques
     (entry,) = report["perf"]
     check_entry(entry, iterations=12 if "--iterations" in flags else None)
     assert entry["requests"] == requests
-    assert entry["concurrency"].startswith(f"{requests} concurrent request(s) on cuda, each a thread with a CUDA "
-                                           "stream of its own"), entry["concurrency"]
+    # The worker names the device it resolved 'cuda' to (cuda:0 on a one-GPU machine).
+    assert re.match(rf"{requests} concurrent request\(s\) on cuda:\d+, each a thread with a CUDA stream of its own",
+                    entry["concurrency"]), entry["concurrency"]
     assert entry["throughput"] == pytest.approx(entry["iterations"] / entry["wall_seconds"])
