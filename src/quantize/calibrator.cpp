@@ -75,7 +75,8 @@ NamedTensors stack(std::span<const NamedTensors> feeds) {
 }  // namespace
 
 CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::string>& tensors,
-                            std::span<const NamedTensors> batches, const CalibrationSettings& settings) {
+                            std::span<const NamedTensors> batches, const CalibrationSettings& settings,
+                            const std::set<std::string>& returned) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   if (batches.empty()) raise<InvalidInputError>("calibration: the data loader gave no batches");
@@ -90,13 +91,17 @@ CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::stri
       it->second.add(tensor.span<float>());
   };
 
-  runtime::ActiveRunner active(runner);
+  if (!runner.is_active()) runner.activate();
+  struct Deactivation {
+    runtime::Runner& runner;
+    ~Deactivation() { runner.deactivate(); }
+  } deactivation{runner};
   const TensorMetadata inputs = runner.input_metadata();
   std::vector<std::string> marked;
   std::set<std::string> input_names;
   for (const auto& [name, info] : inputs) input_names.insert(name);
   for (const auto& name : tensors)
-    if (!input_names.count(name)) marked.push_back(name);
+    if (!input_names.count(name) && !returned.count(name)) marked.push_back(name);
   // The marked tensors come back with each batch's outputs (one batch's at a time); a tensor
   // callback would make ONNX Runtime return every tensor of the graph.
   runner.set_intermediate_outputs(runtime::IntermediateOutputs::list(marked));
