@@ -17,11 +17,14 @@ same models and the same calibration data (saved once to .npy files: Parity read
       Python with the same data reader, imports done before the clock starts.
   and the cross ratio printed before (`parity convert` as a process against quantize_static in
   this Python), which charges Parity's process start and not quantize_static's.
+  --peer-no-spinning adds quantize_static's process with its ONNX Runtime sessions' thread spinning
+  off (as Parity's calibration session runs): on a loaded machine, spinning threads cost it much.
 - latency of Parity's int8 model on OpenVINO and on ONNX Runtime (and of quantize_static's on ONNX
   Runtime) against the float32 model on ONNX Runtime (medians, batch 1, the same --threads for all).
 - --table: the error of int8 against float32 per algorithm per model, as docs/int8.md lists it.
 
     python bench/int8_calibration.py [--build build/release] [--inputs 500] [--threads 2] [--models resnet,bert]
+        [--algos minmax,entropy,percentile] [--no-latency] [--peer-no-spinning] [--table]
 """
 import argparse
 import os
@@ -176,10 +179,25 @@ def ort_quantize(model, out, algo, files):
     return timing
 
 
-def ort_quantize_process(model, out, algo, files):
+# Prepended to quantize_static's process by --peer-no-spinning: every SessionOptions it makes has
+# ONNX Runtime's intra-op thread spinning off, as Parity's calibration session has.
+NO_SPINNING = """\
+import onnxruntime
+
+class _NoSpinning(onnxruntime.SessionOptions):
+    def __init__(self):
+        super().__init__()
+        self.add_session_config_entry("session.intra_op.allow_spinning", "0")
+
+onnxruntime.SessionOptions = _NoSpinning
+"""
+
+
+def ort_quantize_process(model, out, algo, files, spinning=True):
     """quantize_static run by a new Python process that imports only what it needs (numpy,
-    onnxruntime.quantization) and reads the same .npy files: the same job as `parity convert`."""
-    code = textwrap.dedent(f"""\
+    onnxruntime.quantization) and reads the same .npy files: the same job as `parity convert`.
+    spinning=False: its ONNX Runtime sessions with thread spinning off (NO_SPINNING)."""
+    code = ("" if spinning else NO_SPINNING) + textwrap.dedent(f"""\
         import numpy as np
         from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
@@ -280,6 +298,8 @@ def bench_model(parity, kind, path, folder, args):
         try:
             t_ort = ort_quantize(path, theirs, algo, calib_files)
             t_ort_process = ort_quantize_process(path, theirs, algo, calib_files)
+            t_ort_quiet = ort_quantize_process(path, theirs, algo, calib_files, spinning=False) if args.peer_no_spinning \
+                else None
             e_ort = relative_error(outputs(theirs, feeds, args.threads), fp32_out)
         except Exception as error:  # the peer's failure is a result of the comparison, not the end of the bench
             print(f"{algo:10s} parity convert {t_parity.wall:.2f} s, parity.quantization {t_api.wall:.2f} s | int8 vs "
@@ -289,8 +309,10 @@ def bench_model(parity, kind, path, folder, args):
         line = (f"{algo:10s} calibration time (load {os.getloadavg()[0]:.1f}), parity / quantize_static: "
                 f"process {t_parity.wall:.2f}/{t_ort_process.wall:.2f} s = {ratio(t_parity, t_ort_process)}; "
                 f"in-process {t_api.wall:.2f}/{t_ort.wall:.2f} s = {ratio(t_api, t_ort)}; "
-                f"parity convert process / quantize_static in-process = {ratio(t_parity, t_ort)} | "
-                f"int8 vs fp32 relative error: parity {e_parity:.4f}, "
+                f"parity convert process / quantize_static in-process = {ratio(t_parity, t_ort)}" +
+                (f"; process, quantize_static's sessions without thread spinning: {t_parity.wall:.2f}/"
+                 f"{t_ort_quiet.wall:.2f} s = {ratio(t_parity, t_ort_quiet)}" if t_ort_quiet else "") +
+                f" | int8 vs fp32 relative error: parity {e_parity:.4f}, "
                 f"quantize_static {e_ort:.4f}")
         if algo == "minmax":
             a, b = activation_scales(ours), activation_scales(theirs)
@@ -323,6 +345,9 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--no-latency", dest="latency", action="store_false")
+    parser.add_argument("--peer-no-spinning", action="store_true",
+                        help="also time quantize_static's process with ONNX Runtime's thread spinning off (as "
+                             "Parity's calibration session runs): how much of the ratio is spinning on a loaded machine")
     parser.add_argument("--table", action="store_true", help="print docs/int8.md's error table at the end")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(args.build, "python"))
