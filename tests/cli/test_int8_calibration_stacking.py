@@ -51,30 +51,51 @@ def convert(run_parity, model, out, *flags):
     return result
 
 
-def test_a_model_that_mixes_the_samples_is_calibrated_feed_by_feed(run_parity, tmp_path):
-    # x [N, 4] -> c = x - ReduceMean(x, axis 0) -> MatMul: c of a stack of feeds subtracts the mean
-    # of every feed of the stack, not the feed's own mean.
+def softmax_over_batch(x):
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+
+
+# Ways of mixing the samples of a batch: the nodes from x [N, 4] to the quantized tensor "c" (a
+# MatMul's input), numpy's c of one feed, and the calibrated tensors that mix the samples (the log
+# names one of them). In a stack, c reads every feed of the stack.
+MIXING = {
+    # c = x - mean over the batch: a stack subtracts the mean of all its feeds.
+    "reduce_mean": ([helper.make_node("ReduceMean", ["x"], ["m"], name="mean", axes=[0], keepdims=1),
+                     helper.make_node("Sub", ["x", "m"], ["c"], name="center")],
+                    lambda x: x - x.mean(axis=0, keepdims=True), {"c"}),
+    # c = Softmax over the batch: a stack normalizes over all its rows.
+    "softmax": ([helper.make_node("Softmax", ["x"], ["c"], name="softmax", axis=0)], softmax_over_batch, {"c"}),
+    # c = -x^T x [4, 4] (a MatMul over the transposed batch): a stack sums the products of all its rows.
+    # The transposed x (quantized too) is [4, N]: its leading dimension does not grow with a stack.
+    "gram": ([helper.make_node("Transpose", ["x"], ["t"], name="transpose", perm=[1, 0]),
+              helper.make_node("MatMul", ["t", "x"], ["g"], name="gram"),
+              helper.make_node("Neg", ["g"], ["c"], name="neg")],
+             lambda x: -(x.T @ x), {"t", "c"}),
+}
+
+
+@pytest.mark.parametrize("mixing", sorted(MIXING))
+def test_a_model_that_mixes_the_samples_is_calibrated_feed_by_feed(run_parity, tmp_path, mixing):
+    nodes, reference, mixed = MIXING[mixing]
     rng = np.random.default_rng(0)
     graph = helper.make_graph(
-        [helper.make_node("ReduceMean", ["x"], ["m"], name="mean", axes=[0], keepdims=1),
-         helper.make_node("Sub", ["x", "m"], ["c"], name="center"),
-         helper.make_node("MatMul", ["c", "M"], ["y"], name="fc")], "mixing",
+        nodes + [helper.make_node("MatMul", ["c", "M"], ["y"], name="fc")], "mixing",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "M")])
     model = save(graph, tmp_path / "mixing.onnx")
     script = write_script(tmp_path / "calib.py", batches=5, batch=2, seed=3)
     result = convert(run_parity, model, tmp_path / "q.onnx", "--data-loader-script", script, "--calibration-algo",
                      "minmax", "-v")
-    assert MIXING_LINE.format("c") in result.output, result.describe()
+    assert any(MIXING_LINE.format(name) in result.output for name in mixed), result.describe()
     assert "feeds stacked into one inference" not in result.output
     assert "Calibrating: 5/5 batches" in result.output
 
-    data = feeds(5, 2, 3)
-    feed_by_feed = max(np.abs(x - x.mean(axis=0, keepdims=True)).max() for x in data)
-    stacked = np.concatenate(data)
+    data = [x.astype(np.float64) for x in feeds(5, 2, 3)]
+    feed_by_feed = max(np.abs(reference(x)).max() for x in data)
     # The test can tell the two apart: the stacked calibration's max |c| is another number.
-    assert abs(np.abs(stacked - stacked.mean(axis=0, keepdims=True)).max() - feed_by_feed) > 0.01 * feed_by_feed
+    assert abs(np.abs(reference(np.concatenate(data))).max() - feed_by_feed) > 0.01 * feed_by_feed
     inits, _ = initializers(tmp_path / "q.onnx")
     assert inits["c_scale"] == pytest.approx(feed_by_feed / 127, rel=1e-5)
 
