@@ -74,8 +74,8 @@ NamedTensors stack(std::span<const NamedTensors> feeds) {
   return stacked;
 }
 
-// Whether the `count` elements of `stacked` from the first one equal `single`'s within the
-// tolerance below.
+// Whether each element of `single` equals the element of `stacked` at its index within the
+// tolerance below (both NaN, or the same infinity, count as equal).
 //
 // A stack of feeds is a different batch size, for which ONNX Runtime may pick other kernels (another
 // GEMM blocking, another split of a reduction over threads), so float sums come out in another order:
@@ -83,7 +83,8 @@ NamedTensors stack(std::span<const NamedTensors> feeds) {
 // an element that cancels to near zero. Hence a relative tolerance of 1e-5 (about 80 epsilons) plus
 // an absolute one of 1e-5 of the tensor's largest |x|, the size of the terms of its sums. Samples mixed
 // across the batch change values by the order of the data itself (another mean subtracted, another
-// row read), far beyond both; a mixing too small to pass them moves no scale by more than 1e-5.
+// row read), far beyond both; a mixing small enough to pass them moves a min-max scale by about 1e-5
+// of itself at most.
 bool equal_within_tolerance(std::span<const float> single, std::span<const float> stacked) {
   constexpr double kRelative = 1e-5;
   constexpr double kOfLargest = 1e-5;
