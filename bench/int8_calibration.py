@@ -7,17 +7,28 @@ same models and the same calibration data (saved once to .npy files: Parity read
 - entropy and percentile: each tool's output error against float32 on held-out inputs, both int8
   models run on ONNX Runtime.
 - calibration time for --inputs inputs (default 500) over quantize_static's, per algorithm (the
-  ratio; target <= 0.5): `parity convert --int8` (its wall time, the data loader script's
-  process and file hand-over included) and parity.quantization in this process (the same data
-  reader as quantize_static's).
+  ratio; target <= 0.5), wall time and CPU time (user + system, every thread and child process),
+  in two pairs that each do the same job on both sides:
+    process: `parity convert --int8` as a new process (its start, the data loader script's Python
+      process and the hand-over of its feeds, the model read and written) against quantize_static
+      run by a new Python process (the interpreter's start, importing numpy and
+      onnxruntime.quantization, the same .npy files read, the model read and written);
+    in-process: parity.quantization against quantize_static, both called in this (running)
+      Python with the same data reader, imports done before the clock starts.
+  and the cross ratio printed before (`parity convert` as a process against quantize_static in
+  this Python), which charges Parity's process start and not quantize_static's.
+  --peer-no-spinning adds quantize_static's process with its ONNX Runtime sessions' thread spinning
+  off (as Parity's calibration session runs): on a loaded machine, spinning threads cost it much.
 - latency of Parity's int8 model on OpenVINO and on ONNX Runtime (and of quantize_static's on ONNX
   Runtime) against the float32 model on ONNX Runtime (medians, batch 1, the same --threads for all).
 - --table: the error of int8 against float32 per algorithm per model, as docs/int8.md lists it.
 
     python bench/int8_calibration.py [--build build/release] [--inputs 500] [--threads 2] [--models resnet,bert]
+        [--algos minmax,entropy,percentile] [--no-latency] [--peer-no-spinning] [--table]
 """
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -109,16 +120,36 @@ class Reader:
         self.i = 0
 
 
+class Timing:
+    """Wall seconds and CPU seconds (user + system) of what runs inside `with Timing(children=...)`:
+    this process's (every thread) or, with children=True, the child processes' that ended in it."""
+
+    def __init__(self, children=False):
+        self.who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+
+    def cpu(self):
+        usage = resource.getrusage(self.who)
+        return usage.ru_utime + usage.ru_stime
+
+    def __enter__(self):
+        self.wall, self.cpu_seconds = time.perf_counter(), self.cpu()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall
+        self.cpu_seconds = self.cpu() - self.cpu_seconds
+
+
 def parity_quantize(parity, model, out, algo, script):
+    """`parity convert --int8` as a new process: its Timing (wall and CPU, the script's Python included)."""
     args = [parity, "convert", model, "--int8", "--calibration-algo", algo, "--data-loader-script", script, "-o", out]
     if algo == "percentile":
         args += ["--percentile", str(PERCENTILE)]
-    start = time.perf_counter()
-    run = subprocess.run(args, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    with Timing(children=True) as timing:
+        run = subprocess.run(args, capture_output=True, text=True)
     if run.returncode != 0:
         raise SystemExit(f"parity convert failed:\n{run.stdout}\n{run.stderr}")
-    return seconds
+    return timing
 
 
 def api_quantize(model, algo, files):
@@ -126,21 +157,75 @@ def api_quantize(model, algo, files):
     from parity.quantization import Calibrator, quantize_onnx
     reader = Reader(files)
     feeds = iter(reader.get_next, None)
-    start = time.perf_counter()
-    quantize_onnx(model, Calibrator(feeds, algo=algo, percentile=PERCENTILE if algo == "percentile" else None))
-    return time.perf_counter() - start
+    with Timing() as timing:
+        quantize_onnx(model, Calibrator(feeds, algo=algo, percentile=PERCENTILE if algo == "percentile" else None))
+    return timing
 
 
-def ort_quantize(model, out, algo, files):
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+def ort_arguments(algo):
     extra = {"ActivationSymmetric": True, "WeightSymmetric": True}
     if algo == "percentile":
         extra["CalibPercentile"] = PERCENTILE
-    start = time.perf_counter()
-    quantize_static(model, out, Reader(files), quant_format=QuantFormat.QDQ, op_types_to_quantize=OPS,
-                    per_channel=True, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                    calibrate_method=getattr(CalibrationMethod, ALGOS[algo]), extra_options=extra)
-    return time.perf_counter() - start
+    return dict(per_channel=True, extra_options=extra)
+
+
+def ort_quantize(model, out, algo, files):
+    """quantize_static in this process (imported before the clock starts)."""
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    with Timing() as timing:
+        quantize_static(model, out, Reader(files), quant_format=QuantFormat.QDQ, op_types_to_quantize=OPS,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                        calibrate_method=getattr(CalibrationMethod, ALGOS[algo]), **ort_arguments(algo))
+    return timing
+
+
+# Prepended to quantize_static's process by --peer-no-spinning: every SessionOptions it makes has
+# ONNX Runtime's intra-op thread spinning off, as Parity's calibration session has.
+NO_SPINNING = """\
+import onnxruntime
+
+class _NoSpinning(onnxruntime.SessionOptions):
+    def __init__(self):
+        super().__init__()
+        self.add_session_config_entry("session.intra_op.allow_spinning", "0")
+
+onnxruntime.SessionOptions = _NoSpinning
+"""
+
+
+def ort_quantize_process(model, out, algo, files, spinning=True):
+    """quantize_static run by a new Python process that imports only what it needs (numpy,
+    onnxruntime.quantization) and reads the same .npy files: the same job as `parity convert`.
+    spinning=False: its ONNX Runtime sessions with thread spinning off (NO_SPINNING)."""
+    code = ("" if spinning else NO_SPINNING) + textwrap.dedent(f"""\
+        import numpy as np
+        from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+        class Reader:
+            def __init__(self, files):
+                self.arrays = {{name: np.load(path, mmap_mode="r") for name, path in files.items()}}
+                self.count = len(next(iter(self.arrays.values())))
+                self.i = 0
+
+            def get_next(self):
+                if self.i >= self.count:
+                    return None
+                self.i += 1
+                return {{name: np.ascontiguousarray(a[self.i - 1]) for name, a in self.arrays.items()}}
+
+        quantize_static({str(model)!r}, {str(out)!r}, Reader({files!r}), quant_format=QuantFormat.QDQ,
+                        op_types_to_quantize={OPS!r}, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                        calibrate_method=CalibrationMethod.{ALGOS[algo]}, **{ort_arguments(algo)!r})
+        """)
+    with Timing(children=True) as timing:
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(run.stderr.strip().splitlines()[-1] if run.stderr.strip() else "quantize_static failed")
+    return timing
+
+
+def ratio(ours, theirs):
+    return f"{ours.wall / theirs.wall:.2f}x (CPU {ours.cpu_seconds / theirs.cpu_seconds:.2f}x)"
 
 
 def activation_scales(path):
@@ -212,15 +297,22 @@ def bench_model(parity, kind, path, folder, args):
         errors[algo] = e_parity
         try:
             t_ort = ort_quantize(path, theirs, algo, calib_files)
+            t_ort_process = ort_quantize_process(path, theirs, algo, calib_files)
+            t_ort_quiet = ort_quantize_process(path, theirs, algo, calib_files, spinning=False) if args.peer_no_spinning \
+                else None
             e_ort = relative_error(outputs(theirs, feeds, args.threads), fp32_out)
         except Exception as error:  # the peer's failure is a result of the comparison, not the end of the bench
-            print(f"{algo:10s} parity convert {t_parity:.2f} s, parity.quantization {t_api:.2f} s | int8 vs fp32 "
-                  f"relative error: parity {e_parity:.4f} | quantize_static failed: {str(error).splitlines()[0][:300]}",
-                  flush=True)
+            print(f"{algo:10s} parity convert {t_parity.wall:.2f} s, parity.quantization {t_api.wall:.2f} s | int8 vs "
+                  f"fp32 relative error: parity {e_parity:.4f} | quantize_static failed: "
+                  f"{str(error).splitlines()[0][:300]}", flush=True)
             continue
-        line = (f"{algo:10s} calibration time parity convert/quantize_static = {t_parity:.2f}/{t_ort:.2f} s = "
-                f"{t_parity / t_ort:.2f}x, parity.quantization/quantize_static = {t_api / t_ort:.2f}x | "
-                f"int8 vs fp32 relative error: parity {e_parity:.4f}, "
+        line = (f"{algo:10s} calibration time (load {os.getloadavg()[0]:.1f}), parity / quantize_static: "
+                f"process {t_parity.wall:.2f}/{t_ort_process.wall:.2f} s = {ratio(t_parity, t_ort_process)}; "
+                f"in-process {t_api.wall:.2f}/{t_ort.wall:.2f} s = {ratio(t_api, t_ort)}; "
+                f"parity convert process / quantize_static in-process = {ratio(t_parity, t_ort)}" +
+                (f"; process, quantize_static's sessions without thread spinning: {t_parity.wall:.2f}/"
+                 f"{t_ort_quiet.wall:.2f} s = {ratio(t_parity, t_ort_quiet)}" if t_ort_quiet else "") +
+                f" | int8 vs fp32 relative error: parity {e_parity:.4f}, "
                 f"quantize_static {e_ort:.4f}")
         if algo == "minmax":
             a, b = activation_scales(ours), activation_scales(theirs)
@@ -253,11 +345,19 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--no-latency", dest="latency", action="store_false")
+    parser.add_argument("--peer-no-spinning", action="store_true",
+                        help="also time quantize_static's process with ONNX Runtime's thread spinning off (as "
+                             "Parity's calibration session runs): how much of the ratio is spinning on a loaded machine")
     parser.add_argument("--table", action="store_true", help="print docs/int8.md's error table at the end")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(args.build, "python"))
     parity = os.path.join(args.build, "tools", "parity", "parity")
     table = {}
+    print("calibration time, wall (CPU: user + system of every thread and child process): 'process' = `parity "
+          "convert --int8` as a new process (the data loader script's Python included) against quantize_static in a "
+          "new Python process (interpreter start and imports included); 'in-process' = parity.quantization against "
+          "quantize_static, both in this Python (imports not timed); the last ratio is the first against the second "
+          "(Parity's process start charged, quantize_static's not)", flush=True)
     with tempfile.TemporaryDirectory() as folder:
         for entry in args.models.split(","):
             if os.path.exists(entry):

@@ -33,7 +33,9 @@ void bind_quantize(nb::module_& m) {
           options.keep_fp32 = std::move(keep_fp32);
           options.cache = cache;
           auto make_runner = [](const onnx::Model& prepared) -> std::unique_ptr<runtime::Runner> {
-            return std::make_unique<runtime::OnnxrtRunner>([prepared] { return prepared; }, runtime::OnnxrtOptions{});
+            runtime::OnnxrtOptions options;
+            options.intra_op_spinning = false;  // spinning costs the calibration CPU time, changes no value
+            return std::make_unique<runtime::OnnxrtRunner>([prepared] { return prepared; }, options);
           };
           auto batches = [&loader](const TensorMetadata& metadata) {
             nb::gil_scoped_acquire gil;

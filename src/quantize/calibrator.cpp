@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -72,10 +74,62 @@ NamedTensors stack(std::span<const NamedTensors> feeds) {
   return stacked;
 }
 
+// Whether each element of `single` equals the element of `stacked` at its index within the
+// tolerance below (both NaN, or the same infinity, count as equal).
+//
+// A stack of feeds is a different batch size, for which ONNX Runtime may pick other kernels (another
+// GEMM blocking, another split of a reduction over threads), so float sums come out in another order:
+// an element differs by a few float32 epsilons of the terms summed into it, which can be large beside
+// an element that cancels to near zero. Hence a relative tolerance of 1e-5 (about 80 epsilons) plus
+// an absolute one of 1e-5 of the tensor's largest |x|, the size of the terms of its sums. Samples mixed
+// across the batch change values by the order of the data itself (another mean subtracted, another
+// row read), far beyond both; a mixing small enough to pass them moves a min-max scale by about 1e-5
+// of itself at most.
+bool equal_within_tolerance(std::span<const float> single, std::span<const float> stacked) {
+  constexpr double kRelative = 1e-5;
+  constexpr double kOfLargest = 1e-5;
+  double largest = 0;
+  for (float x : single)
+    if (std::isfinite(x)) largest = std::max(largest, std::fabs(static_cast<double>(x)));
+  const double absolute = kOfLargest * largest;
+  for (std::size_t i = 0; i < single.size(); ++i) {
+    const double a = single[i], b = stacked[i];
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      if (!(std::isnan(a) && std::isnan(b)) && a != b) return false;
+      continue;
+    }
+    if (std::fabs(a - b) > kRelative * std::fabs(a) + absolute) return false;
+  }
+  return true;
+}
+
+// The first calibrated activation whose values for the first feed differ between `single` (that
+// feed's inference alone) and `stacked` (the inference of a stack that begins with it), or none.
+// A per-sample activation's leading dimension grows with the stack's inputs' (from `single_rows`
+// to `stacked_rows`) and its first slice is the single run's output; anything else (a leading
+// dimension that stays, another shape, other values) reads several samples of the batch at once.
+std::optional<std::string> first_mixing_activation(const NamedTensors& single, const NamedTensors& stacked,
+                                                   int64_t single_rows, int64_t stacked_rows,
+                                                   const std::set<std::string>& calibrated) {
+  for (const auto& [name, s] : stacked) {
+    if (!calibrated.count(name) || s.dtype() != DType::kFloat32) continue;
+    const auto one = std::find_if(single.begin(), single.end(), [&](const auto& named) { return named.first == name; });
+    if (one == single.end()) return name;
+    const Tensor& t = one->second;
+    if (t.dtype() != DType::kFloat32 || t.rank() < 1 || t.rank() != s.rank() ||
+        s.shape()[0] * single_rows != t.shape()[0] * stacked_rows ||
+        !std::equal(t.shape().begin() + 1, t.shape().end(), s.shape().begin() + 1) ||
+        !equal_within_tolerance(t.span<float>(), s.span<float>().first(t.span<float>().size())))
+      return name;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::string>& tensors,
-                            std::span<const NamedTensors> batches, const CalibrationSettings& settings) {
+                            std::span<const NamedTensors> batches, const CalibrationSettings& settings,
+                            const std::set<std::string>& returned) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   if (batches.empty()) raise<InvalidInputError>("calibration: the data loader gave no batches");
@@ -90,13 +144,17 @@ CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::stri
       it->second.add(tensor.span<float>());
   };
 
-  runtime::ActiveRunner active(runner);
+  if (!runner.is_active()) runner.activate();
+  struct Deactivation {
+    runtime::Runner& runner;
+    ~Deactivation() { runner.deactivate(); }
+  } deactivation{runner};
   const TensorMetadata inputs = runner.input_metadata();
   std::vector<std::string> marked;
   std::set<std::string> input_names;
   for (const auto& [name, info] : inputs) input_names.insert(name);
   for (const auto& name : tensors)
-    if (!input_names.count(name)) marked.push_back(name);
+    if (!input_names.count(name) && !returned.count(name)) marked.push_back(name);
   // The marked tensors come back with each batch's outputs (one batch's at a time); a tensor
   // callback would make ONNX Runtime return every tensor of the graph.
   runner.set_intermediate_outputs(runtime::IntermediateOutputs::list(marked));
@@ -108,19 +166,52 @@ CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::stri
     log::info("Calibrating: {}/{} batches, {}/{} tensors seen", done, batches.size(), seen, tensors.size());
   };
   for (std::size_t b = 0; b < batches.size(); ++b) check_batch_names(batches[b], inputs, b);
+  // Stacking changes no activation's values per sample only where the model computes each sample on
+  // its own; the first stack is checked against its first feed run alone (that run's outputs stand
+  // for the feed when the check fails, and are not counted when it passes: the stack counts them).
   bool stacking = stackable(inputs);
+  bool stacking_checked = false;
+  std::set<std::string> calibrated;
+  for (const auto& name : tensors)
+    if (!input_names.count(name)) calibrated.insert(name);
   for (std::size_t b = 0; b < batches.size();) {
     std::size_t end = b + 1;
     while (stacking && end < batches.size() && end - b < kStackedFeeds && stacks_onto(batches[b], batches[end])) ++end;
     NamedTensors outputs;
     if (end - b > 1) {
+      std::optional<NamedTensors> single;
+      if (!stacking_checked) single = runner.infer(batches[b]);
+      std::optional<NamedTensors> stacked;
       try {
-        outputs = runner.infer(stack(batches.subspan(b, end - b)));
+        stacked = runner.infer(stack(batches.subspan(b, end - b)));
       } catch (const Error& error) {
         log::info("calibration: {} feeds stacked along the batch dimension fail to run ({}); running the feeds one "
                   "at a time",
                   end - b, error.what());
         stacking = false;
+      }
+      if (stacked && !stacking_checked) {
+        int64_t stacked_rows = 0;
+        for (std::size_t i = b; i < end; ++i) stacked_rows += batches[i].front().second.shape()[0];
+        const auto mixing = first_mixing_activation(*single, *stacked, batches[b].front().second.shape()[0],
+                                                    stacked_rows, calibrated);
+        if (mixing) {
+          log::info("calibration: feeds are run one at a time: tensor '{}' mixes the samples of a batch", *mixing);
+          stacking = false;
+          stacked.reset();
+        } else {
+          log::verbose("calibration: up to {} feeds stacked into one inference (the first stack's activations "
+                       "equal its first feed's run alone)",
+                       kStackedFeeds);
+        }
+        stacking_checked = true;
+      }
+      if (stacked) {
+        outputs = std::move(*stacked);
+      } else if (single) {
+        outputs = std::move(*single);
+        end = b + 1;
+      } else {
         continue;
       }
     } else {

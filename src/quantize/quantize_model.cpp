@@ -1,5 +1,8 @@
 #include "parity/quantize/quantize_model.h"
 
+#include <future>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "parity/core/error.h"
@@ -8,6 +11,57 @@
 #include "parity/quantize/calibrator.h"
 
 namespace parity::quantize {
+
+namespace {
+
+// While alive, the activations to calibrate that are neither graph inputs nor graph outputs are
+// graph outputs of `model` (float32, as the plan's activations are), appended after the model's
+// own: the runner made from the model returns them with every batch from its one session, instead
+// of making a second session with them marked. The destructor removes them again.
+class CalibrationOutputs {
+ public:
+  CalibrationOutputs(onnx::Model& model, const std::vector<std::string>& activations) : model_(model) {
+    auto& graph = *model_->mutable_graph();
+    original_ = graph.output_size();
+    for (const auto& input : graph.input()) returned_.insert(input.name());
+    for (const auto& output : graph.output()) returned_.insert(output.name());
+    for (const auto& name : activations) {
+      if (!returned_.insert(name).second) continue;
+      auto* output = graph.add_output();
+      output->set_name(name);
+      output->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+    }
+  }
+  ~CalibrationOutputs() {
+    auto* outputs = model_->mutable_graph()->mutable_output();
+    outputs->DeleteSubrange(original_, outputs->size() - original_);
+  }
+  CalibrationOutputs(const CalibrationOutputs&) = delete;
+  CalibrationOutputs& operator=(const CalibrationOutputs&) = delete;
+
+  // Graph inputs and outputs, the added ones included.
+  const std::set<std::string>& returned() const { return returned_; }
+
+ private:
+  onnx::Model& model_;
+  int original_ = 0;
+  std::set<std::string> returned_;
+};
+
+// The calibration data (the data loader, which may start a Python process for its script) is made
+// on another thread while this one activates the runner (ONNX Runtime's library and session).
+CalibrationResult calibrate_model(onnx::Model& model, const std::vector<std::string>& activations,
+                                  const CalibrationSettings& settings, const CalibrationRunnerFactory& make_runner,
+                                  const CalibrationBatches& batches) {
+  const TensorMetadata inputs = onnx::graph_inputs(model->graph());
+  auto data = std::async(std::launch::async, [&] { return batches(inputs); });
+  CalibrationOutputs outputs(model, activations);
+  std::unique_ptr<runtime::Runner> runner = make_runner(model);
+  runtime::ActiveRunner active(*runner);
+  return calibrate(*runner, activations, data.get(), settings, outputs.returned());
+}
+
+}  // namespace
 
 QuantizeReport quantize_model(onnx::Model& model, const QuantizeOptions& options,
                               const CalibrationRunnerFactory& make_runner, const CalibrationBatches& batches) {
@@ -32,9 +86,8 @@ QuantizeReport quantize_model(onnx::Model& model, const QuantizeOptions& options
     log::info("int8: scales of {} tensor(s) read from the calibration cache {} (no calibration)", scales.size(),
               options.cache.string());
   } else {
-    std::unique_ptr<runtime::Runner> runner = make_runner(model);
-    const std::vector<NamedTensors> data = batches(onnx::graph_inputs(model->graph()));
-    const CalibrationResult result = calibrate(*runner, report.plan.activations, data, options.settings);
+    const CalibrationResult result =
+        calibrate_model(model, report.plan.activations, options.settings, make_runner, batches);
     scales = result.scales;
     report.calibrated = true;
     log::info("int8: calibrated {} tensor(s) with {} over {} batch(es) in {:.3f} s",

@@ -62,6 +62,27 @@ TEST(AbsHistogram, MaxOnlyKeepsNoBins) {
   EXPECT_EQ(amax_from(histogram, {CalibrationAlgo::kMinMax, 99.99}), 3.5);
 }
 
+// Long enough for the vectorized lanes and a tail; the largest |x| negative, in the middle of a
+// lane block, with NaN and infinities of both signs among the values.
+TEST(AbsHistogram, MaxOnlyOverManyValuesSkipsNonFiniteOnes) {
+  std::vector<float> values;
+  for (int i = 0; i < 1001; ++i) values.push_back(static_cast<float>(i % 2 ? -i : i) * 0.001f);
+  values[517] = -7.25f;
+  values[3] = std::numeric_limits<float>::quiet_NaN();
+  values[40] = INFINITY;
+  values[1000] = -INFINITY;
+  AbsHistogram histogram;
+  histogram.add_max_only(values);
+  EXPECT_EQ(histogram.max_abs(), 7.25);
+  EXPECT_EQ(histogram.count(), 998);
+  EXPECT_EQ(histogram.non_finite(), 3);
+
+  AbsHistogram subnormal;
+  subnormal.add_max_only(std::vector<float>(40, -std::numeric_limits<float>::denorm_min()));
+  EXPECT_EQ(subnormal.max_abs(), static_cast<double>(std::numeric_limits<float>::denorm_min()));
+  EXPECT_EQ(subnormal.count(), 40);
+}
+
 TEST(CalibrationAlgorithm, PercentileTakesTheTopEdgeOfTheBinReachingIt) {
   AbsHistogram histogram;
   std::vector<float> values;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,12 +30,15 @@ struct CalibrationResult {
   double seconds = 0;
 };
 
-// Runs `runner` (inactive; activated and deactivated here) on every batch of `batches`, gathering
-// the statistics of `tensors` (float32 graph inputs or node outputs). Throws InvalidInputError
-// when a batch's input names differ from the runner's inputs (naming both), when there are no
-// batches, and when no batch reached a tensor (no values in any batch: naming it).
+// Runs `runner` on every batch of `batches`, gathering the statistics of `tensors` (float32 graph
+// inputs or node outputs); an inactive runner is activated here, and the runner is deactivated at
+// the end. `returned`: tensors the runner's model has as graph inputs or outputs already; the
+// other tensors are marked as intermediate outputs. Throws InvalidInputError when a batch's input
+// names differ from the runner's inputs (naming both), when there are no batches, and when no
+// batch reached a tensor (no values in any batch: naming it).
 CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::string>& tensors,
-                            std::span<const NamedTensors> batches, const CalibrationSettings& settings);
+                            std::span<const NamedTensors> batches, const CalibrationSettings& settings,
+                            const std::set<std::string>& returned = {});
 
 // The scale of an amax: amax / 127, or 1 when amax is 0.
 float scale_of_amax(double amax);

@@ -49,6 +49,9 @@ struct OnnxrtOptions {
   std::vector<std::string> providers{"cpu"};
   int intra_op_threads = 0;  // --ort-intra-op-threads; 0: ONNX Runtime's default (one per core)
   int inter_op_threads = 0;  // --ort-inter-op-threads; 0: ONNX Runtime's default
+  // false: the intra-op threads sleep between parallel sections instead of spinning
+  // (session.intra_op.allow_spinning = 0; results are the same). Int8 calibration sessions.
+  bool intra_op_spinning = true;
   OrtOptimizationLevel optimization_level = OrtOptimizationLevel::kAll;  // ONNX Runtime's default
   // --ort-profile PREFIX: ONNX Runtime writes a Chrome-trace JSON "<PREFIX>_<date>.json" when the
   // session ends (runner deactivation); OnnxrtRunner::profile_path() says where.

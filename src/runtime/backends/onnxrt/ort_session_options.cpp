@@ -157,14 +157,14 @@ OrtSessionOptions* make_session_options(const Library& library, const OnnxrtOpti
     if (role.primary && !options.profile_prefix.empty())
       library.check(api.EnableProfiling(session_options, options.profile_prefix.c_str()),
                     "enabling profiling");
-    if (!role.primary) {
+    if (!role.primary)
       library.check(api.DisableCpuMemArena(session_options), "disabling the CPU memory arena");
-      // Layerwise runs go from piece to piece: threads spinning after a piece would only burn the
-      // time of the next one (and spinning changes no result).
+    // Layerwise runs go from piece to piece: threads spinning after a piece would only burn the
+    // time of the next one (and spinning changes no result).
+    if (!role.primary || !options.intra_op_spinning)
       library.check(
           api.AddSessionConfigEntry(session_options, "session.intra_op.allow_spinning", "0"),
           "turning off thread spinning");
-    }
     if (!base_dir.empty())
       library.check(api.AddSessionConfigEntry(
                         session_options, "session.model_external_initializers_file_folder_path",
