@@ -245,3 +245,33 @@ def test_torch_reference_onnx_under_test_names_modules(run_parity, net, tmp_path
     assert "conv: Conv2d" in named and "conv2: Conv2d" in named, named
     conv = next(t for t in found["tensors"] if "conv: Conv2d" in t.get("modules", []))
     assert conv["local"] is not None and conv["inherited"]["abs"] == 0, conv
+
+
+def test_compiled_runner_under_test_runs_each_module_compiled_alone(run_parity, tmp_path):
+    """--torch-compile under test: each module runs alone through torch.compile (inductor on the CPU) with
+    the hooks of its capture; every module is attributed (a two-layer model: compiling is slow)."""
+    script = tmp_path / "small.py"
+    script.write_text(textwrap.dedent('''
+        import torch
+        from torch import nn
+
+
+        def build():
+            torch.manual_seed(0)
+            return nn.Sequential(nn.Linear(4, 8), nn.Tanh()).eval()
+
+
+        def example_inputs():
+            return (torch.randn(2, 4),)
+    '''))
+    report = tmp_path / "report.json"
+    run = run_parity("run", "--torch", "--torch", "--torch-model-script", f"{script}:build", "--torch-compile=none",
+                     "--torch-compile=default", "--onnx-outputs", "mark", "all", "--attribute", "--report", report,
+                     timeout=TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    found = attribution(report)
+    modules = {t["node"]: t for t in found["tensors"]}
+    assert set(modules) == {"0", "1"}, modules
+    for tensor in modules.values():
+        assert tensor["local"] is not None, tensor
+        assert tensor["local"]["abs"] < 1e-5, tensor
