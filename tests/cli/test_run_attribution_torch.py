@@ -275,3 +275,22 @@ def test_compiled_runner_under_test_runs_each_module_compiled_alone(run_parity, 
     for tensor in modules.values():
         assert tensor["local"] is not None, tensor
         assert tensor["local"]["abs"] < 1e-5, tensor
+
+
+def test_html_report_names_modules(run_parity, net, tmp_path):
+    """--report-html: the introducers' table and the first failure say module and class."""
+    import re
+
+    from test_report_html import browse
+
+    page = tmp_path / "report.html"
+    run = run_parity("run", "--torch", "--torch", "--torch-model-script", f"{net}:build", f"{net}:build_perturbed",
+                     "--onnx-outputs", "mark", "all", "--attribute", "--report-html", page, timeout=TIMEOUT,
+                     env={"PARITY_TEST_PLANTED": "attention.proj"})
+    assert run.returncode == 1, run.describe()
+    dom, console, _, _ = browse(page, tmp_path)
+    assert not [line for line in console if "Uncaught" in line], console
+    introducers = re.search(r'<table id="introducers">(.*?)</table>', dom, re.S).group(1)
+    assert "<th>module</th><th>class</th>" in introducers, introducers[:300]
+    assert re.findall(r"<td>([^<]*)</td>", introducers)[1:3] == ["attention.proj", "Linear"], introducers[:600]
+    assert "First module whose local error exceeds the tolerance: conv [Conv2d]" in dom
