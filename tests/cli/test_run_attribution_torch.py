@@ -294,3 +294,55 @@ def test_html_report_names_modules(run_parity, net, tmp_path):
     assert "<th>module</th><th>class</th>" in introducers, introducers[:300]
     assert re.findall(r"<td>([^<]*)</td>", introducers)[1:3] == ["attention.proj", "Linear"], introducers[:600]
     assert "First module whose local error exceeds the tolerance: conv [Conv2d]" in dom
+
+
+def test_modules_that_cannot_run_alone_are_listed_with_why(run_parity, tmp_path):
+    """A module called with a keyword argument and one given a Python number are not attributed, each with
+    its reason; the others are."""
+    script = tmp_path / "odd.py"
+    script.write_text(textwrap.dedent('''
+        import torch
+        from torch import nn
+
+
+        class Scaled(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = nn.Linear(4, 4)
+
+            def forward(self, x, scale=1.0):
+                return self.linear(x) * scale
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.first = nn.Linear(4, 4)
+                self.by_keyword = Scaled()
+                self.by_number = Scaled()
+
+            def forward(self, x):
+                return self.by_number(self.by_keyword(self.first(x), scale=2.0), 0.5)
+
+
+        def build():
+            torch.manual_seed(0)
+            return Net().eval()
+
+
+        def example_inputs():
+            return (torch.randn(2, 4),)
+    '''))
+    report = tmp_path / "report.json"
+    run = run_parity("run", "--torch", "--torch", "--torch-model-script", f"{script}:build", "--torch-dtype", "fp32",
+                     "--torch-dtype", "bf16", "--onnx-outputs", "mark", "all", "--attribute", "--atol", "1",
+                     "--rtol", "1", "--report", report, timeout=TIMEOUT)
+    assert run.returncode == 0, run.describe()
+    modules = {t["node"]: t for t in attribution(report)["tensors"]}
+    assert modules["by_keyword"]["local"] is None
+    assert "called with keyword argument(s) scale" in modules["by_keyword"]["not_run"], modules["by_keyword"]
+    assert modules["by_number"]["local"] is None
+    assert "its argument 1 is a float, not a tensor" in modules["by_number"]["not_run"], modules["by_number"]
+    for name in ("first", "by_keyword.linear", "by_number.linear"):
+        assert modules[name]["local"] is not None, modules[name]
+    assert "Not attributed: 'by_keyword' (module 'by_keyword' [Class: Scaled]): " in run.stdout, run.describe()
