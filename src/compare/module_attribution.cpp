@@ -35,7 +35,7 @@ double worse(double a, double b) {
 
 // One attributed module: a paired module whose tensor was compared.
 struct Module {
-  std::string name, class_name, tensor;
+  std::string name, tensor;
   std::size_t index = 0;     // into the result's tensors
   std::size_t arguments = 0;  // its positional arguments (known once captured)
   bool reference_output = false;  // the reference's value of its output is known
@@ -108,8 +108,7 @@ class ModuleAttributor {
       tensor.flipped = entry->comparison.simple->mismatch_count;
       tensor.local_abs = tensor.local_rel = tensor.local_excess = tensor.inherited_abs = tensor.inherited_rel =
           tensor.amplification = kNaN;
-      modules_.push_back(Module{module->module, module->class_name, module->tensor, result_.tensors.size(), 0,
-                                false, {}});
+      modules_.push_back(Module{module->module, module->tensor, result_.tensors.size(), 0, false, {}});
       result_.tensors.push_back(std::move(tensor));
     }
   }
