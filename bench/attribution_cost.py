@@ -5,7 +5,10 @@ models) and the BERT encoder exported by tests/cli/exported_models.py (size "ben
 Target: <= 3x. Also prints each model's top introducers (for docs/attribution.md).
 
     python bench/attribution_cost.py [--build build/release] [--repeat 3] [--runners "--ref --onnxrt"]
+                                     [--models ppocrv4_det,bert,blazeface,magika,silero_vad]
     (other runners: "--ref --openvino --ov-precision bf16", "--ref --onnxrt --fp-to-fp16", "--ref --onnxrt --int8")
+The other shared models (--models): blazeface_front_128 (1x128x128x3), magika_standard_v3_3 (1x2048 bytes in
+0..255), silero_vad_op18_ifless (a 512-sample chunk at 16 kHz, a zero state).
 """
 import argparse
 import json
@@ -60,16 +63,30 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--runners", default="--ref --onnxrt")
+    parser.add_argument("--models", default="ppocrv4_det,bert",
+                        help="comma-separated: ppocrv4_det, bert, blazeface, magika, silero_vad")
     args = parser.parse_args()
     parity = os.path.join(args.build, "tools", "parity", "parity")
     runners = shlex.split(args.runners)
+    chosen = args.models.split(",")
     with tempfile.TemporaryDirectory() as folder:
-        bert = os.path.join(folder, "bert.onnx")
-        export("bert", bert, "torchscript", size="bench")
-        models = {
-            "ppocrv4_det 640x640": (os.path.join(SHARED, "ppocrv4_det.onnx"), ["--input-shapes", "x:[1,3,640,640]"]),
-            "BERT encoder (bench, seq 128)": (bert, input_shapes(bert)),
-        }
+        models = {}
+        if "ppocrv4_det" in chosen:
+            models["ppocrv4_det 640x640"] = (os.path.join(SHARED, "ppocrv4_det.onnx"),
+                                             ["--input-shapes", "x:[1,3,640,640]"])
+        if "bert" in chosen:
+            bert = os.path.join(folder, "bert.onnx")
+            export("bert", bert, "torchscript", size="bench")
+            models["BERT encoder (bench, seq 128)"] = (bert, input_shapes(bert))
+        if "blazeface" in chosen:
+            models["blazeface_front_128"] = (os.path.join(SHARED, "blazeface_front_128.onnx"), [])
+        if "magika" in chosen:
+            models["magika_standard_v3_3"] = (os.path.join(SHARED, "magika_standard_v3_3.onnx"),
+                                              ["--input-shapes", "bytes:[1,2048]", "--val-range", "bytes:[0,255]"])
+        if "silero_vad" in chosen:
+            models["silero_vad_op18_ifless"] = (os.path.join(SHARED, "silero_vad_op18_ifless.onnx"),
+                                                ["--input-shapes", "input:[1,512]", "state:[2,1,128]",
+                                                 "--val-range", "sr:[16000,16000]", "state:[0,0]"])
         for label, (path, shapes) in models.items():
             base = ["run", path, *runners, "--onnx-outputs", "mark", "all", *shapes]
             plain, attributed = [], []

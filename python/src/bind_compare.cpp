@@ -15,6 +15,8 @@
 #include "conversion.h"
 #include "parity/core/interrupt.h"
 #include "parity/compare/attribution.h"
+#include "parity/compare/module_attribution.h"
+#include "parity/runtime/torch/torch_runner.h"
 #include "parity/compare/comparator.h"
 #include "parity/compare/judge.h"
 #include "parity/compare/perf.h"
@@ -177,13 +179,15 @@ compare::DataLoaderFunc data_loader_func(nb::object data_loader) {
 }
 
 // Comparator.run_layerwise(attribute=True): the layerwise comparison's tensors attributed
-// (compare/attribution.h) on the ONNX model the reference (else the runner under test) runs.
+// (compare/attribution.h) on the ONNX model the reference (else the runner under test) runs; by
+// module when the runner under test is a PyTorch runner (compare/module_attribution.h).
 compare::AttributionResult attribute_layerwise(const std::vector<runtime::Runner*>& runners, const NamedTensors& feed,
                                                const compare::Verdict& verdict, const compare::SimpleOptions& simple,
                                                uint64_t memory_budget, std::size_t count) {
   runtime::ModelLoader model = runners.front()->source_model();
   if (!model) model = runners.back()->source_model();
-  if (!model)
+  const bool by_module = dynamic_cast<runtime::TorchRunner*>(runners.back()) != nullptr;
+  if (!model && !by_module)
     raise<InvalidInputError>("Comparator.run_layerwise(attribute=True) needs a runner of an ONNX model it can give "
                              "back; {} and {} run none",
                              runners.front()->name(), runners.back()->name());
@@ -192,7 +196,7 @@ compare::AttributionResult attribute_layerwise(const std::vector<runtime::Runner
   compare::AttributionOptions options;
   options.simple = simple;
   options.memory_budget = memory_budget;
-  auto result = compare::attribute(model(), *runners.front(), *runners.back(), feed, verdict.layerwise.front(), options);
+  auto result = compare::attribute_run(model, *runners.front(), *runners.back(), feed, verdict.layerwise.front(), options);
   compare::log_attribution(result, count);
   return result;
 }

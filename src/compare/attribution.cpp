@@ -228,6 +228,7 @@ class Attributor {
     tensor.tensor = total.tensor;
     tensor.node = node.name();
     tensor.op = node.op_type();
+    tensor.modules = total.module_outputs;
     if (nodes.size() > 1)
       for (int i : nodes) tensor.covering.push_back(graph_.node(i).name());
     tensor.total_abs = total.comparison.simple->required_atol;
@@ -391,26 +392,7 @@ class Attributor {
                                    shape_to_string(reference.shape()));
       return;
     }
-    const SimpleOutputParams params = simple_output_params(options_.simple, tensor.tensor);
-    statistics::PairStatisticsRequest request;
-    request.atol = params.atol;
-    request.rtol = params.rtol;
-    request.infinities_compare_equal = params.infinities_compare_equal;
-    if (params.check_error_stat == ErrorStat::kQuantile) request.error_quantile = params.error_quantile;
-    try {
-      auto stats = statistics::compute_pair_statistics(reference, value, reference.shape(), request);
-      tensor.local_abs = checked(stats.absdiff, params.check_error_stat, params.error_quantile);
-      tensor.local_rel = checked(stats.reldiff, params.check_error_stat, params.error_quantile);
-      tensor.local_failed = params.check_error_stat == ErrorStat::kElemwise
-                                ? stats.mismatch_count > 0
-                                : !(tensor.local_abs <= params.atol || tensor.local_rel <= params.rtol);
-    } catch (const UnsupportedError& error) {
-      tensor.not_run = fmt::format("no numeric error: {}", error.message());
-      return;
-    }
-    tensor.local_excess = std::min(ratio(tensor.local_abs, params.atol), ratio(tensor.local_rel, params.rtol));
-    tensor.flips = tensor.discontinuous && tensor.total_failed && !tensor.local_failed &&
-                   (tensor.inherited_abs > 0 || std::isnan(tensor.inherited_abs));
+    measure_local(tensor, reference, value, options_.simple);
   }
 
   const onnx::Model& model_;
@@ -446,6 +428,7 @@ nlohmann::ordered_json tensor_json(const TensorAttribution& t) {
   json["node"] = t.node;
   json["op"] = t.op;
   if (!t.covering.empty()) json["covering"] = t.covering;
+  if (!t.modules.empty()) json["modules"] = t.modules;
   json["total"] = {{"abs", json_number(t.total_abs)}, {"rel", json_number(t.total_rel)}, {"failed", t.total_failed}};
   if (t.not_run.empty())
     json["local"] = {{"abs", json_number(t.local_abs)},
@@ -462,6 +445,42 @@ nlohmann::ordered_json tensor_json(const TensorAttribution& t) {
 }
 
 }  // namespace
+
+void measure_local(TensorAttribution& tensor, const Tensor& reference, const Tensor& value, const SimpleOptions& simple) {
+  const SimpleOutputParams params = simple_output_params(simple, tensor.tensor);
+  statistics::PairStatisticsRequest request;
+  request.atol = params.atol;
+  request.rtol = params.rtol;
+  request.infinities_compare_equal = params.infinities_compare_equal;
+  if (params.check_error_stat == ErrorStat::kQuantile) request.error_quantile = params.error_quantile;
+  try {
+    auto stats = statistics::compute_pair_statistics(reference, value, reference.shape(), request);
+    tensor.local_abs = checked(stats.absdiff, params.check_error_stat, params.error_quantile);
+    tensor.local_rel = checked(stats.reldiff, params.check_error_stat, params.error_quantile);
+    tensor.local_failed = params.check_error_stat == ErrorStat::kElemwise
+                              ? stats.mismatch_count > 0
+                              : !(tensor.local_abs <= params.atol || tensor.local_rel <= params.rtol);
+  } catch (const UnsupportedError& error) {
+    tensor.not_run = fmt::format("no numeric error: {}", error.message());
+    return;
+  }
+  tensor.local_excess = std::min(ratio(tensor.local_abs, params.atol), ratio(tensor.local_rel, params.rtol));
+  tensor.flips = tensor.discontinuous && tensor.total_failed && !tensor.local_failed &&
+                 (tensor.inherited_abs > 0 || std::isnan(tensor.inherited_abs));
+}
+
+std::pair<double, double> attribution_error(const std::string& tensor, const Tensor& reference, const Tensor& value,
+                                            const SimpleOptions& simple) {
+  const SimpleOutputParams params = simple_output_params(simple, tensor);
+  statistics::PairStatisticsRequest request;
+  request.atol = params.atol;
+  request.rtol = params.rtol;
+  request.infinities_compare_equal = params.infinities_compare_equal;
+  if (params.check_error_stat == ErrorStat::kQuantile) request.error_quantile = params.error_quantile;
+  auto stats = statistics::compute_pair_statistics(reference, value, reference.shape(), request);
+  return {checked(stats.absdiff, params.check_error_stat, params.error_quantile),
+          checked(stats.reldiff, params.check_error_stat, params.error_quantile)};
+}
 
 std::vector<std::size_t> AttributionResult::ranked() const {
   std::vector<std::size_t> order;
@@ -503,19 +522,27 @@ AttributionResult attribute(const onnx::Model& model, runtime::Runner& reference
 void log_attribution(const AttributionResult& result, std::size_t count) {
   std::size_t run = 0;
   for (const auto& t : result.tensors) run += t.not_run.empty() ? 1 : 0;
-  log::start("Error Attribution | {} vs. {} | {} of {} tensor(s) recomputed by their node (or fused layer's nodes) "
-             "alone on {} ({} batch(es)), fed {}'s values",
-             result.reference, result.under_test, run, result.tensors.size(), result.under_test, result.batches,
-             result.reference);
+  const bool modules = result.by_module;
+  const char* unit = modules ? "module" : "node";
+  if (modules)
+    log::start("Error Attribution | {} vs. {} | {} of {} PyTorch module(s) run alone on {} ({} run(s)), fed {}'s "
+               "values of their inputs",
+               result.reference, result.under_test, run, result.tensors.size(), result.under_test, result.batches,
+               result.reference);
+  else
+    log::start("Error Attribution | {} vs. {} | {} of {} tensor(s) recomputed by their node (or fused layer's nodes) "
+               "alone on {} ({} batch(es)), fed {}'s values",
+               result.reference, result.under_test, run, result.tensors.size(), result.under_test, result.batches,
+               result.reference);
   Logger::Indent indent;
   auto ranked = result.ranked();
   if (ranked.size() > count) ranked.resize(count);
   if (!ranked.empty()) {
-    std::string table = fmt::format("Top {} introducer(s) (local: the node alone on the reference's inputs; inherited: "
+    std::string table = fmt::format("Top {} introducer(s) (local: the {} alone on the reference's inputs; inherited: "
                                     "its inputs' error; amplification: total / inherited):\n",
-                                    ranked.size());
-    table += fmt::format("{:>4}  {:<40} {:<16} {:>10} {:>10} {:>10} {:>10} {:>8}", "rank", "node", "op",
-                         "local abs", "local rel", "inherited", "total abs", "amplif.");
+                                    ranked.size(), unit);
+    table += fmt::format("{:>4}  {:<40} {:<16} {:>10} {:>10} {:>10} {:>10} {:>8}", "rank", unit,
+                         modules ? "class" : "op", "local abs", "local rel", "inherited", "total abs", "amplif.");
     for (std::size_t i = 0; i < ranked.size(); ++i) {
       const auto& t = result.tensors[ranked[i]];
       std::string node = t.node.empty() ? t.tensor : t.node;
@@ -528,27 +555,31 @@ void log_attribution(const AttributionResult& result, std::size_t count) {
     }
     log::info("{}", table);
   } else {
-    log::info("No node run alone on {} differs from {}", result.under_test, result.reference);
+    log::info("No {} run alone on {} differs from {}", unit, result.under_test, result.reference);
   }
+  const auto module_note = [](const TensorAttribution& t) {
+    return t.modules.empty() ? std::string() : fmt::format(", output of module {}", fmt::join(t.modules, ", "));
+  };
   if (const auto* first = result.first_local_failure())
-    log::error("First node whose local error exceeds the tolerance: '{}' [Op: {}]{} (tensor '{}': local abs {}, rel "
+    log::error("First {} whose local error exceeds the tolerance: '{}' [{}: {}]{} (tensor '{}'{}: local abs {}, rel "
                "{}, {}x the tolerance)",
-               first->node, first->op,
+               unit, first->node, modules ? "Class" : "Op", first->op,
                first->covering.empty() ? std::string()
                                        : fmt::format(", in a layer covering {}", fmt::join(first->covering, ", ")),
-               first->tensor, number(first->local_abs), number(first->local_rel), number(first->local_excess));
+               first->tensor, modules ? std::string() : module_note(*first), number(first->local_abs),
+               number(first->local_rel), number(first->local_excess));
   else
-    log::info("No node's local error exceeds the tolerance");
+    log::info("No {}'s local error exceeds the tolerance", unit);
   if (const auto* total = result.first_total_failure(); total && total->not_run.empty() && !total->local_failed)
-    log::warning("The first tensor over the tolerance, '{}' (node '{}' [Op: {}]), only inherits its error: local abs "
+    log::warning("The first tensor over the tolerance, '{}' ({} '{}' [{}: {}]), only inherits its error: local abs "
                  "{}, inherited abs {}, amplification {}",
-                 total->tensor, total->node, total->op, number(total->local_abs), number(total->inherited_abs),
-                 number(total->amplification));
+                 total->tensor, unit, total->node, modules ? "Class" : "Op", total->op, number(total->local_abs),
+                 number(total->inherited_abs), number(total->amplification));
   for (const auto& t : result.tensors)
     if (t.flips)
-      log::warning("'{}' [Op: {}] flips {} element(s) of '{}' on inherited differences (exact on the reference's "
+      log::warning("'{}' [{}: {}] flips {} element(s) of '{}' on inherited differences (exact on the reference's "
                    "inputs; inherited abs {})",
-                   t.node, t.op, t.flipped, t.tensor, number(t.inherited_abs));
+                   t.node, modules ? "Class" : "Op", t.op, t.flipped, t.tensor, number(t.inherited_abs));
   std::vector<std::string> over_total;
   for (const auto& t : result.tensors)
     if (t.not_run.empty() && t.local_failed && t.local_abs > kLocalOverTotal * t.total_abs)
@@ -556,11 +587,13 @@ void log_attribution(const AttributionResult& result, std::size_t count) {
                                        number(t.total_abs)));
   if (!over_total.empty())
     log::warning("{} tensor(s) differ far more recomputed alone than in the whole run: {}; the backend may compile "
-                 "a node or layer alone otherwise than inside the model (other kernels, fusions or precisions), so "
+                 "a {} alone otherwise than inside the model (other kernels, fusions or precisions), so "
                  "their local error says more about that than about the model",
-                 over_total.size(), fmt::join(over_total, ", "));
+                 over_total.size(), fmt::join(over_total, ", "), modules ? "module" : "node or layer");
   for (const auto& t : result.tensors)
-    if (!t.not_run.empty()) log::warning("Not attributed: '{}' (node '{}' [Op: {}]): {}", t.tensor, t.node, t.op, t.not_run);
+    if (!t.not_run.empty())
+      log::warning("Not attributed: '{}' ({} '{}' [{}: {}]): {}", t.tensor, unit, t.node, modules ? "Class" : "Op",
+                   t.op, t.not_run);
 }
 
 nlohmann::ordered_json to_json(const AttributionResult& result, std::size_t count) {
@@ -568,6 +601,7 @@ nlohmann::ordered_json to_json(const AttributionResult& result, std::size_t coun
   json["reference"] = result.reference;
   json["under_test"] = result.under_test;
   json["batches"] = result.batches;
+  json["by"] = result.by_module ? "module" : "node";
   const auto* first = result.first_local_failure();
   json["first_local_failure"] = first ? tensor_json(*first) : nlohmann::ordered_json(nullptr);
   auto ranked = result.ranked();

@@ -169,7 +169,7 @@ function chart(result) {
         tip.textContent = "";
         var rows = [["tensor", e.tensor], ["node", e.node], ["op", e.op], ["OpenVINO layer", e.engine_layer], ["max abs error", fmt(e.max_abs)],
           ["max rel error", fmt(e.max_rel)], ["verdict", e.passed ? "passed" : "FAILED"]];
-        if (t) rows = rows.concat([["local abs error (node alone)", t.local ? fmt(t.local.abs) : "not run: " + t.not_run],
+        if (t) rows = rows.concat([["local abs error (" + (D.attribution.by === "module" ? "module " + t.node : "node") + " alone)", t.local ? fmt(t.local.abs) : "not run: " + t.not_run],
           ["inherited abs error", fmt(t.inherited.abs)], ["amplification", fmt(t.amplification)],
           ["covering nodes", t.covering ? t.covering.join(", ") : undefined],
           ["flips on inherited differences", t.flipped !== undefined ? t.flipped + " element(s)" : undefined]]);
@@ -186,20 +186,20 @@ function chart(result) {
   var xl = svg("text", {x: w / 2, y: h - 8, "font-size": 11, "text-anchor": "middle"}); xl.textContent = "compared tensors in execution order (" + es.length + "); y: largest absolute error (log)"; s.appendChild(xl);
   if (Object.keys(locals).length) {
     var legend = svg("text", {x: pad, y: 14, "font-size": 11, id: "attribution-legend"});
-    legend.textContent = "\u25cf total error    \u25a1 local error: the node alone on " + D.attribution.under_test + ", fed " +
+    legend.textContent = "\u25cf total error    \u25a1 local error: the " + (D.attribution.by === "module" ? "module" : "node") + " alone on " + D.attribution.under_test + ", fed " +
       D.attribution.reference + "'s inputs (filled: over the tolerance alone)";
     s.appendChild(legend);
   }
   return s;
 }
 function introducersTable() {
-  var A = D.attribution, box = el("div", {id: "attribution"});
-  box.appendChild(el("h3", {text: "Error attribution: the nodes that introduce the error (" + A.reference + " vs. " + A.under_test + ")"}));
+  var A = D.attribution, box = el("div", {id: "attribution"}), unit = A.by === "module" ? "module" : "node";
+  box.appendChild(el("h3", {text: "Error attribution: the " + unit + "s that introduce the error (" + A.reference + " vs. " + A.under_test + ")"}));
   var first = A.first_local_failure;
-  box.appendChild(el("p", {text: first ? "First node whose local error exceeds the tolerance: " + first.node + " [" + first.op + "] (tensor " + first.tensor + ")"
-    : "No node's local error exceeds the tolerance"}));
+  box.appendChild(el("p", {text: first ? "First " + unit + " whose local error exceeds the tolerance: " + first.node + " [" + first.op + "] (tensor " + first.tensor + ")"
+    : "No " + unit + "'s local error exceeds the tolerance"}));
   if (A.top.length)
-    box.appendChild(el("table", {id: "introducers"}, [el("tr", {}, ["rank", "tensor", "node", "op", "local abs", "local rel", "inherited abs", "total abs", "amplification"].map(function (c) { return el("th", {text: c}); }))].concat(
+    box.appendChild(el("table", {id: "introducers"}, [el("tr", {}, ["rank", "tensor", unit, unit === "module" ? "class" : "op", "local abs", "local rel", "inherited abs", "total abs", "amplification"].map(function (c) { return el("th", {text: c}); }))].concat(
       A.top.map(function (t, i) {
         return el("tr", {"class": t.local.failed ? "failed" : ""}, [el("td", {text: String(i + 1)}), el("td", {}, [el("a", {href: "#" + tensorId(t.tensor), text: t.tensor})]),
           el("td", {text: t.node + (t.covering ? " (layer of " + t.covering.length + ")" : "")}), el("td", {text: t.op}), el("td", {text: fmt(t.local.abs)}), el("td", {text: fmt(t.local.rel)}),

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,9 @@ struct TensorAttribution {
   // layer covering several (Runner::engine_layer_nodes: OpenVINO's --ov-outputs mark fused), in
   // graph order; empty when its node ran alone.
   std::vector<std::string> covering;
+  // The PyTorch modules whose output the tensor is ("conv2: Conv2d", innermost first: the layerwise
+  // entry's module_outputs) when a runner of the comparison is a PyTorch runner; empty otherwise.
+  std::vector<std::string> modules;
   double total_abs = 0, total_rel = 0;          // the layerwise comparison's
   double local_abs = 0, local_rel = 0;          // node alone on reference inputs
   double inherited_abs = 0, inherited_rel = 0;  // largest total error among its inputs
@@ -64,7 +68,10 @@ struct TensorAttribution {
 struct AttributionResult {
   std::string reference, under_test;  // runner names
   std::vector<TensorAttribution> tensors;  // in comparison order
-  std::size_t batches = 0;                 // sessions of the backend under test
+  std::size_t batches = 0;                 // sessions of the backend under test (modules run alone)
+  // By PyTorch module (module_attribution.h): each entry's `node` is a module's qualified name and
+  // `op` its class; false: by ONNX node.
+  bool by_module = false;
   // Indices of the tensors whose node introduces an error (run alone, a local error that is not
   // zero), the largest (local excess, then local abs error) first.
   std::vector<std::size_t> ranked() const;
@@ -98,6 +105,16 @@ struct AttributionOptions {
 // another model.
 AttributionResult attribute(const onnx::Model& model, runtime::Runner& reference, const runtime::Runner& under_test,
                             const NamedTensors& feed, const LayerwiseResult& totals, const AttributionOptions& options);
+
+// The local error of `value` (computed alone) against `reference` under the tolerances of
+// `tensor.tensor`: sets tensor's local_abs, local_rel, local_failed, local_excess and flips, or not_run
+// when the values cannot be compared numerically.
+void measure_local(TensorAttribution& tensor, const Tensor& reference, const Tensor& value, const SimpleOptions& simple);
+
+// {abs, rel}: the checked statistic of the absolute and relative error of `value` against
+// `reference` under the tolerances of `tensor`. Throws UnsupportedError for non-numeric values.
+std::pair<double, double> attribution_error(const std::string& tensor, const Tensor& reference, const Tensor& value,
+                                            const SimpleOptions& simple);
 
 // The log: the top `count` introducers (a table), the first node whose local error fails, the
 // first total failure when it only inherits or amplifies, and the discontinuous ops that flip.

@@ -25,8 +25,9 @@ class LayerwiseResult:
     {"runner", "tensors_checked", "passed", "nonfinite_tensors"}), and report (the JSON report
     `parity run --report` writes, as a dict); with attribute=True, attribution (the report's
     "attribution": top introducers, flips, every tensor) and, on each entry of the first iteration,
-    local_error, inherited_error, amplification, flipped and not_attributed. True when every tensor
-    matched and no tensor held NaN or Inf."""
+    local_error, inherited_error, amplification, flipped and not_attributed (attributed by PyTorch
+    module when the runner under test is a PyTorch worker runner: attribution["by"] == "module").
+    True when every tensor matched and no tensor held NaN or Inf."""
 
     @staticmethod
     def _from_native(verdict):
@@ -44,7 +45,11 @@ class LayerwiseResult:
         result.validation = result.report.get("streamed_validation", [])
         result.attribution = result.report.get("attribution")
         if result.attribution is not None:
-            by_tensor = {t["tensor"]: t for t in result.attribution["tensors"]}
+            # By module, modules sharing a tensor (a Sequential and its last layer) come innermost
+            # first: the entry takes the innermost's attribution.
+            by_tensor = {}
+            for attributed in result.attribution["tensors"]:
+                by_tensor.setdefault(attributed["tensor"], attributed)
             for entry in result.entries:
                 attributed = by_tensor.get(entry.tensor) if entry.iteration == 0 else None
                 if attributed is None:

@@ -1,5 +1,6 @@
 #include "args/attribution_args.h"
 
+#include "parity/compare/module_attribution.h"
 #include "parity/core/error.h"
 
 namespace parity::cli {
@@ -31,7 +32,8 @@ void AttributionArgs::keep_feeds(const std::vector<NamedTensors>& feeds) {
   if (attribute_ && !feeds.empty()) feed_ = feeds.front();
 }
 
-void AttributionArgs::attribute(const onnx::Model& model, runtime::Runner& reference, const runtime::Runner& under_test, const compare::Verdict& verdict,
+void AttributionArgs::attribute(const runtime::ModelLoader& model, runtime::Runner& reference,
+                                runtime::Runner& under_test, const compare::Verdict& verdict,
                                 const compare::SimpleOptions& simple, uint64_t memory_budget, std::size_t count) {
   if (verdict.layerwise.size() != 1)
     raise<InternalError>("--attribute: {} layerwise comparisons, one expected", verdict.layerwise.size());
@@ -40,7 +42,7 @@ void AttributionArgs::attribute(const onnx::Model& model, runtime::Runner& refer
   options.memory_budget = memory_budget;
   options.prepare_batch = prepare_batch_;
   options.prepared_type = prepared_type_;
-  result_ = compare::attribute(model, reference, under_test, feed_, verdict.layerwise.front(), options);
+  result_ = compare::attribute_run(model, reference, under_test, feed_, verdict.layerwise.front(), options);
   count_ = count;
   compare::log_attribution(*result_, count);
 }

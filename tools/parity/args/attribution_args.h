@@ -29,9 +29,10 @@ class AttributionArgs {
   // Keeps the first iteration's feeds (call from the judge's on_feeds).
   void keep_feeds(const std::vector<NamedTensors>& feeds);
   // Attributes the verdict's layerwise comparison: `reference` is run again, and each batch of
-  // nodes runs on a runner of `under_test`'s backend and settings. Logs the result and keeps it for
-  // add_to_report().
-  void attribute(const onnx::Model& model, runtime::Runner& reference, const runtime::Runner& under_test,
+  // nodes runs on a runner of `under_test`'s backend and settings (a PyTorch runner under test: each
+  // module alone, compare/module_attribution.h). `model`: the run's ONNX model (empty loader: none).
+  // Logs the result and keeps it for add_to_report().
+  void attribute(const runtime::ModelLoader& model, runtime::Runner& reference, runtime::Runner& under_test,
                  const compare::Verdict& verdict, const compare::SimpleOptions& simple, uint64_t memory_budget,
                  std::size_t count);
   // The attribution; nullptr when it did not run.

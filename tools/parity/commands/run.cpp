@@ -377,7 +377,7 @@ class RunCommand : public Command {
                    "(--onnx-outputs, `simple`, nothing saved) keep the first one's tensors waiting for their twins");
     auto verdict = judge.run(data_loader_.data_loader());
     if (attribution_.requested())
-      attribution_.attribute(model_.load_once(kRunnerLoad), *live.front(), *live.back(), verdict,
+      attribution_.attribute(model, *live.front(), *live.back(), verdict,
                              comparison_.simple_options(), layerwise_memory_budget_,
                              static_cast<std::size_t>(layerwise_worst_));
     if (!comparison_.report().empty()) {

@@ -50,6 +50,25 @@ struct TorchModelSource {
   bool operator==(const TorchModelSource&) const = default;
 };
 
+// One forward pass's calls of chosen modules (TorchRunner::capture_module_calls): each kept module's
+// positional arguments and output, for running the module alone elsewhere.
+struct TorchModuleCalls {
+  // input_name(module, i) for argument i, output_name(module) for its output (float16/bfloat16
+  // widened to float32).
+  NamedTensors tensors;
+  std::unordered_map<std::string, std::size_t> argument_counts;  // the kept modules
+  std::unordered_map<std::string, std::string> not_captured;     // the others, with why
+  // Where each kept module's arguments came from, one per argument: the watched module whose output
+  // it is (the same tensor, unchanged), the model input it is, or neither (computed elsewhere).
+  struct Source {
+    enum class Kind { kUnknown, kModule, kInput } kind = Kind::kUnknown;
+    std::string name;  // the module's qualified name, or the input's name
+  };
+  std::unordered_map<std::string, std::vector<Source>> sources;
+  static std::string input_name(const std::string& module, std::size_t index);
+  static std::string output_name(const std::string& module);
+};
+
 struct TorchOptions {
   TorchModelSource model;
   std::string device = "cpu";     // cpu, cuda, cuda:N
@@ -90,6 +109,17 @@ class TorchRunner : public Runner {
   ConcurrentInference infer_concurrently(const std::vector<NamedTensors>& feeds,
                                          const ConcurrencyRequest& request) override;
 
+  // Error attribution by module (compare/module_attribution.h); the runner must be active.
+  // One forward pass on `feed` with forward pre-hooks and hooks on `modules` (qualified names): each
+  // module called once with positional tensor arguments only, returning one tensor, is kept; the
+  // others are not_captured with why (keyword or non-tensor arguments, called twice, a tuple returned,
+  // hooks that did not run under torch.compile or TorchScript).
+  TorchModuleCalls capture_module_calls(const NamedTensors& feed, const std::vector<std::string>& modules);
+  // `module` run alone in this runner's configuration (device, dtype and mode, torch.compile of the
+  // module alone), fed `arguments`; each submodule of `substitutes` (qualified name -> value) returns
+  // that value instead of computing it. Throws PythonCommandError when it cannot run alone.
+  Tensor run_module(const std::string& module, const std::vector<Tensor>& arguments, const NamedTensors& substitutes);
+
  protected:
   void activate_impl() override;
   void deactivate_impl() override;
@@ -98,6 +128,7 @@ class TorchRunner : public Runner {
 
  private:
   std::string worker_name() const;
+  NamedTensors ordered_feed(const NamedTensors& feed) const;
   void pair_modules();
   bool captures_modules() const;
   NamedTensors module_outputs(NamedTensors tensors, const std::unordered_set<std::string>& captured);

@@ -151,3 +151,138 @@ class PairedOutputsHook:
                 self.not_captured[name] = why
             elif tensor not in captured:
                 captured[tensor] = value
+
+
+class ModuleCallCapture:
+    """Each chosen module's positional tensor arguments (forward pre-hooks) and its output (forward
+    hooks) in one forward pass, for error attribution by module: what a module alone is fed and what it
+    gives. Each kept tensor is copied to the host (a CPU tensor cloned) when the hook runs, so a later
+    in-place operation does not change it. Only a module called once with tensors alone is kept;
+    `reason(name)` says why another is not."""
+
+    def __init__(self, model, names):
+        modules = dict(underlying_module(model).named_modules())
+        missing = [n for n in names if n not in modules]
+        if missing:
+            raise ValueError(f"the model has no module named {', '.join(repr(n) for n in missing[:5])}"
+                             + (" ..." if len(missing) > 5 else ""))
+        self._targets = [(n, modules[n]) for n in names]
+        self._compiled = model is not underlying_module(model)
+        import torch
+        self._scripted = isinstance(underlying_module(model), torch.jit.ScriptModule)
+        self._handles = []
+        self.calls = {n: 0 for n in names}
+        self.inputs = {}   # module name -> [host tensors]: its positional arguments at its first call
+        self.outputs = {}  # module name -> host tensor: its output at its first call
+        # module name -> for each positional argument, where it came from: ("module", name) when it is
+        # the output (the same tensor, unchanged since) of a watched module that returned before,
+        # ("input", index or keyword) when it is an argument of the top module's call, else None.
+        self.sources = {}
+        self._refused = {}  # module name -> why its call cannot be replayed alone
+        self.unhookable = {}
+        self._root = underlying_module(model)
+        self._produced = {}  # id(output tensor) -> (module name, the tensor, kept so the id stays its own)
+        self._root_arguments = {}  # id(argument of the top module's call) -> (index or keyword, the tensor)
+
+    def _pre_hook(self, name):
+        import torch
+
+        def hook(module, args, kwargs):
+            self.calls[name] += 1
+            if self.calls[name] > 1:
+                return None
+            if kwargs:
+                self._refused[name] = f"called with keyword argument(s) {', '.join(sorted(kwargs))}"
+                return None
+            for index, value in enumerate(args):
+                if not isinstance(value, torch.Tensor):
+                    self._refused[name] = f"its argument {index} is {_describe(value)}, not a tensor"
+                    return None
+            self.inputs[name] = [_host_copy(value) for value in args]
+            self.sources[name] = [self._source(value, copy) for value, copy in zip(args, self.inputs[name])]
+            return None
+        return hook
+
+    def _source(self, value, copy):
+        import torch
+
+        if id(value) in self._root_arguments and self._root_arguments[id(value)][1] is value:
+            return ("input", self._root_arguments[id(value)][0])
+        produced = self._produced.get(id(value))
+        if produced is not None and produced[1] is value:
+            # The same tensor object, unchanged since the module returned it (not modified in place).
+            kept = self.outputs.get(produced[0])
+            if kept is not None and kept.shape == copy.shape and torch.equal(kept, copy):
+                return ("module", produced[0])
+        return None
+
+    def _root_pre_hook(self, module, args, kwargs):
+        if self._root_arguments:
+            return None
+        for index, value in enumerate(args):
+            self._root_arguments[id(value)] = (index, value)
+        for key, value in kwargs.items():
+            self._root_arguments[id(value)] = (key, value)
+        return None
+
+    def _hook(self, name):
+        import torch
+
+        def hook(module, args, output):
+            if self.calls[name] != 1 or name in self.outputs:
+                return None
+            if isinstance(output, torch.Tensor):
+                self.outputs[name] = _host_copy(output)
+                self._produced[id(output)] = (name, output)
+            else:
+                self._refused.setdefault(name, f"its output is {_describe(output)}, not one tensor")
+            return None
+        return hook
+
+    def __enter__(self):
+        try:
+            try:
+                self._handles.append(self._root.register_forward_pre_hook(self._root_pre_hook, with_kwargs=True))
+            except RuntimeError:  # a ScriptModule: its arguments are not told apart
+                pass
+            for name, module in self._targets:
+                try:
+                    self._handles.append(module.register_forward_pre_hook(self._pre_hook(name), with_kwargs=True))
+                    self._handles.append(module.register_forward_hook(self._hook(name)))
+                except RuntimeError as error:  # "register_forward_hook is not supported on ScriptModules"
+                    self.unhookable[name] = str(error)
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+    def remove(self):
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        self._produced = {}
+        self._root_arguments = {}
+
+    def reason(self, name):
+        """Why the module's inputs and output were not kept; None when they were."""
+        if name in self.unhookable:
+            return f"its hooks cannot be registered ({self.unhookable[name]})"
+        calls = self.calls[name]
+        if calls == 0:
+            if self._scripted and name:
+                return "its hooks did not run: a TorchScript module calls its submodules without Python's hooks"
+            if self._compiled and name:
+                return ("its hooks did not run under torch.compile (the compiled graph runs its operations without "
+                        "calling the module)")
+            return "never called in the forward pass"
+        if calls > 1:
+            return f"called {calls} times in the forward pass"
+        if name in self._refused:
+            return self._refused[name]
+        if name not in self.inputs or name not in self.outputs:
+            return "its hooks did not see its inputs and output"
+        return None

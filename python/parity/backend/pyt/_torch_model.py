@@ -549,6 +549,107 @@ def infer_concurrently(model, feeds, requests, count, seconds):
             "intra_op_threads": _torch().get_num_threads()}
 
 
+def _host_float(tensor):
+    """A host copy's tensor as numpy can hold it: float16/bfloat16 widened to float32 (exact)."""
+    torch = _torch()
+    tensor = tensor.detach()
+    if tensor.dtype in (torch.float16, torch.bfloat16):
+        tensor = tensor.float()
+    return tensor.cpu()
+
+
+def module_call_name(module, index=None):
+    """The name a captured module call's tensor crosses under: "<module>#in<index>" for its positional
+    argument `index`, "<module>#out" for its output (qualified names hold no '#')."""
+    return f"{module}#out" if index is None else f"{module}#in{index}"
+
+
+def _module_of(model, name):
+    root = model.module
+    root = getattr(root, "_orig_mod", root)  # under torch.compile, the module it wraps
+    if not name:
+        return root
+    try:
+        return root.get_submodule(name)
+    except AttributeError:
+        raise TorchModelError(f"the model has no module '{name}'") from None
+
+
+def capture_module_calls(model, feeds, names, capture_class):
+    """One forward pass of TorchModel `model` with each module of `names` watched by `capture_class`
+    (_module_capture.ModuleCallCapture): ({module_call_name: numpy array} of each kept module's
+    positional arguments and output, {module: argument count}, {module: why not kept}, {module: each
+    argument's source: ["module", name], ["input", index or keyword] or None, see ModuleCallCapture})."""
+    with capture_class(model.module, list(names)) as capture:
+        model.forward(feeds)
+    tensors, counts, reasons, sources = {}, {}, {}, {}
+    for name in names:
+        why = capture.reason(name)
+        if why is not None:
+            reasons[name] = why
+            continue
+        counts[name] = len(capture.inputs[name])
+        sources[name] = [list(source) if source is not None else None for source in capture.sources[name]]
+        for index, value in enumerate(capture.inputs[name]):
+            tensors[module_call_name(name, index)] = _host_float(value).numpy()
+        tensors[module_call_name(name)] = _host_float(capture.outputs[name]).numpy()
+    return tensors, counts, reasons, sources
+
+
+def run_module_alone(model, name, inputs, substitutes):
+    """The output of module `name` of TorchModel `model` run alone in the model's configuration (device;
+    a cast copy's dtype, or autocast; torch.compile with the model's mode, compiling the module alone),
+    fed `inputs` (numpy arrays, its positional arguments: floating ones cast to the dtype of a cast copy),
+    each submodule named in `substitutes` ({name: numpy array}) returning that value (in the dtype it
+    computes) instead of its own. A numpy array (float16/bfloat16 widened to float32)."""
+    torch = _torch()
+    root = _module_of(model, "")
+    module = _module_of(model, name)
+    arguments = []
+    for value in inputs:
+        tensor = torch.from_numpy(value).to(model.device)
+        if model.compute_dtype is not None and model.options.dtype_mode == "cast" and tensor.is_floating_point():
+            tensor = tensor.to(model.compute_dtype)
+        arguments.append(tensor)
+    handles = []
+
+    def replace_with(value):
+        def hook(submodule, args, output):
+            if isinstance(output, torch.Tensor):
+                return value.to(dtype=output.dtype, device=output.device)
+            return None
+        return hook
+
+    try:
+        for child, value in substitutes.items():
+            if not child.startswith(name + "." if name else ""):
+                raise TorchModelError(f"'{child}' is not a submodule of '{name}'")
+            submodule = root.get_submodule(child)
+            handles.append(submodule.register_forward_hook(replace_with(torch.from_numpy(value).to(model.device))))
+        runnable = module
+        if model.options.compile_mode is not None:
+            mode = None if model.options.compile_mode == "default" else model.options.compile_mode
+            runnable = torch.compile(module, mode=mode)
+        with torch.inference_mode():
+            try:
+                if model.compute_dtype is not None and model.options.dtype_mode == "autocast":
+                    with torch.autocast(device_type=model.device.type, dtype=model.compute_dtype):
+                        output = runnable(*arguments)
+                else:
+                    output = runnable(*arguments)
+            except TorchModelError:
+                raise
+            except Exception as error:  # the user's forward()
+                raise ForwardError(error) from error
+    finally:
+        for handle in handles:
+            handle.remove()
+    if not isinstance(output, torch.Tensor):
+        kind = type(output).__name__
+        raise TorchModelError(f"alone it returned a {kind}, not one tensor")
+    return _host_float(output).numpy()
+
+
 def serve_commands(command, Reply, CommandFailed):
     """Registers the commands Parity's C++ torch runner sends its Python worker
     (src/runtime/backends/torch/torch_runner.cpp):
@@ -565,11 +666,18 @@ def serve_commands(command, Reply, CommandFailed):
              "<feed index>/<input name>", each feed in input order -> {requests, latencies, wall_seconds,
              device, intra_op_threads}
              (performance mode's --requests: infer_concurrently above)
+    capture_module_calls {modules: [names]} + the feeds in input order -> each kept module's positional
+             arguments and output (module_call_name); result: {inputs: {module: argument count},
+             not_captured: {module: reason}, sources: {module: [each argument's source]}} (one
+             forward pass, forward pre-hooks and hooks)
+    run_module {module, inputs: count, substitutes: [submodule names]} + the module's arguments
+             (module_call_name(module, i)) and each substitute's value (its name) -> {output}: the
+             module alone in the model's configuration (run_module_alone)
     memory   {} -> {peak_rss_bytes: this process's peak resident set, gpu_peak_bytes:
              torch.cuda.max_memory_allocated() of the model's CUDA device or None, gpu_note: why None}
 
     The worker runs python/parity/backend/pyt/_module_capture.py's text before this file's: its
-    PairedOutputsHook and named_module_list are this program's globals.
+    PairedOutputsHook, ModuleCallCapture and named_module_list are this program's globals.
     """
     state = {}
 
@@ -639,6 +747,26 @@ def serve_commands(command, Reply, CommandFailed):
                                       arguments.get("seconds"))
         except (TorchModelError, ForwardError) as error:
             raise failed(error) from None
+
+    @command("capture_module_calls")
+    def capture_calls(arguments, tensors):
+        try:
+            outputs, counts, reasons, sources = capture_module_calls(state["model"], tensors, arguments["modules"],
+                                                            ModuleCallCapture)  # noqa: F821 (see above)
+        except (TorchModelError, ForwardError, ValueError) as error:
+            raise failed(error) from None
+        return Reply({"inputs": counts, "not_captured": reasons, "sources": sources}, outputs)
+
+    @command("run_module")
+    def run_module(arguments, tensors):
+        name = arguments["module"]
+        inputs = [tensors[module_call_name(name, i)] for i in range(arguments["inputs"])]
+        substitutes = {child: tensors[child] for child in arguments["substitutes"]}
+        try:
+            output = run_module_alone(state["model"], name, inputs, substitutes)
+        except (TorchModelError, ForwardError) as error:
+            raise failed(error) from None
+        return Reply(None, {"output": output})
 
     @command("infer")
     def infer(arguments, tensors):

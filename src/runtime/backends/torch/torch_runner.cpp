@@ -222,15 +222,85 @@ std::optional<WorkerMemory> TorchRunner::worker_memory() {
   return memory;
 }
 
+std::string TorchModuleCalls::input_name(const std::string& module, std::size_t index) {
+  return fmt::format("{}#in{}", module, index);
+}
+
+std::string TorchModuleCalls::output_name(const std::string& module) { return module + "#out"; }
+
+TorchModuleCalls TorchRunner::capture_module_calls(const NamedTensors& feed, const std::vector<std::string>& modules) {
+  if (!worker_) raise<InternalError>("{}: capture_module_calls on an inactive runner", name());
+  const NamedTensors ordered = ordered_feed(feed);
+  PythonReply reply;
+  try {
+    reply = worker_->call("capture_module_calls", {{"modules", modules}}, ordered);
+  } catch (const PythonCommandError& error) {
+    log::verbose("{}", error.traceback());
+    throw;
+  }
+  TorchModuleCalls calls;
+  calls.tensors = std::move(reply.tensors);
+  for (const auto& [module, count] : reply.result.at("inputs").items())
+    calls.argument_counts[module] = count.get<std::size_t>();
+  for (const auto& [module, reason] : reply.result.at("not_captured").items())
+    calls.not_captured[module] = reason.get<std::string>();
+  for (const auto& [module, arguments] : reply.result.at("sources").items()) {
+    auto& sources = calls.sources[module];
+    for (const auto& source : arguments) {
+      TorchModuleCalls::Source entry;
+      if (source.is_array() && source.at(0) == "module") {
+        entry.kind = TorchModuleCalls::Source::Kind::kModule;
+        entry.name = source.at(1).get<std::string>();
+      } else if (source.is_array() && source.at(0) == "input") {
+        // A positional argument of the top module's call is the feed at that position; a keyword one
+        // is the input of that name.
+        const json& which = source.at(1);
+        if (which.is_number() && which.get<std::size_t>() < ordered.size()) {
+          entry.kind = TorchModuleCalls::Source::Kind::kInput;
+          entry.name = ordered[which.get<std::size_t>()].first;
+        } else if (which.is_string()) {
+          entry.kind = TorchModuleCalls::Source::Kind::kInput;
+          entry.name = which.get<std::string>();
+        }
+      }
+      sources.push_back(std::move(entry));
+    }
+  }
+  return calls;
+}
+
+Tensor TorchRunner::run_module(const std::string& module, const std::vector<Tensor>& arguments,
+                               const NamedTensors& substitutes) {
+  if (!worker_) raise<InternalError>("{}: run_module on an inactive runner", name());
+  NamedTensors tensors;
+  json names = json::array();
+  for (std::size_t i = 0; i < arguments.size(); ++i)
+    tensors.emplace_back(TorchModuleCalls::input_name(module, i), arguments[i]);
+  for (const auto& [child, value] : substitutes) {
+    tensors.emplace_back(child, value);
+    names.push_back(child);
+  }
+  PythonReply reply = worker_->call(
+      "run_module", {{"module", module}, {"inputs", arguments.size()}, {"substitutes", std::move(names)}}, tensors);
+  for (auto& [name, tensor] : reply.tensors)
+    if (name == "output") return std::move(tensor);
+  raise<InternalError>("{}: run_module returned no output", this->name());
+}
+
 TensorMetadata TorchRunner::input_metadata_impl() { return inputs_; }
 
-NamedTensors TorchRunner::infer_impl(const NamedTensors& feed) {
-  // In the order of the input metadata: a module whose forward() parameters are not the inputs'
-  // names takes them positionally.
+// The feeds in the order of the input metadata: a module whose forward() parameters are not the
+// inputs' names takes them positionally.
+NamedTensors TorchRunner::ordered_feed(const NamedTensors& feed) const {
   NamedTensors ordered;
   for (const auto& [input, info] : inputs_)
     for (const auto& entry : feed)
       if (entry.first == input) ordered.push_back(entry);
+  return ordered;
+}
+
+NamedTensors TorchRunner::infer_impl(const NamedTensors& feed) {
+  const NamedTensors ordered = ordered_feed(feed);
   const bool modules = captures_modules();
   json arguments = {{"capture", json()}};
   std::unordered_set<std::string> captured;  // the module outputs' tensor names
