@@ -66,6 +66,15 @@ PairStatistics assemble_pair_statistics(const PairStatisticsRequest& request, in
 // The general kernel: every dtype pair, NaN and Inf (compute_pair_statistics tries the fast path first).
 PairStatistics general_pair_statistics(const TensorView& a, const TensorView& b, const Shape& shape,
                                        const PairStatisticsRequest& request);
+// The general kernel for the pairs whose first output works in T0 (pair_statistics_kernel.h; one
+// explicit instantiation per work type, in pair_statistics_kernel_*.cpp), and the indices of its
+// mismatches.
+template <typename T0>
+PairStatistics general_pair_statistics_first(const TensorView& a, const TensorView& b, const Shape& shape,
+                                             const PairStatisticsRequest& request);
+template <typename T0>
+std::vector<int64_t> mismatch_indices_first(const TensorView& a, const TensorView& b,
+                                            const PairStatisticsRequest& request, int64_t limit);
 
 // The float32 x float32 fast path: vectorised chunk kernels, two passes, order statistics from a
 // sample's windows. Empty when it does not apply (other dtypes, NaN/Inf, float32 sums that

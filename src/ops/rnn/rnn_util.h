@@ -24,23 +24,11 @@ struct Activation {
   double alpha = 0;
   double beta = 0;
 
+  // Defined in rnn_activation.cpp for C = float and double: out of line, so the kernels' inner
+  // loops (four calls per element in LSTM, in every <T, C> instantiation) do not each inline the
+  // whole switch, which made rnn/*.cpp the slowest units of ops to compile.
   template <typename C>
-  C operator()(C x) const {
-    switch (kind) {
-      case Kind::kRelu: return x > C(0) ? x : C(0);
-      case Kind::kTanh: return std::tanh(x);
-      case Kind::kSigmoid: return x >= C(0) ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(1) + std::exp(x));
-      case Kind::kAffine: return C(alpha) * x + C(beta);
-      case Kind::kLeakyRelu: return x >= C(0) ? x : C(alpha) * x;
-      case Kind::kThresholdedRelu: return x > C(alpha) ? x : C(0);
-      case Kind::kScaledTanh: return C(alpha) * std::tanh(C(beta) * x);
-      case Kind::kHardSigmoid: return std::min(std::max(C(alpha) * x + C(beta), C(0)), C(1));
-      case Kind::kElu: return x >= C(0) ? x : C(alpha) * (std::exp(x) - C(1));
-      case Kind::kSoftsign: return x / (C(1) + std::abs(x));
-      case Kind::kSoftplus: return x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-    }
-    return x;
-  }
+  C operator()(C x) const;
 };
 
 // Parses 'activations' / 'activation_alpha' / 'activation_beta' into per_dir * num_dir functions
