@@ -140,15 +140,7 @@ class Attributor {
 
   // The compared tensors by unit, with their totals and inherited errors, and what each unit is fed.
   void collect() {
-    std::unordered_map<std::string, const LayerwiseEntry*> entries;
-    for (const auto& entry : totals_.entries)
-      if (entry.iteration == 0) {
-        if (!entry.comparison.simple)
-          raise<InvalidInputError>("--attribute measures errors as the `simple` comparison does; tensor '{}' was "
-                                   "compared with `{}`",
-                                   entry.tensor, entry.comparison.kind);
-        entries[entry.tensor] = &entry;
-      }
+    const auto entries = first_iteration_entries(totals_);
     std::unordered_map<std::string, int> producer, by_name;
     for (int i = 0; i < graph_.node_size(); ++i) {
       for (const auto& output : graph_.node(i).output())
@@ -445,6 +437,19 @@ nlohmann::ordered_json tensor_json(const TensorAttribution& t) {
 }
 
 }  // namespace
+
+std::unordered_map<std::string, const LayerwiseEntry*> first_iteration_entries(const LayerwiseResult& totals) {
+  std::unordered_map<std::string, const LayerwiseEntry*> entries;
+  for (const auto& entry : totals.entries)
+    if (entry.iteration == 0) {
+      if (!entry.comparison.simple)
+        raise<InvalidInputError>("--attribute measures errors as the `simple` comparison does; tensor '{}' was "
+                                 "compared with `{}`",
+                                 entry.tensor, entry.comparison.kind);
+      entries[entry.tensor] = &entry;
+    }
+  return entries;
+}
 
 void measure_local(TensorAttribution& tensor, const Tensor& reference, const Tensor& value, const SimpleOptions& simple) {
   const SimpleOutputParams params = simple_output_params(simple, tensor.tensor);

@@ -71,15 +71,7 @@ class ModuleAttributor {
  private:
   // The paired modules whose tensors were compared, innermost first where modules share a tensor.
   void collect() {
-    std::unordered_map<std::string, const LayerwiseEntry*> entries;
-    for (const auto& entry : totals_.entries)
-      if (entry.iteration == 0) {
-        if (!entry.comparison.simple)
-          raise<InvalidInputError>("--attribute measures errors as the `simple` comparison does; tensor '{}' was "
-                                   "compared with `{}`",
-                                   entry.tensor, entry.comparison.kind);
-        entries[entry.tensor] = &entry;
-      }
+    const auto entries = first_iteration_entries(totals_);
     const onnx::TorchModulePairings* pairings =
         totals_.torch_modules ? &totals_.torch_modules->pairings : under_test_.torch_module_pairings();
     if (!pairings)

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -105,6 +106,10 @@ struct AttributionOptions {
 // another model.
 AttributionResult attribute(const onnx::Model& model, runtime::Runner& reference, const runtime::Runner& under_test,
                             const NamedTensors& feed, const LayerwiseResult& totals, const AttributionOptions& options);
+
+// The entries of `totals`' first iteration (the one attribution explains) by tensor name. Throws
+// InvalidInputError for one not compared with `simple`: attribution measures errors as it does.
+std::unordered_map<std::string, const LayerwiseEntry*> first_iteration_entries(const LayerwiseResult& totals);
 
 // The local error of `value` (computed alone) against `reference` under the tolerances of
 // `tensor.tensor`: sets tensor's local_abs, local_rel, local_failed, local_excess and flips, or not_run

@@ -47,13 +47,13 @@ def _host_copy(tensor):
     return tensor.to("cpu")
 
 
-class ModuleCapture:
-    """Forward hooks on the modules of `model` named in `names` (qualified names; None for every module)."""
+class _HookedModules:
+    """Hooks on the modules of `model` named in `names` (qualified names): the modules looked up, the
+    hook handles kept and removed on exit (a `with` block), and per module its call count and, when a
+    hook could not be registered, why."""
 
-    def __init__(self, model, names=None):
+    def __init__(self, model, names):
         modules = dict(underlying_module(model).named_modules())
-        if names is None:
-            names = list(modules)
         missing = [n for n in names if n not in modules]
         if missing:
             raise ValueError(f"the model has no module named {', '.join(repr(n) for n in missing[:5])}"
@@ -63,10 +63,26 @@ class ModuleCapture:
         import torch
         self._scripted = isinstance(underlying_module(model), torch.jit.ScriptModule)
         self._handles = []
-        self.outputs = {n: [] for n in names}
         self.calls = {n: 0 for n in names}
-        self.not_tensor = {}
         self.unhookable = {}  # module name -> why its hook could not be registered
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+    def remove(self):
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+
+class ModuleCapture(_HookedModules):
+    """Forward hooks on the modules of `model` named in `names` (qualified names; None for every module)."""
+
+    def __init__(self, model, names=None):
+        super().__init__(model, list(dict(underlying_module(model).named_modules())) if names is None else names)
+        self.outputs = {n: [] for n in self.calls}
+        self.not_tensor = {}
         self.finished = []  # module names in the order their calls returned (one entry per call)
 
     def _hook(self, name):
@@ -93,15 +109,6 @@ class ModuleCapture:
             self.remove()
             raise
         return self
-
-    def __exit__(self, *exc):
-        self.remove()
-        return False
-
-    def remove(self):
-        for handle in self._handles:
-            handle.remove()
-        self._handles = []
 
     def single_output(self, name):
         """(tensor, None) when `name` was called once and returned one tensor; else (None, reason)."""
@@ -153,7 +160,7 @@ class PairedOutputsHook:
                 captured[tensor] = value
 
 
-class ModuleCallCapture:
+class ModuleCallCapture(_HookedModules):
     """Each chosen module's positional tensor arguments (forward pre-hooks) and its output (forward
     hooks) in one forward pass, for error attribution by module: what a module alone is fed and what it
     gives. Each kept tensor is copied to the host (a CPU tensor cloned) when the hook runs, so a later
@@ -161,17 +168,7 @@ class ModuleCallCapture:
     `reason(name)` says why another is not."""
 
     def __init__(self, model, names):
-        modules = dict(underlying_module(model).named_modules())
-        missing = [n for n in names if n not in modules]
-        if missing:
-            raise ValueError(f"the model has no module named {', '.join(repr(n) for n in missing[:5])}"
-                             + (" ..." if len(missing) > 5 else ""))
-        self._targets = [(n, modules[n]) for n in names]
-        self._compiled = model is not underlying_module(model)
-        import torch
-        self._scripted = isinstance(underlying_module(model), torch.jit.ScriptModule)
-        self._handles = []
-        self.calls = {n: 0 for n in names}
+        super().__init__(model, names)
         self.inputs = {}   # module name -> [host tensors]: its positional arguments at its first call
         self.outputs = {}  # module name -> host tensor: its output at its first call
         # module name -> for each positional argument, where it came from: ("module", name) when it is
@@ -179,7 +176,6 @@ class ModuleCallCapture:
         # ("input", index or keyword) when it is an argument of the top module's call, else None.
         self.sources = {}
         self._refused = {}  # module name -> why its call cannot be replayed alone
-        self.unhookable = {}
         self._root = underlying_module(model)
         self._produced = {}  # id(output tensor) -> (module name, the tensor, kept so the id stays its own)
         self._root_arguments = {}  # id(argument of the top module's call) -> (index or keyword, the tensor)
@@ -256,14 +252,8 @@ class ModuleCallCapture:
             raise
         return self
 
-    def __exit__(self, *exc):
-        self.remove()
-        return False
-
     def remove(self):
-        for handle in self._handles:
-            handle.remove()
-        self._handles = []
+        super().remove()
         self._produced = {}
         self._root_arguments = {}
 
