@@ -66,6 +66,26 @@ class _HookedModules:
         self.calls = {n: 0 for n in names}
         self.unhookable = {}  # module name -> why its hook could not be registered
 
+    def _register_root(self):
+        """Hooks on the top module itself, before the others' (none by default)."""
+
+    def _register(self, name, module):
+        """Hooks on the module `name` (each kind of capture registers its own)."""
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            self._register_root()
+            for name, module in self._targets:
+                try:
+                    self._register(name, module)
+                except RuntimeError as error:  # "register_forward_hook is not supported on ScriptModules"
+                    self.unhookable[name] = str(error)
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
     def __exit__(self, *exc):
         self.remove()
         return False
@@ -98,17 +118,8 @@ class ModuleCapture(_HookedModules):
                 self.not_tensor.setdefault(name, _describe(output))
         return hook
 
-    def __enter__(self):
-        try:
-            for name, module in self._targets:
-                try:
-                    self._handles.append(module.register_forward_hook(self._hook(name)))
-                except RuntimeError as error:  # "register_forward_hook is not supported on ScriptModules"
-                    self.unhookable[name] = str(error)
-        except BaseException:
-            self.remove()
-            raise
-        return self
+    def _register(self, name, module):
+        self._handles.append(module.register_forward_hook(self._hook(name)))
 
     def single_output(self, name):
         """(tensor, None) when `name` was called once and returned one tensor; else (None, reason)."""
@@ -235,22 +246,15 @@ class ModuleCallCapture(_HookedModules):
             return None
         return hook
 
-    def __enter__(self):
+    def _register_root(self):
         try:
-            try:
-                self._handles.append(self._root.register_forward_pre_hook(self._root_pre_hook, with_kwargs=True))
-            except RuntimeError:  # a ScriptModule: its arguments are not told apart
-                pass
-            for name, module in self._targets:
-                try:
-                    self._handles.append(module.register_forward_pre_hook(self._pre_hook(name), with_kwargs=True))
-                    self._handles.append(module.register_forward_hook(self._hook(name)))
-                except RuntimeError as error:  # "register_forward_hook is not supported on ScriptModules"
-                    self.unhookable[name] = str(error)
-        except BaseException:
-            self.remove()
-            raise
-        return self
+            self._handles.append(self._root.register_forward_pre_hook(self._root_pre_hook, with_kwargs=True))
+        except RuntimeError:  # a ScriptModule: its arguments are not told apart
+            pass
+
+    def _register(self, name, module):
+        self._handles.append(module.register_forward_pre_hook(self._pre_hook(name), with_kwargs=True))
+        self._handles.append(module.register_forward_hook(self._hook(name)))
 
     def remove(self):
         super().remove()
