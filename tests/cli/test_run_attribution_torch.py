@@ -5,11 +5,12 @@ from a PyTorch reference; from an ONNX reference only where the argument is a mo
 module's output), its attributed submodules returning the reference's outputs. With a PyTorch reference
 and an ONNX runner under test, the node attribution runs and names the modules.
 
-The network (conv + attention) is written by the test as a runner script; build_perturbed() is the same
-network with a benign weight change in `conv` (the first tensor over the tolerance) and the forward of the
-module $PARITY_TEST_PLANTED changed (its output scaled by 1.1)."""
+The network (conv + attention, its Attention block from conv_attention_model.py) is written by the test as a
+runner script; build_perturbed() is the same network with a benign weight change in `conv` (the first tensor
+over the tolerance) and the forward of the module $PARITY_TEST_PLANTED changed (its output scaled by 1.1)."""
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -18,28 +19,14 @@ torch = pytest.importorskip("torch", reason="the PyTorch runner needs torch")
 TIMEOUT = 300
 
 NET = textwrap.dedent('''
-    import math
     import os
+    import sys
 
     import torch
     from torch import nn
 
-
-    class Attention(nn.Module):
-        def __init__(self, dim, heads):
-            super().__init__()
-            self.heads = heads
-            self.query = nn.Linear(dim, dim)
-            self.key = nn.Linear(dim, dim)
-            self.value = nn.Linear(dim, dim)
-            self.proj = nn.Linear(dim, dim)
-
-        def forward(self, x):
-            b, n, d = x.shape
-            split = lambda t: t.view(b, n, self.heads, d // self.heads).transpose(1, 2)
-            q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-            weights = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d // self.heads), dim=-1)
-            return self.proj(torch.matmul(weights, v).transpose(1, 2).reshape(b, n, d))
+    sys.path.insert(0, {model_dir!r})
+    from conv_attention_model import Attention  # noqa: E402
 
 
     class Net(nn.Module):
@@ -79,7 +66,7 @@ NET = textwrap.dedent('''
         forward = planted.forward
         planted.forward = lambda *args: forward(*args) * 1.1
         return model
-''')
+''').format(model_dir=str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture(scope="module")
