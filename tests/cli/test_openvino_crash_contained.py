@@ -113,6 +113,18 @@ def test_onnxrt_results_are_still_reported_beside_the_openvino_crash(run_parity,
         result.describe()
 
 
+def test_a_model_converted_with_a_cache_folder_still_runs(run_parity, tmp_path):
+    """The child's compile leaves --ov-cache-dir to the command's own compile: a compiled model OpenVINO
+    loads from its cache exports bytes it cannot import, so a child filling the cache first made the
+    first `convert --ov-cache-dir` write an unreadable file."""
+    model = shape_slice_model(tmp_path / "fine.onnx", -1, dynamic=True)
+    converted = run_parity("convert", model, "--openvino", "--ov-cache-dir", tmp_path / "cache", "-o",
+                           tmp_path / "fine.ovc", timeout=TIMEOUT_S)
+    assert converted.returncode == 0, converted.describe()
+    result = run_parity("run", tmp_path / "fine.ovc", "--openvino", "--input-shapes", "x:[5,3,4]", timeout=TIMEOUT_S)
+    assert result.returncode == 0, result.describe()
+
+
 def test_the_crash_is_not_contained_in_process(run_parity, tmp_path, crashing_model):
     """PARITY_OPENVINO_IN_PROCESS=1 (the documented opt-out) compiles in the process itself: the same model
     then kills it, which is what the containment above prevents."""

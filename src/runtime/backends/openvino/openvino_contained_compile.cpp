@@ -178,7 +178,6 @@ std::optional<int> first_crashing_node(const openvino::CompileRequest& request,
   const int count = model.graph().node_size();
   openvino::CompileRequest probe = request;
   probe.keep_conversion = false;
-  probe.cache_dir.reset();
   probe.marked_outputs.clear();
   probe.marked_output_precisions.clear();
   auto crashes = [&](int prefix) {
@@ -233,11 +232,16 @@ void start_compile_server(openvino::Backend& backend) {
 bool compile_in_child(const openvino::CompileRequest& request, const ::onnx::ModelProto& model,
                       const std::string& model_label) {
   if (!compile_server()) return false;
-  const int signal = compile_signal(request);
+  // Not into the caller's cache: a compiled model OpenVINO loads from its cache exports bytes it
+  // cannot import again (`convert --openvino --ov-cache-dir` would write an unreadable file), so the
+  // caller's own compile fills the cache as it would without the child.
+  openvino::CompileRequest uncached = request;
+  uncached.cache_dir.reset();
+  const int signal = compile_signal(uncached);
   if (signal == 0) return true;
   log::verbose("{}: OpenVINO's compile crashed (signal {}{}); looking for the first node that crashes it", model_label,
                signal, signal_name(signal));
-  const std::optional<int> node = first_crashing_node(request, model);
+  const std::optional<int> node = first_crashing_node(uncached, model);
   const std::string crash = fmt::format("OpenVINO crashed compiling it (signal {}{}, in a child process)", signal,
                                         signal_name(signal));
   if (!node)
