@@ -3,13 +3,13 @@
 #include <sys/resource.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <vector>
-#include <cstdlib>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -147,9 +147,16 @@ int compile_signal(const openvino::CompileRequest& request) {
   return end.signal;
 }
 
-// `model` cut to its main graph's first `count` nodes, every tensor they write that none of them
-// reads (and every graph output they write) made a graph output, so that no node is dead code.
-std::string prefix_model(const ::onnx::ModelProto& model, int count) {
+// `request` for `model` cut to its main graph's first `count` nodes, every tensor they write that
+// none of them reads (and every graph output they write) made a graph output, so that no node is
+// dead code; nothing marked.
+openvino::CompileRequest prefix_request(const openvino::CompileRequest& request, const ::onnx::ModelProto& model,
+                                        int count) {
+  openvino::CompileRequest probe = request;
+  probe.keep_conversion = false;
+  probe.marked_outputs.clear();
+  probe.marked_output_precisions.clear();
+  probe.graph_outputs.clear();
   ::onnx::ModelProto prefix = model;
   ::onnx::GraphProto& graph = *prefix.mutable_graph();
   graph.mutable_node()->DeleteSubrange(count, graph.node_size() - count);
@@ -167,27 +174,17 @@ std::string prefix_model(const ::onnx::ModelProto& model, int count) {
       ::onnx::ValueInfoProto* info = graph.add_output();
       if (auto it = declared.find(output); it != declared.end()) *info = *it->second;
       else info->set_name(output);
+      probe.graph_outputs.push_back(output);
     }
-  return onnx::serialize_model(prefix);
+  probe.model_bytes = onnx::serialize_model(prefix);
+  return probe;
 }
 
 // The first node of the main graph whose prefix of the graph crashes OpenVINO's compile, found by
 // bisection; nullopt when no prefix of the nodes crashes it (the crash needs the whole model).
-std::optional<int> first_crashing_node(const openvino::CompileRequest& request,
-                                       const ::onnx::ModelProto& model) {
+std::optional<int> first_crashing_node(const openvino::CompileRequest& request, const ::onnx::ModelProto& model) {
   const int count = model.graph().node_size();
-  openvino::CompileRequest probe = request;
-  probe.keep_conversion = false;
-  probe.marked_outputs.clear();
-  probe.marked_output_precisions.clear();
-  auto crashes = [&](int prefix) {
-    probe.model_bytes = prefix_model(model, prefix);
-    probe.graph_outputs.clear();
-    ::onnx::ModelProto cut;
-    cut.ParseFromString(probe.model_bytes);
-    for (const auto& output : cut.graph().output()) probe.graph_outputs.push_back(output.name());
-    return compile_signal(probe) != 0;
-  };
+  auto crashes = [&](int prefix) { return compile_signal(prefix_request(request, model, prefix)) != 0; };
   if (count == 0 || !crashes(count)) return std::nullopt;
   int low = 1, high = count;  // a prefix of `high` nodes crashes; none shorter than `low` does
   while (low < high) {
