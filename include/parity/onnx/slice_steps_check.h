@@ -42,7 +42,12 @@ std::optional<UnsafeSliceStep> first_unsafe_slice_step(const ::onnx::ModelProto&
 // overflow..." for the first Slice it cannot step through (any step beyond ±2^30, or computed).
 std::optional<std::string> slice_unsafe_for_data_propagation(const ::onnx::ModelProto& model);
 
-// For OpenVINO: throws InvalidInputError naming `model_label` and the node for the first Slice
+// True when PARITY_SKIP_MODEL_VALIDATION is "1": a test and diagnostic switch that hands models to
+// OpenVINO without Parity's checks of them first (check_slice_steps_for_openvino), so that a crash
+// inside OpenVINO itself can be reached and its containment tested.
+bool model_validation_skipped();
+
+// For OpenVINO (unless model_validation_skipped()): throws InvalidInputError naming `model_label` and the node for the first Slice
 // with a constant step below -2^30 (computed steps are left to OpenVINO).
 void check_slice_steps_for_openvino(const ::onnx::ModelProto& model, const std::string& model_label);
 

@@ -176,6 +176,9 @@ class OpenvinoRunner : public Runner {
   std::string source_model_hash_;  // of an imported compiled model file (its header's)
   std::string compiled_onnx_map_;  // of an imported compiled model file: its header's onnx-map (may be empty)
   bool profiling_ = false;         // compiled with ov::enable_profiling for profile_layers()
+  // This activation's model was compiled contained once (openvino_contained_compile.h): later
+  // compiles of it (other marks) run in this process.
+  bool compile_contained_ = false;
   std::vector<std::string> unmarkable_;
   // The tensors compiled_ returns besides the graph outputs; unset where none were asked for.
   std::optional<std::size_t> marked_count_;

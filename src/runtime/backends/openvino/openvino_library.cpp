@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "openvino_backend.h"
+#include "openvino_contained_compile.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/core/process.h"
@@ -205,7 +206,11 @@ OpenvinoBackendHandle load_openvino_backend() {
   static std::mutex mutex;
   static std::optional<OpenvinoBackendHandle> loaded;
   std::lock_guard lock(mutex);
-  if (!loaded) loaded = load_now();
+  if (!loaded) {
+    loaded = load_now();
+    // Before anything in this process uses OpenVINO: the server's children start from here.
+    start_compile_server(*loaded->backend);
+  }
   return *loaded;
 }
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "openvino_backend.h"
+#include "openvino_contained_compile.h"
 #include "parity/core/error.h"
 #include "parity/core/interrupt.h"
 #include "parity/core/file_io.h"
@@ -258,6 +259,7 @@ void OpenvinoRunner::activate_impl() {
     import_compiled_file(std::move(*file));
     return;
   }
+  compile_contained_ = false;
   {
     onnx::Model model = loader_();
     warn_about_deep_nesting(model, model.path.empty() ? "<model>" : model.path.string());
@@ -420,6 +422,8 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked, bool announce) {
   compiled_for_ = fmt::format("{}", fmt::join(request.marked_outputs, "\n"));
 
   compiled_.reset();
+  // The model's first compile runs in a child first (openvino_contained_compile.h).
+  if (!compile_contained_) compile_contained_ = compile_in_child(request, *model.proto, model_label_);
   compiled_ = translated(model_label_, [&] { return backend_->compile(request); });
   inference_precision_ = translated(model_label_, [&] { return compiled_->inference_precision(); });
   // OpenVINO's CPU plugin takes a precision the CPU cannot infer in and quietly infers in another
