@@ -89,6 +89,22 @@ class NameMaker {
   return node;
 }
 
+// Whether every input that the plan may quantize (the quantized inputs of each node of a quantized
+// op type) has a known element type: an initializer's, or a value info's, a graph input's or output's.
+bool quantized_inputs_typed(const ::onnx::GraphProto& graph, const std::vector<std::string>& types) {
+  const auto infos = onnx::known_value_infos(graph);
+  for (const auto& node : graph.node()) {
+    if (!is_default_domain(node.domain()) || std::find(types.begin(), types.end(), node.op_type()) == types.end())
+      continue;
+    for (int input : quantized_inputs(node)) {
+      if (input >= node.input_size() || node.input(input).empty()) continue;
+      auto it = infos.find(node.input(input));
+      if (it == infos.end() || it->second.dtype == DType::kUndefined) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 const std::vector<std::string>& quantized_op_types() {
@@ -122,7 +138,12 @@ QuantizationPlan plan_quantization(onnx::Model& model, onnx::PrecisionKeepList k
     log::info("int8: opset {} has no per-channel DequantizeLinear (opset 13): weights are quantized per tensor",
               opset);
   onnx::lower_constant_nodes(graph);
-  if (auto inference = onnx::infer_shapes(*model); !inference.ok)
+  const auto& types = quantized_op_types();
+  // Shape inference types the tensors the plan reads; where the model's loader ran it already (as
+  // `parity convert` and `run` load models), every quantizable input is typed and it is not run again.
+  if (quantized_inputs_typed(graph, types))
+    log::verbose("int8: the inputs of the quantizable nodes have their types already; no shape inference");
+  else if (auto inference = onnx::infer_shapes(*model); !inference.ok)
     log::warning("ONNX shape inference stopped early; tensors of unknown type are not quantized.\nNote: error was: {}",
                  inference.error);
   const auto infos = onnx::known_value_infos(graph);
@@ -135,7 +156,6 @@ QuantizationPlan plan_quantization(onnx::Model& model, onnx::PrecisionKeepList k
 
   QuantizationPlan plan;
   std::set<std::string> planned;
-  const auto& types = quantized_op_types();
   for (int index = 0; index < graph.node_size(); ++index) {
     const auto& node = graph.node(index);
     if (!is_default_domain(node.domain()) ||
