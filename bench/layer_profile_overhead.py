@@ -2,15 +2,15 @@
 each backend's profiler sets, on ResNet-50-like and BERT-encoder models (tests/cli/exported_models.py, size "bench"):
 
 - Parity: `parity run MODEL --onnxrt --openvino --ov-precision f32 --input-shapes ... --perf --iterations N
-  --perf-layers 10 --perf-layer-iterations M`; from its report, per runner: the layers' sum over the mean latency
-  of the profiled inferences (the inferences the layer times come from) and over the unprofiled median latency, and
-  the profiled median latency over the unprofiled median (what profiling costs).
+  --perf-layers 10 --perf-layer-iterations M`; from its report, per runner: the layers' sum (a mean per inference)
+  over the mean latency of the profiled inferences (the inferences the layer times come from) and over the
+  unprofiled mean latency, and the profiled median latency over the unprofiled median (what profiling costs).
 - The bare backends, in this Python process, with the same threads: ONNX Runtime's `InferenceSession` with
   `enable_profiling` against one without (interleaved blocks of runs), the profiled runs' kernel events summed over
-  the wall time of the same runs and over the unprofiled median; OpenVINO's compiled model with `PERF_COUNT`
+  the wall time of the same runs and over the unprofiled mean; OpenVINO's compiled model with `PERF_COUNT`
   against one without, its counters (a running mean since compilation, so the mean over the timed inferences is
   taken from the counters before and after them) summed over the same inferences' wall time and over the
-  unprofiled median.
+  unprofiled mean.
 
 Every measurement is repeated; each repeat prints its ratios and the load average, then the median and spread
 (min..max) of each ratio.
@@ -59,7 +59,7 @@ def spread(values):
 
 
 def parity_layers(parity, model, shapes, iterations, layer_iterations):
-    """{runner kind: (layers / profiled mean latency, layers / unprofiled median, profiled / unprofiled median)}."""
+    """{runner kind: (layers / profiled mean latency, layers / unprofiled mean, profiled / unprofiled median)}."""
     with tempfile.TemporaryDirectory() as folder:
         report = os.path.join(folder, "report.json")
         shape_args = [f"{name}:[{','.join(map(str, dims))}]" for name, dims in shapes.items()]
@@ -72,13 +72,13 @@ def parity_layers(parity, model, shapes, iterations, layer_iterations):
     for entry in entries:
         layers = entry["layers"]
         kind = entry["runner"].split("-")[0]
-        figures[kind] = (layers["sum_over_profiled_latency"], layers["sum_over_median_latency"],
+        figures[kind] = (layers["sum_over_profiled_latency"], layers["sum_over_mean_latency"],
                          layers["profiling_overhead"])
     return figures
 
 
 def bare_onnxruntime(model, feed, threads, runs, folder):
-    """(kernels / profiled wall, kernels / unprofiled median, profiled median / unprofiled median)."""
+    """(kernels / profiled mean wall, kernels / unprofiled mean, profiled median / unprofiled median)."""
     import onnxruntime as ort
 
     def session(profiling):
@@ -105,13 +105,12 @@ def bare_onnxruntime(model, feed, threads, runs, folder):
     first_end = runs_seen[0][1]
     kernels = sum(e["dur"] for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
                   and e["ts"] >= first_end) * 1e-6 / (len(runs_seen) - 1)
-    plain_median = statistics.median(latencies["plain"])
-    return (kernels / statistics.mean(latencies["profiled"]), kernels / plain_median,
-            statistics.median(latencies["profiled"]) / plain_median)
+    return (kernels / statistics.mean(latencies["profiled"]), kernels / statistics.mean(latencies["plain"]),
+            statistics.median(latencies["profiled"]) / statistics.median(latencies["plain"]))
 
 
 def bare_openvino(model, shapes, feed, threads, runs):
-    """(layers / profiled wall, layers / unprofiled median, profiled median / unprofiled median)."""
+    """(layers / profiled mean wall, layers / unprofiled mean, profiled median / unprofiled median)."""
     import openvino as ov
     core = ov.Core()
     read = core.read_model(model)
@@ -137,9 +136,8 @@ def bare_openvino(model, shapes, feed, threads, runs):
                 latencies[name].append(time.perf_counter() - start)
     timed = len(latencies["profiled"])
     layers = sum(mean * (timed + 1) - first.get(name, 0.0) for name, mean in counters().items()) / timed
-    plain_median = statistics.median(latencies["plain"])
-    return (layers / statistics.mean(latencies["profiled"]), layers / plain_median,
-            statistics.median(latencies["profiled"]) / plain_median)
+    return (layers / statistics.mean(latencies["profiled"]), layers / statistics.mean(latencies["plain"]),
+            statistics.median(latencies["profiled"]) / statistics.median(latencies["plain"]))
 
 
 def main():

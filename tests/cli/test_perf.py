@@ -111,8 +111,8 @@ def test_perf_layers_name_real_nodes(run_parity, tmp_path, exported, exporter):
             assert set(layer["onnx_nodes"]) <= nodes, layer
         assert layers["sum_seconds_per_inference"] > 0 and layers["outside"]
         assert re.search(re.escape(entry["runner"]) + r".*\| Per-layer time \(.*the 4 slowest of \d+ layers; outside "
-                         r"the layers: .*\n.*profiled inferences: mean .*unprofiled median .*\n\s+layers sum .* of the "
-                         r"profiled inferences' mean latency, .* of the unprofiled median latency", result.output)
+                         r"the layers: .*\n.*profiled inferences: mean .*unprofiled mean .*\n\s+layers sum .* of the "
+                         r"profiled inferences' mean latency, .* of the unprofiled mean latency", result.output)
     onnxrt, openvino = report["perf"]
     assert onnxrt["layers"]["backend_run_seconds_per_inference"] > 0
     # OpenVINO's layers carry their kernel and precision, and some fuse several ONNX nodes.

@@ -88,7 +88,8 @@ def test_every_executed_openvino_layer_counted_once(run_parity, tmp_path):
 @pytest.mark.parametrize("backend", ["onnxrt", "openvino"])
 def test_layers_and_outside_parts_add_up_to_the_profiled_latency(profiled_bert, backend):
     entries, _ = profiled_bert
-    profile = next(entry for entry in entries if entry["runner"].startswith(backend))["layers"]
+    entry = next(entry for entry in entries if entry["runner"].startswith(backend))
+    profile = entry["layers"]
     assert profile["inferences"] == LAYER_INFERENCES
     assert len(profile["profiled_latencies"]) == LAYER_INFERENCES
     profiled = profile["profiled_latency_seconds"]["mean"]
@@ -101,6 +102,7 @@ def test_layers_and_outside_parts_add_up_to_the_profiled_latency(profiled_bert, 
     for row in profile["layers"] + outside:
         assert row["share"] == pytest.approx(row["seconds_per_inference"] / profiled)
     assert profile["sum_over_profiled_latency"] == pytest.approx(layers / profiled)
+    assert profile["sum_over_mean_latency"] == pytest.approx(layers / entry["latency_seconds"]["mean"])
     # Each layer runs inside its inference, so the layers' sum cannot exceed the inferences' latency.
     assert 0 < layers <= profiled
     if backend == "onnxrt":
@@ -116,10 +118,10 @@ def test_printed_table_matches_its_times(profiled_bert):
         start = re.search(re.escape(entry["runner"]) + r"\s*\| Per-layer time", output)
         assert start, output
         block = output[start.start():]
-        header = re.search(r"profiled inferences: mean ([\d.e+-]+) ms, median [\d.e+-]+ ms; unprofiled median "
-                           r"([\d.e+-]+) ms: profiling costs ([\d.]+)x\n\s+layers sum ([\d.e+-]+) ms per inference = "
-                           r"([\d.]+)% of the profiled inferences' mean latency, ([\d.]+)% of the unprofiled median",
-                           block)
+        header = re.search(r"profiled inferences: mean ([\d.e+-]+) ms, median [\d.e+-]+ ms; unprofiled mean "
+                           r"([\d.e+-]+) ms, median [\d.e+-]+ ms: profiling costs ([\d.]+)x \(median over median\)\n"
+                           r"\s+layers sum ([\d.e+-]+) ms per inference = ([\d.]+)% of the profiled inferences' mean "
+                           r"latency, ([\d.]+)% of the unprofiled mean", block)
         assert header, block[:600]
         profiled, unprofiled, _, layers, of_profiled, of_unprofiled = map(float, header.groups())
         assert of_profiled == pytest.approx(100 * layers / profiled, abs=0.1 + 100 * 5e-4 * layers / profiled)
