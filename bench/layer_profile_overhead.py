@@ -10,12 +10,14 @@ each backend's profiler sets, on ResNet-50-like and BERT-encoder models (tests/c
   the wall time of the same runs and over the unprofiled mean; OpenVINO's compiled model with `PERF_COUNT`
   against one without, its counters (a running mean since compilation, so the mean over the timed inferences is
   taken from the counters before and after them) summed over the same inferences' wall time and over the
-  unprofiled mean.
+  unprofiled mean. For both, the calling thread's CPU time over the wall time of the profiled runs: where it is well
+  below 1 and the backend runs the inference on the calling thread (OpenVINO with 1 thread), the rest is time the
+  thread waited for a core, inside or between the layers.
 
 Every measurement is repeated; each repeat prints its ratios and the load average, then the median and spread
 (min..max) of each ratio.
 
-    python bench/layer_profile_overhead.py [--build build/release] [--threads 2] [--repeats 3]
+    python bench/layer_profile_overhead.py [--build build/release] [--threads 2] [--repeats 3] [--kinds resnet,bert]
 """
 import argparse
 import json
@@ -58,12 +60,13 @@ def spread(values):
     return f"{statistics.median(values):.3f} ({min(values):.3f}..{max(values):.3f})"
 
 
-def parity_layers(parity, model, shapes, iterations, layer_iterations):
+def parity_layers(parity, model, shapes, threads, iterations, layer_iterations):
     """{runner kind: (layers / profiled mean latency, layers / unprofiled mean, profiled / unprofiled median)}."""
     with tempfile.TemporaryDirectory() as folder:
         report = os.path.join(folder, "report.json")
         shape_args = [f"{name}:[{','.join(map(str, dims))}]" for name, dims in shapes.items()]
-        subprocess.run([parity, "run", model, "--onnxrt", "--openvino", "--ov-precision", "f32", "--input-shapes",
+        subprocess.run([parity, "run", model, "--onnxrt", "--ort-intra-op-threads", str(threads), "--openvino",
+                        "--ov-threads", str(threads), "--ov-precision", "f32", "--input-shapes",
                         *shape_args, "--perf", "--iterations", str(iterations), "--perf-layers", "10",
                         "--perf-layer-iterations", str(layer_iterations), "--atol", "1e-3", "--rtol", "1e-3",
                         "--report", report], check=True, capture_output=True, text=True)
@@ -94,19 +97,23 @@ def bare_onnxruntime(model, feed, threads, runs, folder):
         plain.run(None, feed)
     profiled.run(None, feed)  # its first run is left out of the profile below, as Parity does
     latencies = {"plain": [], "profiled": []}
+    caller_cpu = 0.0
     for _ in range(runs // 10):
         for name, sess in (("plain", plain), ("profiled", profiled)):
             for _ in range(10):
-                start = time.perf_counter()
+                cpu, start = time.thread_time(), time.perf_counter()
                 sess.run(None, feed)
                 latencies[name].append(time.perf_counter() - start)
+                if name == "profiled":
+                    caller_cpu += time.thread_time() - cpu
     events = json.load(open(profiled.end_profiling()))
     runs_seen = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "model_run")
     first_end = runs_seen[0][1]
     kernels = sum(e["dur"] for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
                   and e["ts"] >= first_end) * 1e-6 / (len(runs_seen) - 1)
     return (kernels / statistics.mean(latencies["profiled"]), kernels / statistics.mean(latencies["plain"]),
-            statistics.median(latencies["profiled"]) / statistics.median(latencies["plain"]))
+            statistics.median(latencies["profiled"]) / statistics.median(latencies["plain"]),
+            caller_cpu / sum(latencies["profiled"]))
 
 
 def bare_openvino(model, shapes, feed, threads, runs):
@@ -128,16 +135,20 @@ def bare_openvino(model, shapes, feed, threads, runs):
     profiled.infer(feed)
     first = counters()  # the running mean after one inference is that inference's time
     latencies = {"plain": [], "profiled": []}
+    caller_cpu = 0.0
     for _ in range(runs // 10):
         for name, request in (("plain", plain), ("profiled", profiled)):
             for _ in range(10):
-                start = time.perf_counter()
+                cpu, start = time.thread_time(), time.perf_counter()
                 request.infer(feed)
                 latencies[name].append(time.perf_counter() - start)
+                if name == "profiled":
+                    caller_cpu += time.thread_time() - cpu
     timed = len(latencies["profiled"])
     layers = sum(mean * (timed + 1) - first.get(name, 0.0) for name, mean in counters().items()) / timed
     return (layers / statistics.mean(latencies["profiled"]), layers / statistics.mean(latencies["plain"]),
-            statistics.median(latencies["profiled"]) / statistics.median(latencies["plain"]))
+            statistics.median(latencies["profiled"]) / statistics.median(latencies["plain"]),
+            caller_cpu / sum(latencies["profiled"]))
 
 
 def main():
@@ -151,7 +162,7 @@ def main():
     parser.add_argument("--kinds", default="resnet,bert")
     args = parser.parse_args()
     parity = os.path.join(args.build, "tools", "parity", "parity")
-    names = ["layers/profiled", "layers/unprofiled", "profiled/unprofiled"]
+    names = ["layers/profiled", "layers/unprofiled", "profiled/unprofiled", "calling thread's CPU/wall"]
     with tempfile.TemporaryDirectory() as folder:
         for kind in args.kinds.split(","):
             model = str(export(kind, os.path.join(folder, f"{kind}.onnx"), "torchscript", size="bench"))
@@ -161,7 +172,7 @@ def main():
             results = {}
             for repeat in range(args.repeats):
                 measured = {f"parity {k}": v for k, v in
-                            parity_layers(parity, model, shapes, args.iterations, args.layer_iterations).items()}
+                            parity_layers(parity, model, shapes, args.threads, args.iterations, args.layer_iterations).items()}
                 measured["bare onnxruntime"] = bare_onnxruntime(model, feed, args.threads, args.runs, folder)
                 measured["bare openvino"] = bare_openvino(model, shapes, feed, args.threads, args.runs)
                 line = " | ".join(f"{who}: " + ", ".join(f"{n} {v:.3f}" for n, v in zip(names, values))
@@ -170,7 +181,8 @@ def main():
                 for who, values in measured.items():
                     results.setdefault(who, []).append(values)
             for who, rows in results.items():
-                print(f"  {who}: " + ", ".join(f"{n} {spread([row[i] for row in rows])}" for i, n in enumerate(names)))
+                print(f"  {who}: " + ", ".join(f"{names[i]} {spread([row[i] for row in rows])}"
+                                                for i in range(len(rows[0]))))
 
 
 if __name__ == "__main__":
