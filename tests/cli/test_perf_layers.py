@@ -132,3 +132,16 @@ def test_printed_table_matches_its_times(profiled_bert):
         for share, milliseconds in rows:
             assert float(share) == pytest.approx(100 * float(milliseconds) / profiled, abs=0.06 + 0.01 * abs(float(share)))
         assert sum(float(share) for share, _ in rows) == pytest.approx(100, abs=0.05 * len(rows) + 0.5)
+
+
+def test_profile_runs_on_a_twin_and_leaves_the_runner_as_it_was(run_parity, tmp_path):
+    # The profile's inferences run on a twin compiled with the counters; the runner's own compiled model (here
+    # compiled with them too, for --ov-profile-layers) is used again afterwards and counts only its own inferences:
+    # the compared one and the 2 timed ones, not the profile's 1 + 4.
+    model = fused_dense_model(tmp_path / "fused_dense.onnx")
+    result = run_parity("run", model, "--openvino", "--ov-precision", "f32", "--ov-profile-layers", "2", "--perf",
+                        "--iterations", "2", "--perf-layers", "2", "--perf-layer-iterations", "4", timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    assert "Per-layer time (OpenVINO's performance counters, mean of 4 profiled inference(s))" in result.output
+    assert re.search(r"the 2 slowest of 2 executed layers \(OpenVINO's profiling, mean over 3 inference\(s\)",
+                     result.output), result.output
