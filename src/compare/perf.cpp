@@ -56,12 +56,25 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[low] + (sorted[high] - sorted[low]) * fraction;
 }
 
-// The per-layer table: the `top` slowest layers, each with its share of the layers' total, median
-// time per inference, kernel, precision and ONNX nodes; and how the sum compares to the latency.
-void log_layers(const PerfResult& result, int top) {
-  const auto& profile = *result.layers;
+// The layers' time per inference: the sum of their means over the profiled inferences.
+double layers_seconds(const runtime::LayerProfile& profile) {
   double total = 0;
   for (const auto& layer : profile.layers) total += layer.seconds;
+  return total;
+}
+
+// A part of the profiled inferences' mean latency, as a share of it.
+double share_of(double seconds, double latency) { return latency > 0 ? seconds / latency : 0.0; }
+
+// The per-layer table: the `top` slowest layers, each with its share of the profiled inferences'
+// mean latency, mean time per inference, kernel, precision and ONNX nodes, then the time outside the
+// layers, part by part; above it the profiled latency beside the unprofiled one and the layers' sum
+// as a share of both.
+void log_layers(const PerfResult& result, int top) {
+  const auto& profile = *result.layers;
+  const double total = layers_seconds(profile);
+  const double profiled = runtime::mean_of(profile.latencies);
+  const double profiled_median = runtime::median_of(profile.latencies);
   std::vector<const runtime::LayerTime*> sorted;
   for (const auto& layer : profile.layers) sorted.push_back(&layer);
   std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->seconds > b->seconds; });
@@ -70,22 +83,37 @@ void log_layers(const PerfResult& result, int top) {
                                   "kernel", "precision", "ONNX nodes");
   for (const auto* layer : sorted) {
     std::string nodes = layer->onnx_nodes.empty() ? "(none: the backend's own)" : fmt::format("{}", fmt::join(layer->onnx_nodes, ", "));
-    lines += fmt::format("\n    {:5.1f}% | {:9.4f} | {} [{}] | {} | {} | {}", total > 0 ? 100.0 * layer->seconds / total : 0.0,
+    lines += fmt::format("\n    {:5.1f}% | {:9.4f} | {} [{}] | {} | {} | {}", 100.0 * share_of(layer->seconds, profiled),
                          layer->seconds * 1000.0, layer->name, layer->layer_type,
                          layer->kernel.empty() ? "?" : layer->kernel, layer->precision.empty() ? "?" : layer->precision,
                          nodes);
   }
-  const double layers_per_inference = total;
+  if (sorted.size() < profile.layers.size()) {
+    double rest = 0;
+    for (const auto& layer : profile.layers) rest += layer.seconds;
+    for (const auto* layer : sorted) rest -= layer->seconds;
+    lines += fmt::format("\n    {:5.1f}% | {:9.4f} | (the other {} layers)", 100.0 * share_of(rest, profiled), rest * 1000.0,
+                         profile.layers.size() - sorted.size());
+  }
+  for (const auto& part : profile.outside_times)
+    lines += fmt::format("\n    {:5.1f}% | {:9.4f} | ({}: {})", 100.0 * share_of(part.seconds, profiled),
+                         part.seconds * 1000.0, part.name, part.what);
+  const double unprofiled = result.latency.median;
   std::string comparison = fmt::format(
-      "layers sum {} ms per inference = {:.1f}% of the median latency {} ms", ms(layers_per_inference),
-      result.latency.median > 0 ? 100.0 * layers_per_inference / result.latency.median : 0.0, ms(result.latency.median));
+      "\n    profiled inferences: mean {} ms, median {} ms; unprofiled mean {} ms, median {} ms: profiling costs "
+      "{:.2f}x (median over median)"
+      "\n    layers sum {} ms per inference = {:.1f}% of the profiled inferences' mean latency, {:.1f}% of the "
+      "unprofiled mean latency",
+      ms(profiled), ms(profiled_median), ms(result.latency.mean), ms(unprofiled),
+      unprofiled > 0 ? profiled_median / unprofiled : 0.0, ms(total), 100.0 * share_of(total, profiled),
+      100.0 * share_of(total, result.latency.mean));
   if (profile.run_seconds > 0)
     comparison += fmt::format(" ({:.1f}% of the backend's own run time {} ms while profiling)",
-                              100.0 * total / profile.run_seconds, ms(profile.run_seconds));
-  log::info("{:35} | Per-layer time ({}, median of {} inference(s)): the {} slowest of {} layers; {}; outside the "
-            "layers: {}{}",
-            result.runner_name, profile.source, profile.inferences, sorted.size(), profile.layers.size(), comparison,
-            profile.outside, lines);
+                              100.0 * share_of(total, profile.run_seconds), ms(profile.run_seconds));
+  log::info("{:35} | Per-layer time ({}, mean of {} profiled inference(s)): the {} slowest of {} layers; outside the "
+            "layers: {}{}{}",
+            result.runner_name, profile.source, profile.inferences, sorted.size(), profile.layers.size(),
+            profile.outside, comparison, lines);
 }
 
 void log_result(const PerfResult& result) {
@@ -301,12 +329,24 @@ nlohmann::ordered_json PerfResult::to_json() const {
     nlohmann::ordered_json l;
     l["source"] = layers->source;
     l["inferences"] = layers->inferences;
-    double total = 0;
-    for (const auto& layer : layers->layers) total += layer.seconds;
+    const double total = layers_seconds(*layers);
+    const double profiled = runtime::mean_of(layers->latencies);
+    const double profiled_median = runtime::median_of(layers->latencies);
     l["sum_seconds_per_inference"] = total;
     l["sum_over_median_latency"] = latency.median > 0 ? total / latency.median : 0.0;
+    l["sum_over_mean_latency"] = share_of(total, latency.mean);
+    l["profiled_latency_seconds"] = {{"mean", profiled}, {"median", profiled_median}};
+    l["profiled_latencies"] = layers->latencies;
+    l["sum_over_profiled_latency"] = share_of(total, profiled);
+    l["profiling_overhead"] = latency.median > 0 ? profiled_median / latency.median : 0.0;
     if (layers->run_seconds > 0) l["backend_run_seconds_per_inference"] = layers->run_seconds;
     l["outside"] = layers->outside;
+    l["outside_times"] = nlohmann::ordered_json::array();
+    for (const auto& part : layers->outside_times)
+      l["outside_times"].push_back({{"name", part.name},
+                                    {"what", part.what},
+                                    {"seconds_per_inference", part.seconds},
+                                    {"share", share_of(part.seconds, profiled)}});
     l["layers"] = nlohmann::ordered_json::array();
     for (const auto& layer : layers->layers)
       l["layers"].push_back({{"name", layer.name},
@@ -314,7 +354,7 @@ nlohmann::ordered_json PerfResult::to_json() const {
                              {"kernel", layer.kernel},
                              {"precision", layer.precision},
                              {"seconds_per_inference", layer.seconds},
-                             {"share", total > 0 ? layer.seconds / total : 0.0},
+                             {"share", share_of(layer.seconds, profiled)},
                              {"onnx_nodes", layer.onnx_nodes}});
     json["layers"] = l;
   } else if (!layers_unavailable.empty()) {

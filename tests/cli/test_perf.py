@@ -103,14 +103,16 @@ def test_perf_layers_name_real_nodes(run_parity, tmp_path, exported, exporter):
         layers = entry["layers"]
         assert layers["inferences"] == 3
         assert layers["layers"], entry["runner"]
-        assert sum(layer["share"] for layer in layers["layers"]) == pytest.approx(1.0)
+        # Shares are of the profiled inferences' latency: the layers and the parts outside them make it up.
+        assert sum(row["share"] for row in layers["layers"] + layers["outside_times"]) == pytest.approx(1.0)
         mapped = [layer for layer in layers["layers"] if layer["onnx_nodes"]]
         assert mapped, f"{entry['runner']}: no layer maps to an ONNX node"
         for layer in mapped:
             assert set(layer["onnx_nodes"]) <= nodes, layer
         assert layers["sum_seconds_per_inference"] > 0 and layers["outside"]
-        assert re.search(re.escape(entry["runner"]) + r".*\| Per-layer time \(.*the 4 slowest of \d+ layers; layers "
-                         r"sum .* of the median latency", result.output)
+        assert re.search(re.escape(entry["runner"]) + r".*\| Per-layer time \(.*the 4 slowest of \d+ layers; outside "
+                         r"the layers: .*\n.*profiled inferences: mean .*unprofiled mean .*\n\s+layers sum .* of the "
+                         r"profiled inferences' mean latency, .* of the unprofiled mean latency", result.output)
     onnxrt, openvino = report["perf"]
     assert onnxrt["layers"]["backend_run_seconds_per_inference"] > 0
     # OpenVINO's layers carry their kernel and precision, and some fuse several ONNX nodes.

@@ -49,6 +49,15 @@ def test_perf_results_per_runner(tmp_path):
     assert onnxrt.layers and all(layer.onnx_nodes for layer in onnxrt.layers)
     assert {node for layer in onnxrt.layers for node in layer.onnx_nodes} <= {"mm", "bias", "relu"}
     assert onnxrt.layers_info["inferences"] == 2
+    # The shares are of the profiled inferences' mean latency, which the layers and the parts outside them make up.
+    info = onnxrt.layers_info
+    assert len(info["profiled_latencies"]) == 2 and info["profiled_latency_seconds"]["mean"] > 0
+    assert [part["name"] for part in info["outside_times"]] == ["between the kernels, inside ONNX Runtime's run",
+                                                                "outside ONNX Runtime's run"]
+    shares = [layer.share for layer in onnxrt.layers] + [part["share"] for part in info["outside_times"]]
+    assert sum(shares) == pytest.approx(1.0)
+    assert info["sum_over_profiled_latency"] == pytest.approx(sum(layer.share for layer in onnxrt.layers))
+    assert info["profiling_overhead"] > 0
     assert ref.layers is None and "no per-layer times" in ref.layers_unavailable
     assert Comparator.compare_accuracy(results)
 

@@ -58,8 +58,8 @@ def _shape_sets(shapes):
 
 
 class LayerTime:
-    """One layer of a per-layer profile: name, type, kernel, precision, seconds (per inference, the median over
-    the profiled inferences), share (of the layers' total) and onnx_nodes (the ONNX nodes it ran)."""
+    """One layer of a per-layer profile: name, type, kernel, precision, seconds (per inference, the mean over the
+    profiled inferences), share (of the profiled inferences' mean latency) and onnx_nodes (the ONNX nodes it ran)."""
 
     def __init__(self, entry):
         self.name = entry["name"]
@@ -81,7 +81,11 @@ class PerfResult:
     its settings (OpenVINO's PERFORMANCE_HINT, NUM_STREAMS, ...; empty for others); host_memory: {rss_before_bytes,
     rss_peak_bytes, added_bytes, peak_reset}; worker_memory: a worker process's {peak_rss_bytes, gpu_peak_bytes,
     gpu_note} or None; layers: [LayerTime] (None without a profile; layers_unavailable then says why when one was
-    asked for); layers_info: the profile's source, inferences, sums and what lies outside the layers;
+    asked for); layers_info: the profile's source, inferences, sums, the profiled inferences' latencies
+    (profiled_latencies, profiled_latency_seconds {mean, median}), the layers' sum over them
+    (sum_over_profiled_latency) and over the unprofiled median (sum_over_median_latency), profiling_overhead (profiled
+    median / unprofiled median) and outside_times (the parts of the latency outside the layers: name, what,
+    seconds_per_inference, share);
     input_shapes: {input name: shape} of the feed measured; sweep: with PerfConfig(shapes=...), one PerfResult per
     shape set, in order (their host_memory, worker_memory, backend_properties and layers left empty)."""
 

@@ -192,7 +192,8 @@ class OpenvinoRunner : public Runner {
   std::unordered_map<std::string, std::string> marked_precisions_;
   // Producer (node name, op type) of each ONNX tensor, for streamed tensors.
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>> tensor_order_;
-  // --ov-profile-layers: microseconds per runtime layer (name, type, kernel), summed over inferences.
+  // --ov-profile-layers: microseconds per runtime layer (name, type, kernel): OpenVINO's mean over
+  // the inferences since compilation, read after each inference.
   struct LayerTime {
     std::string name, layer_type, kernel;
     int64_t microseconds = 0;

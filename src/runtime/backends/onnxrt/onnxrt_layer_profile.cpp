@@ -1,9 +1,10 @@
 // OnnxrtRunner::profile_layers: per-layer times from ONNX Runtime's profiler. A second session of
 // the same model with the same options, profiling on, runs the feed; its Chrome-trace file's node
-// events ("<node>_kernel_time", category "Node") give each node's time per run (the median over the
-// runs is kept), and its "model_run" events the session's own time of each run. The first run
-// (allocations, kernel set-up) is left out.
+// events ("<node>_kernel_time", category "Node") give each node's time per run (the mean over the
+// runs is kept), and its "model_run" events the session's own time of each run; Parity's clock times each
+// run as a whole. The first run (allocations, kernel set-up) is left out.
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
@@ -55,7 +56,12 @@ LayerProfile OnnxrtRunner::profile_layers(const NamedTensors& feed, int inferenc
   OnnxrtOptions options = impl.options;
   options.profile_prefix = (folder.path() / "profile").string();
   auto profiled = session_from_model(impl.model_loader, options);
-  for (int i = 0; i <= inferences; ++i) profiled->run(feed);
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i <= inferences; ++i) {
+    const auto before = Clock::now();
+    profiled->run(feed);
+    if (i > 0) profile.latencies.push_back(std::chrono::duration<double>(Clock::now() - before).count());
+  }
   const std::string path = profiled->impl().session->end_profiling();
   std::ifstream file(path);
   nlohmann::json events;
@@ -73,21 +79,20 @@ LayerProfile OnnxrtRunner::profile_layers(const NamedTensors& feed, int inferenc
   std::sort(runs.begin(), runs.end(), [](const RunSpan& a, const RunSpan& b) { return a.start < b.start; });
   // Events of the first run are left out.
   const int64_t first_end = runs.empty() ? 0 : runs.front().end;
+  const double profiled_runs = static_cast<double>(runs.size() > 1 ? runs.size() - 1 : 1);
   std::vector<double> run_samples;
   for (std::size_t i = 1; i < runs.size(); ++i) run_samples.push_back(static_cast<double>(runs[i].end - runs[i].start) * 1e-6);
-  profile.run_seconds = median_of(run_samples);
+  profile.run_seconds = mean_of(run_samples);
 
   std::set<std::string> nodes;
   if (auto model = impl.model_loader(); model.proto)
     for (const auto& node : model->graph().node()) nodes.insert(node.name());
   std::map<std::string, std::size_t> index_of;
-  std::vector<std::vector<double>> samples;  // per layer, one per profiled run
   for (const auto& event : events) {
-    if (event.value("cat", "") != "Node") continue;
+    if (event.value("cat", "") != "Node" || event.value("ts", int64_t{0}) < first_end) continue;
     std::string name = event.value("name", "");
     if (name.size() <= kKernelTime.size() || name.compare(name.size() - kKernelTime.size(), kKernelTime.size(), kKernelTime) != 0)
       continue;
-    if (event.value("ts", int64_t{0}) < first_end) continue;
     name.resize(name.size() - kKernelTime.size());
     auto [it, added] = index_of.emplace(name, profile.layers.size());
     if (added) {
@@ -103,16 +108,24 @@ LayerProfile OnnxrtRunner::profile_layers(const NamedTensors& feed, int inferenc
         layer.precision = (*shapes)[0].begin().key();
       layer.onnx_nodes = onnx_nodes_of(name, nodes);
       profile.layers.push_back(std::move(layer));
-      samples.emplace_back();
     }
-    samples[it->second].push_back(static_cast<double>(event.value("dur", int64_t{0})) * 1e-6);
+    profile.layers[it->second].seconds += static_cast<double>(event.value("dur", int64_t{0})) * 1e-6 / profiled_runs;
   }
-  for (std::size_t i = 0; i < samples.size(); ++i) profile.layers[i].seconds = median_of(std::move(samples[i]));
+  double kernels = 0;
+  for (const auto& layer : profile.layers) kernels += layer.seconds;
   profile.source = "ONNX Runtime's profiler node events";
   profile.inferences = static_cast<int>(runs.size() > 0 ? runs.size() - 1 : 0);
+  profile.outside_times = {
+      {"between the kernels, inside ONNX Runtime's run",
+       "the executor's scheduling, allocating each node's outputs, the profiler's fence events and its recording "
+       "of each event",
+       profile.run_seconds - kernels},
+      {"outside ONNX Runtime's run",
+       "binding the inputs and outputs (wrapped, not copied) and handing the outputs back",
+       mean_of(profile.latencies) - profile.run_seconds}};
   profile.outside =
-      "binding the inputs and outputs, allocating the outputs, and the session's scheduling between nodes (inside "
-      "ONNX Runtime's model_run event), and Parity's feed validation";
+      "the executor's scheduling, output allocation and the profiler's own recording between the kernels (inside "
+      "ONNX Runtime's model_run event), and binding the inputs and outputs outside it";
   std::error_code ignored;
   std::filesystem::remove(path, ignored);
   return profile;

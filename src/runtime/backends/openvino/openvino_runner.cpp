@@ -667,19 +667,18 @@ void OpenvinoRunner::log_slowest_layers() {
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const LayerTime& a, const LayerTime& b) { return a.microseconds > b.microseconds; });
   sorted.resize(std::min(sorted.size(), static_cast<std::size_t>(options_.profile_layers)));
-  const double per_inference = static_cast<double>(profiled_inferences_);
   std::string lines;
   for (const auto& layer : sorted) {
     auto precision = precision_of.find(layer.name);
     lines += fmt::format("\n    {:5.1f}% | {:9.3f} ms | {} [{}] | kernel: {} | precision: {}",
                          total ? 100.0 * static_cast<double>(layer.microseconds) / static_cast<double>(total) : 0.0,
-                         static_cast<double>(layer.microseconds) / 1000.0 / per_inference, layer.name, layer.layer_type,
+                         static_cast<double>(layer.microseconds) / 1000.0, layer.name, layer.layer_type,
                          layer.kernel, precision == precision_of.end() ? "?" : precision->second);
   }
   log::info("{}: the {} slowest of {} executed layers (OpenVINO's profiling, mean over {} inference(s); layers "
             "total {:.3f} ms per inference):{}",
             name(), sorted.size(), layer_times_.size(), profiled_inferences_,
-            static_cast<double>(total) / 1000.0 / per_inference, lines);
+            static_cast<double>(total) / 1000.0, lines);
 }
 
 void OpenvinoRunner::deactivate_impl() {
@@ -759,7 +758,8 @@ NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
                              [&](const LayerTime& known) { return known.name == timing.name; });
       if (it == layer_times_.end())
         it = layer_times_.insert(layer_times_.end(), {timing.name, timing.layer_type, timing.kernel, 0});
-      it->microseconds += timing.real_time_us;
+      // OpenVINO's counter is already the layer's mean over every inference since compilation.
+      it->microseconds = timing.real_time_us;
     }
   }
 

@@ -1,0 +1,147 @@
+"""`parity run --perf --perf-layers` (docs/perf.md, "Per-layer time"): the per-layer table's arithmetic, on models
+exported from PyTorch (tests/cli/exported_models.py). No timing threshold is asserted; the tests check that
+
+- every executed OpenVINO layer is counted exactly once (a layer fusing several ONNX nodes included), and only
+  executed ones, against OpenVINO's own counters read here on a model built with onnx.helper;
+- the layers and the named parts outside them add up to the profiled inferences' mean latency, each share being its
+  time over that latency, in the report and in the printed table;
+- the layers' sum does not exceed the latency of the inferences it was measured in (each layer runs inside its
+  inference; OpenVINO's counters are a running mean since compilation, so a profile that kept the first,
+  slow inference in its means breaks this on BERT)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from exported_models import export
+from run_util import RUN_TIMEOUT
+
+LAYER_INFERENCES = 4
+
+
+@pytest.fixture(scope="session")
+def bert(tmp_path_factory):
+    return export("bert", tmp_path_factory.mktemp("perf_layers") / "bert.onnx", "torchscript")
+
+
+@pytest.fixture(scope="session")
+def profiled_bert(bert, tmp_path_factory, run_parity):
+    report = tmp_path_factory.mktemp("perf_layers_report") / "report.json"
+    result = run_parity("run", bert, "--onnxrt", "--openvino", "--ov-precision", "f32", "--atol", "1e-3",
+                                "--rtol", "1e-3", "--perf", "--iterations", "5", "--perf-layers", "3",
+                                "--perf-layer-iterations", str(LAYER_INFERENCES), "--report", report,
+                                timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    return json.loads(report.read_text())["perf"], result.output
+
+
+def fused_dense_model(path):
+    """x -> MatMul "mm" -> Add "bias" -> Relu "relu" -> Reshape "reshape" -> MatMul "mm2" -> y. OpenVINO fuses mm, bias
+    and relu into one FullyConnected layer and runs the Reshape in place (NOT_RUN). Built here rather than exported:
+    the layers' names must be the same in Parity's compile and in OpenVINO's own compile of the file, and the
+    exported models' converted graphs carry names OpenVINO numbers afresh in each compile."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    initializers = [numpy_helper.from_array(rng.standard_normal((16, 32)).astype(np.float32), "w1"),
+                    numpy_helper.from_array(rng.standard_normal(32).astype(np.float32), "b1"),
+                    numpy_helper.from_array(np.array([4, 8, 4], np.int64), "shape"),
+                    numpy_helper.from_array(rng.standard_normal((4, 8)).astype(np.float32), "w2")]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["mm"], name="mm"),
+             helper.make_node("Add", ["mm", "b1"], ["biased"], name="bias"),
+             helper.make_node("Relu", ["biased"], ["relu"], name="relu"),
+             helper.make_node("Reshape", ["relu", "shape"], ["reshaped"], name="reshape"),
+             helper.make_node("MatMul", ["reshaped", "w2"], ["y"], name="mm2")]
+    graph = helper.make_graph(nodes, "fused_dense", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8, 8])], initializers)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_every_executed_openvino_layer_counted_once(run_parity, tmp_path):
+    import openvino as ov
+
+    model = fused_dense_model(tmp_path / "fused_dense.onnx")
+    report = tmp_path / "report.json"
+    result = run_parity("run", model, "--openvino", "--ov-precision", "f32", "--perf", "--iterations", "3",
+                        "--perf-layers", "5", "--perf-layer-iterations", "3", "--report", report, timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    layers = json.loads(report.read_text())["perf"][0]["layers"]["layers"]
+    # OpenVINO's own counters for the same model and settings.
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(str(model)), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
+                                                                        "PERF_COUNT": True})
+    request = compiled.create_infer_request()
+    request.infer({"x": np.ones((4, 16), np.float32)})
+    executed = [p.node_name for p in request.profiling_info if p.status == ov.ProfilingInfo.Status.EXECUTED]
+    not_run = {p.node_name for p in request.profiling_info if p.status != ov.ProfilingInfo.Status.EXECUTED}
+    assert "reshape" in not_run, "OpenVINO ran the Reshape: nothing left out to check"
+    assert sorted(layer["name"] for layer in layers) == sorted(executed)
+    fused = [layer for layer in layers if len(layer["onnx_nodes"]) > 1]
+    assert fused and {"bias", "relu"} <= set(fused[0]["onnx_nodes"]), layers
+    assert all(layer["seconds_per_inference"] >= 0 for layer in layers)
+
+
+@pytest.mark.parametrize("backend", ["onnxrt", "openvino"])
+def test_layers_and_outside_parts_add_up_to_the_profiled_latency(profiled_bert, backend):
+    entries, _ = profiled_bert
+    entry = next(entry for entry in entries if entry["runner"].startswith(backend))
+    profile = entry["layers"]
+    assert profile["inferences"] == LAYER_INFERENCES
+    assert len(profile["profiled_latencies"]) == LAYER_INFERENCES
+    profiled = profile["profiled_latency_seconds"]["mean"]
+    assert profiled == pytest.approx(sum(profile["profiled_latencies"]) / LAYER_INFERENCES)
+    layers = sum(layer["seconds_per_inference"] for layer in profile["layers"])
+    assert layers == pytest.approx(profile["sum_seconds_per_inference"])
+    outside = profile["outside_times"]
+    assert outside and all(part["name"] and part["what"] for part in outside)
+    assert layers + sum(part["seconds_per_inference"] for part in outside) == pytest.approx(profiled)
+    for row in profile["layers"] + outside:
+        assert row["share"] == pytest.approx(row["seconds_per_inference"] / profiled)
+    assert profile["sum_over_profiled_latency"] == pytest.approx(layers / profiled)
+    assert profile["sum_over_mean_latency"] == pytest.approx(layers / entry["latency_seconds"]["mean"])
+    # Each layer runs inside its inference, so the layers' sum cannot exceed the inferences' latency.
+    assert 0 < layers <= profiled
+    if backend == "onnxrt":
+        # Its kernels run inside its own run, which runs inside Parity's clock: each part outside is measured.
+        assert layers <= profile["backend_run_seconds_per_inference"] <= profiled
+        assert [part["name"] for part in outside] == ["between the kernels, inside ONNX Runtime's run",
+                                                      "outside ONNX Runtime's run"]
+
+
+def test_printed_table_matches_its_times(profiled_bert):
+    entries, output = profiled_bert
+    for entry in entries:
+        start = re.search(re.escape(entry["runner"]) + r"\s*\| Per-layer time", output)
+        assert start, output
+        block = output[start.start():]
+        header = re.search(r"profiled inferences: mean ([\d.e+-]+) ms, median [\d.e+-]+ ms; unprofiled mean "
+                           r"([\d.e+-]+) ms, median [\d.e+-]+ ms: profiling costs ([\d.]+)x \(median over median\)\n"
+                           r"\s+layers sum ([\d.e+-]+) ms per inference = ([\d.]+)% of the profiled inferences' mean "
+                           r"latency, ([\d.]+)% of the unprofiled mean", block)
+        assert header, block[:600]
+        profiled, unprofiled, _, layers, of_profiled, of_unprofiled = map(float, header.groups())
+        assert of_profiled == pytest.approx(100 * layers / profiled, abs=0.1 + 100 * 5e-4 * layers / profiled)
+        assert of_unprofiled == pytest.approx(100 * layers / unprofiled, abs=0.1 + 100 * 5e-4 * layers / unprofiled)
+        rows = re.findall(r"\n\s+([\d.-]+)% \|\s+([\d.-]+) \| ", block.split("\n[", 1)[0])
+        # 3 slowest layers, the other layers, the parts outside them.
+        assert len(rows) == 3 + 1 + len(entry["layers"]["outside_times"])
+        for share, milliseconds in rows:
+            assert float(share) == pytest.approx(100 * float(milliseconds) / profiled, abs=0.06 + 0.01 * abs(float(share)))
+        assert sum(float(share) for share, _ in rows) == pytest.approx(100, abs=0.05 * len(rows) + 0.5)
+
+
+def test_profile_runs_on_a_twin_and_leaves_the_runner_as_it_was(run_parity, tmp_path):
+    # The profile's inferences run on a twin compiled with the counters; the runner's own compiled model (here
+    # compiled with them too, for --ov-profile-layers) is used again afterwards and counts only its own inferences:
+    # the compared one and the 2 timed ones, not the profile's 1 + 4.
+    model = fused_dense_model(tmp_path / "fused_dense.onnx")
+    result = run_parity("run", model, "--openvino", "--ov-precision", "f32", "--ov-profile-layers", "2", "--perf",
+                        "--iterations", "2", "--perf-layers", "2", "--perf-layer-iterations", "4", timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    assert "Per-layer time (OpenVINO's performance counters, mean of 4 profiled inference(s))" in result.output
+    assert re.search(r"the 2 slowest of 2 executed layers \(OpenVINO's profiling, mean over 3 inference\(s\)",
+                     result.output), result.output
