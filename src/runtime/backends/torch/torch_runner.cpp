@@ -303,7 +303,7 @@ NamedTensors TorchRunner::ordered_feed(const NamedTensors& feed) const {
 NamedTensors TorchRunner::infer_impl(const NamedTensors& feed) {
   const NamedTensors ordered = ordered_feed(feed);
   const bool modules = captures_modules();
-  json arguments = {{"capture", json()}};
+  json arguments;
   std::unordered_set<std::string> captured;  // the module outputs' tensor names
   if (modules) {
     // Each paired module whose tensor is not a graph output (those the forward pass returns anyway).
