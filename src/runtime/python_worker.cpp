@@ -262,7 +262,7 @@ class SharedRegion {
 // Where one tensor of a request or reply lies in the shared memory.
 struct TensorPlace {
   std::string name;
-  DType dtype;
+  DType dtype{};
   Shape shape;
   std::size_t offset = 0;
   std::size_t bytes = 0;
@@ -295,16 +295,18 @@ json entries_json(const std::vector<TensorPlace>& places) {
   return entries;
 }
 
-// The 8-byte request of a bound call ("!", three zero bytes, the binding as a little-endian uint32) and
-// the 8-byte reply that says the tensors lie where the previous reply put them.
+// A bound call's request and reply are 8 bytes; the reply ("=" and seven zero bytes) says the tensors
+// lie where the previous reply put them.
+constexpr std::size_t kBoundMessageSize = 8;
+constexpr char kBoundReplyMark = '=';
+
+// A bound call's request: "!", three zero bytes, the binding as a little-endian uint32.
 std::string bound_request(std::size_t binding) {
-  std::string request(8, '\0');
+  std::string request(kBoundMessageSize, '\0');
   request[0] = '!';
   for (int i = 0; i < 4; ++i) request[4 + i] = static_cast<char>((binding >> (8 * i)) & 0xff);
   return request;
 }
-constexpr char kBoundReplyMark = '=';
-constexpr std::size_t kBoundMessageSize = 8;
 
 }  // namespace
 
