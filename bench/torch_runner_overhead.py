@@ -162,7 +162,9 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--warm-up", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each side, alternated; the best is kept")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each side, alternated; the best of each side is compared, and each pair's "
+                             "ratio summarized (a shared machine's load moves single runs)")
     parser.add_argument("--models", default="add_one,small_cnn,resnet50")
     args = parser.parse_args()
 
@@ -170,8 +172,10 @@ def main():
         script = Path(folder) / "bench_models.py"
         script.write_text(MODELS_SCRIPT)
         print(f"device {args.device}, {args.iterations} iterations after {args.warm_up} warm-ups, best of "
-              f"{args.repeats} alternated runs; {args.python}")
-        print(f"{'model':10} {'bare torch ms':>14} {'parity --torch ms':>18} {'ratio':>7} {'overhead ms':>12}")
+              f"{args.repeats} alternated runs; {args.python}; load average {os.getloadavg()[0]:.2f} on "
+              f"{os.cpu_count()} CPUs")
+        print(f"{'model':10} {'bare torch ms':>14} {'parity --torch ms':>18} {'ratio':>7} {'overhead ms':>12}"
+              "   each run pair's ratio: median (lowest to highest); overhead median")
         for function in args.models.split(","):
             bare, parity = [], []
             for _ in range(args.repeats):
@@ -180,7 +184,10 @@ def main():
                 parity.append(parity_ms(args.parity, args.python, script, function, args.device, args.iterations,
                                         args.warm_up))
             b, p = min(bare), min(parity)
-            print(f"{function:10} {b:14.4f} {p:18.4f} {p / b:6.3f}x {p - b:12.4f}")
+            ratios = [pi / bi for pi, bi in zip(parity, bare)]
+            overheads = [pi - bi for pi, bi in zip(parity, bare)]
+            print(f"{function:10} {b:14.4f} {p:18.4f} {p / b:6.3f}x {p - b:12.4f}   {statistics.median(ratios):.3f}x "
+                  f"({min(ratios):.3f}x to {max(ratios):.3f}x); {statistics.median(overheads):.4f} ms")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ using json = nlohmann::json;
 // (stdout itself becomes stderr, so prints never mix with replies). The region is the memfd whose
 // number is argv[1], mapped again whenever a message says it has grown.
 constexpr const char* kWorkerProgram = R"PY(
-import json, mmap, os, sys, traceback
+import json, mmap, os, struct, sys, traceback
 _requests = sys.stdin.buffer
 _replies = os.fdopen(os.dup(1), "wb")
 os.dup2(2, 1)
@@ -37,10 +37,15 @@ _region_fd = int(sys.argv[1])
 _region = None
 _region_size = 0
 _commands = {}
+_preparers = {}
+_bindings = {}
+_BOUND_REPLY = b"=" + bytes(7)
 
-def command(name):
+def command(name, bind=None):
     def register(function):
         _commands[name] = function
+        if bind is not None:
+            _preparers[name] = bind
         return function
     return register
 
@@ -58,10 +63,23 @@ def _map(size):
         _region = mmap.mmap(_region_fd, size) if size > 0 else None
         _region_size = size
 
-def _read_message():
-    header = _requests.readline()
-    if not header:
+class _Binding:
+    """A bound command: its prepared call, where its reply's tensors go, and [(name, view)] of its
+    previous reply's tensors (None after a reply with a result). Views of a region that grew since stay
+    valid: the memfd only grows, and every mapping of it shares its pages."""
+    def __init__(self, run, reply_offset):
+        self.run = run
+        self.reply_offset = reply_offset
+        self.outputs = None
+
+def _read_request():
+    """A JSON request (a dict), a bound call's binding number (an int), or None at the end of the input."""
+    head = _requests.peek(1)[:1]
+    if not head:
         return None
+    if head == b"!":
+        return struct.unpack("<4xI", _requests.read(8))[0]
+    header = _requests.readline()
     return json.loads(_requests.read(int(header)))
 
 def _send(message):
@@ -103,20 +121,65 @@ def _write(tensors, offset):
         entries.append({"name": name, "dtype": array.dtype.str, "shape": list(array.shape), "offset": start})
     return entries
 
+def _reply(returned, reply_offset):
+    """Sends a command's JSON reply; returns its Reply and its tensors' entries."""
+    reply = returned if isinstance(returned, Reply) else Reply(returned)
+    entries = _write(reply.tensors, reply_offset) if reply.tensors else []
+    _send({"ok": True, "result": reply.result, "tensors": entries, "region_size": _region_size})
+    return reply, entries
+
+def _reply_bound(binding, returned):
+    """A bound call's reply: 8 bytes when it has no result and its numpy arrays keep the names, dtypes and
+    shapes of the binding's previous reply (copied into that reply's views), else the JSON reply, whose
+    tensors' views the binding keeps."""
+    outputs = binding.outputs
+    if (outputs is not None and isinstance(returned, Reply) and returned.result is None
+            and len(returned.tensors) == len(outputs)):
+        import numpy as np
+        for (name, value), (bound, view) in zip(returned.tensors.items(), outputs):
+            if (name != bound or type(value) is not np.ndarray or value.shape != view.shape
+                    or value.dtype != view.dtype):
+                break
+            np.copyto(view, value)
+        else:
+            _replies.write(_BOUND_REPLY)
+            _replies.flush()
+            return
+    reply, entries = _reply(returned, binding.reply_offset)
+    binding.outputs = None
+    if reply.result is None:
+        import numpy as np
+        binding.outputs = [(e["name"], np.ndarray(tuple(e["shape"]), dtype=np.dtype(e["dtype"]), buffer=_region,
+                                                   offset=e["offset"]) if _region is not None else
+                            np.empty(tuple(e["shape"]), dtype=np.dtype(e["dtype"]))) for e in entries]
+
 def _serve():
     while True:
-        request = _read_message()
+        request = _read_request()
         if request is None:
             break
         try:
+            if isinstance(request, int):
+                binding = _bindings.get(request)
+                if binding is None:
+                    raise RuntimeError(f"bound call {request} was never prepared")
+                _reply_bound(binding, binding.run())
+                continue
             _map(request["region_size"])
-            function = _commands.get(request["command"])
+            name = request["command"]
+            function = _commands.get(name)
             if function is None:
-                raise KeyError(f"no command '{request['command']}' (commands: {', '.join(sorted(_commands))})")
-            returned = function(request["arguments"], _views(request["tensors"]))
-            reply = returned if isinstance(returned, Reply) else Reply(returned)
-            entries = _write(reply.tensors, request["reply_offset"]) if reply.tensors else []
-            _send({"ok": True, "result": reply.result, "tensors": entries, "region_size": _region_size})
+                raise KeyError(f"no command '{name}' (commands: {', '.join(sorted(_commands))})")
+            if "bind" in request:
+                _bindings.pop(request["bind"], None)
+                if name not in _preparers:
+                    raise KeyError(f"command '{name}' cannot be bound (it was registered without bind=)")
+                binding = _Binding(_preparers[name](request["arguments"], _views(request["tensors"])),
+                                   request["reply_offset"])
+                _bindings[request["bind"]] = binding
+                _reply_bound(binding, binding.run())
+                continue
+            _reply(function(request["arguments"], _views(request["tensors"])), request["reply_offset"])
         except BaseException as error:
             text = str(error) if isinstance(error, CommandFailed) else traceback.format_exc()
             lines = [line for line in text.strip().splitlines() if line.strip()]
@@ -196,7 +259,66 @@ class SharedRegion {
   std::size_t size_ = 0;
 };
 
+// Where one tensor of a request or reply lies in the shared memory.
+struct TensorPlace {
+  std::string name;
+  DType dtype{};
+  Shape shape;
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+  bool operator==(const TensorPlace&) const = default;
+};
+
+// A request's tensors placed one after another (64-byte aligned); the end of the last.
+std::vector<TensorPlace> place(const std::string& worker, const NamedTensors& tensors, std::size_t& end) {
+  std::vector<TensorPlace> places;
+  places.reserve(tensors.size());
+  end = 0;
+  for (const auto& [name, tensor] : tensors) {
+    const DTypeInfo& info = dtype_info(tensor.dtype());
+    if (info.numpy_descr.empty() || tensor.dtype() == DType::kString)
+      raise<UnsupportedError>("{}: tensor '{}' is {}, which a Python worker cannot exchange (numpy has no such type)",
+                              worker, name, info.name);
+    places.push_back({name, tensor.dtype(), tensor.shape(), aligned(end), tensor.byte_size()});
+    end = places.back().offset + places.back().bytes;
+  }
+  return places;
+}
+
+json entries_json(const std::vector<TensorPlace>& places) {
+  json entries = json::array();
+  for (const auto& place : places)
+    entries.push_back({{"name", place.name},
+                       {"dtype", dtype_info(place.dtype).numpy_descr},
+                       {"shape", place.shape},
+                       {"offset", place.offset}});
+  return entries;
+}
+
+// A bound call's request and reply are 8 bytes; the reply ("=" and seven zero bytes) says the tensors
+// lie where the previous reply put them.
+constexpr std::size_t kBoundMessageSize = 8;
+constexpr char kBoundReplyMark = '=';
+
+// A bound call's request: "!", three zero bytes, the binding as a little-endian uint32.
+std::string bound_request(std::size_t binding) {
+  std::string request(kBoundMessageSize, '\0');
+  request[0] = '!';
+  for (int i = 0; i < 4; ++i) request[4 + i] = static_cast<char>((binding >> (8 * i)) & 0xff);
+  return request;
+}
+
 }  // namespace
+
+// A bound command: its arguments, and the layouts of its last request and reply while the worker holds
+// it prepared. The region only grows, so the places stay valid as it does.
+struct PythonWorker::BoundCall {
+  std::string command;
+  json arguments;
+  bool prepared = false;
+  std::vector<TensorPlace> request;
+  std::optional<std::vector<TensorPlace>> reply;  // nullopt: the last reply had a result
+};
 
 struct PythonWorker::State {
   std::string name;
@@ -206,6 +328,13 @@ struct PythonWorker::State {
   std::unique_ptr<Process> process;
   std::string pending;  // bytes read past the last reply
   std::string failure;  // why the worker ended; empty while it serves
+  std::vector<BoundCall> bound;
+
+  void write(const NamedTensors& tensors, const std::vector<TensorPlace>& places);
+  std::string exchange(const std::string& request, const std::string& command);
+  std::string json_request(const std::string& command, const json& arguments, const std::vector<TensorPlace>& places,
+                           std::size_t end, std::optional<std::size_t> binding);
+  PythonReply answer(const std::string& message, const std::string& command, std::vector<TensorPlace>& places);
 
   // Ends the worker after `what` happened and throws the explanation, kept for later calls.
   // `stopped`: this side killed it.
@@ -219,10 +348,16 @@ struct PythonWorker::State {
     raise<Error>("{}", failure);
   }
 
-  // One message "<byte count>\n<bytes>"; nullopt when the worker's output ended first.
+  // One message "<byte count>\n<bytes>", or a bound call's 8-byte reply (returned whole, its first
+  // byte kBoundReplyMark); nullopt when the worker's output ended first.
   std::optional<std::string> read_message(ProcessDeadline deadline, const std::string& command) {
     for (;;) {
-      auto newline = pending.find('\n');
+      if (!pending.empty() && pending[0] == kBoundReplyMark && pending.size() >= kBoundMessageSize) {
+        std::string message = pending.substr(0, kBoundMessageSize);
+        pending.erase(0, kBoundMessageSize);
+        return message;
+      }
+      auto newline = !pending.empty() && pending[0] == kBoundReplyMark ? std::string::npos : pending.find('\n');
       if (newline != std::string::npos) {
         std::string header = pending.substr(0, newline);
         if (header.empty() || header.size() > 20 ||
@@ -273,62 +408,127 @@ bool PythonWorker::alive() const { return state_->failure.empty(); }
 
 const std::string& PythonWorker::name() const { return state_->name; }
 
-PythonReply PythonWorker::call(const std::string& command, const json& arguments, const NamedTensors& tensors) {
-  State& state = *state_;
-  if (!state.failure.empty()) raise<Error>("the Python worker for {} has already ended: {}", state.name, state.failure);
-  json entries = json::array();
-  std::size_t end = 0;
-  std::vector<std::size_t> offsets;
-  for (const auto& [name, tensor] : tensors) {
-    const DTypeInfo& info = dtype_info(tensor.dtype());
-    if (info.numpy_descr.empty() || tensor.dtype() == DType::kString)
-      raise<UnsupportedError>("{}: tensor '{}' is {}, which a Python worker cannot exchange (numpy has no such type)",
-                              state.name, name, info.name);
-    offsets.push_back(aligned(end));
-    end = offsets.back() + tensor.byte_size();
-    entries.push_back(
-        {{"name", name}, {"dtype", info.numpy_descr}, {"shape", tensor.shape()}, {"offset", offsets.back()}});
-  }
-  state.region.reserve(end);
+// Writes the tensors where `places` puts them (the region already reserved).
+void PythonWorker::State::write(const NamedTensors& tensors, const std::vector<TensorPlace>& places) {
   for (std::size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i].second.byte_size() > 0)
-      std::memcpy(state.region.data() + offsets[i], tensors[i].second.raw(), tensors[i].second.byte_size());
-  json request = {{"command", command},     {"arguments", arguments},      {"tensors", std::move(entries)},
-                  {"reply_offset", aligned(end)}, {"region_size", state.region.size()}};
-  const std::string text = request.dump();
-  ProcessDeadline deadline;
-  if (state.call_timeout) deadline = ProcessClock::now() + *state.call_timeout;
-  const bool sent = state.process->write_input(fmt::format("{}\n", text.size()) + text);
-  std::optional<std::string> message = sent ? state.read_message(deadline, command) : std::nullopt;
-  if (!message) state.ended("ended before it answered");
+    if (places[i].bytes > 0) std::memcpy(region.data() + places[i].offset, tensors[i].second.raw(), places[i].bytes);
+}
 
+// Sends a request and returns the reply to `command`; a worker that ended is an error.
+std::string PythonWorker::State::exchange(const std::string& request, const std::string& command) {
+  ProcessDeadline deadline;
+  if (call_timeout) deadline = ProcessClock::now() + *call_timeout;
+  const bool sent = process->write_input(request);
+  std::optional<std::string> message = sent ? read_message(deadline, command) : std::nullopt;
+  if (!message) ended("ended before it answered");
+  return std::move(*message);
+}
+
+std::string PythonWorker::State::json_request(const std::string& command, const json& arguments,
+                                              const std::vector<TensorPlace>& places, std::size_t end,
+                                              std::optional<std::size_t> binding) {
+  json request = {{"command", command},           {"arguments", arguments},
+                  {"tensors", entries_json(places)}, {"reply_offset", aligned(end)},
+                  {"region_size", region.size()}};
+  if (binding) request["bind"] = *binding;
+  const std::string text = request.dump();
+  return fmt::format("{}\n", text.size()) + text;
+}
+
+// A JSON reply's result and tensors (copies); `places` receives where its tensors lay.
+PythonReply PythonWorker::State::answer(const std::string& message, const std::string& command,
+                                        std::vector<TensorPlace>& places) {
+  if (!message.empty() && message[0] == kBoundReplyMark)
+    raise<InternalError>("the Python worker for {}: a bound reply to '{}', which was not a bound call", name, command);
   json reply;
   try {
-    reply = json::parse(*message);
+    reply = json::parse(message);
   } catch (const json::exception& error) {
-    raise<InternalError>("the Python worker for {}: unreadable reply to '{}': {}", state.name, command, error.what());
+    raise<InternalError>("the Python worker for {}: unreadable reply to '{}': {}", name, command, error.what());
   }
   if (!reply.at("ok").get<bool>())
-    throw PythonCommandError(fmt::format("{}: {}: {}", state.name, command, reply.at("error").get<std::string>()),
+    throw PythonCommandError(fmt::format("{}: {}: {}", name, command, reply.at("error").get<std::string>()),
                              reply.at("traceback").get<std::string>());
-  state.region.follow(reply.at("region_size").get<std::size_t>());
+  region.follow(reply.at("region_size").get<std::size_t>());
   PythonReply answer;
   answer.result = std::move(reply.at("result"));
+  places.clear();
   for (const auto& entry : reply.at("tensors")) {
-    const std::string name = entry.at("name").get<std::string>();
+    TensorPlace place;
+    place.name = entry.at("name").get<std::string>();
     const std::string descr = entry.at("dtype").get<std::string>();
     auto dtype = dtype_from_numpy_descr(descr);
     if (!dtype)
-      raise<UnsupportedError>("{}: '{}' returned tensor '{}' of numpy dtype '{}', which Parity has no type for",
-                              state.name, command, name, descr);
-    Shape shape = entry.at("shape").get<Shape>();
-    const std::size_t offset = entry.at("offset").get<std::size_t>();
-    const std::size_t bytes = storage_bytes(*dtype, checked_element_count(shape));
-    if (offset + bytes > state.region.size())
-      raise<InternalError>("{}: tensor '{}' lies outside the shared memory", state.name, name);
-    answer.tensors.emplace_back(name,
-                                Tensor::from_bytes(*dtype, std::move(shape), state.region.data() + offset, bytes));
+      raise<UnsupportedError>("{}: '{}' returned tensor '{}' of numpy dtype '{}', which Parity has no type for", name,
+                              command, place.name, descr);
+    place.dtype = *dtype;
+    place.shape = entry.at("shape").get<Shape>();
+    place.offset = entry.at("offset").get<std::size_t>();
+    place.bytes = storage_bytes(*dtype, checked_element_count(place.shape));
+    if (place.offset + place.bytes > region.size())
+      raise<InternalError>("{}: tensor '{}' lies outside the shared memory", name, place.name);
+    answer.tensors.emplace_back(place.name, Tensor::from_bytes(place.dtype, place.shape, region.data() + place.offset,
+                                                                place.bytes));
+    places.push_back(std::move(place));
   }
+  return answer;
+}
+
+PythonReply PythonWorker::call(const std::string& command, const json& arguments, const NamedTensors& tensors) {
+  State& state = *state_;
+  if (!state.failure.empty()) raise<Error>("the Python worker for {} has already ended: {}", state.name, state.failure);
+  std::size_t end = 0;
+  const std::vector<TensorPlace> places = place(state.name, tensors, end);
+  state.region.reserve(end);
+  state.write(tensors, places);
+  std::vector<TensorPlace> replied;
+  return state.answer(state.exchange(state.json_request(command, arguments, places, end, std::nullopt), command),
+                      command, replied);
+}
+
+PythonWorker::Binding PythonWorker::bind(const std::string& command, json arguments) {
+  BoundCall bound;
+  bound.command = command;
+  bound.arguments = std::move(arguments);
+  state_->bound.push_back(std::move(bound));
+  return state_->bound.size() - 1;
+}
+
+PythonReply PythonWorker::call_bound(Binding binding, const NamedTensors& tensors) {
+  State& state = *state_;
+  if (!state.failure.empty()) raise<Error>("the Python worker for {} has already ended: {}", state.name, state.failure);
+  BoundCall& bound = state.bound.at(binding);
+  std::size_t end = 0;
+  std::vector<TensorPlace> places = place(state.name, tensors, end);
+  const bool prepared = bound.prepared && places == bound.request;
+  if (!prepared) state.region.reserve(end);
+  state.write(tensors, places);
+  std::string request;
+  if (prepared) {
+    request = bound_request(binding);
+  } else {
+    request = state.json_request(bound.command, bound.arguments, places, end, binding);
+    bound.request = std::move(places);
+  }
+  // Unprepared until a reply says otherwise: a command's error leaves the worker's binding unknown.
+  bound.prepared = false;
+  const std::string message = state.exchange(request, bound.command);
+  if (message[0] == kBoundReplyMark) {
+    if (!prepared || !bound.reply)
+      raise<InternalError>("the Python worker for {}: a bound reply to '{}' without a previous reply's layout",
+                           state.name, bound.command);
+    PythonReply answer;
+    for (const TensorPlace& place : *bound.reply)
+      answer.tensors.emplace_back(place.name, Tensor::from_bytes(place.dtype, place.shape,
+                                                                 state.region.data() + place.offset, place.bytes));
+    bound.prepared = true;
+    return answer;
+  }
+  std::vector<TensorPlace> replied;
+  PythonReply answer = state.answer(message, bound.command, replied);
+  bound.reply.reset();
+  if (answer.result.is_null()) bound.reply = std::move(replied);
+  bound.prepared = true;
   return answer;
 }
 

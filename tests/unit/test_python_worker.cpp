@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -50,6 +51,30 @@ def kill(arguments, tensors):
 def sleep(arguments, tensors):
     import time
     time.sleep(60)
+
+_preparations = []
+
+def prepare_affine(arguments, tensors):
+    _preparations.append({name: list(array.shape) for name, array in tensors.items()})
+    x = tensors["x"]
+    def run():
+        if x.size and x.flat[0] == -1:
+            raise ValueError("a first value of -1 is refused")
+        if x.size and x.flat[0] == -9:
+            os.kill(os.getpid(), 9)
+        if x.size and x.flat[0] == -5:
+            return {"a": "result"}
+        count = int(x.flat[0]) if x.size and x.flat[0] > 0 and arguments["prefix"] else x.size
+        return Reply(None, {"y": x.flatten()[:count] * arguments["scale"] + 1})
+    return run
+
+@command("affine", bind=prepare_affine)
+def affine(arguments, tensors):
+    return prepare_affine(arguments, tensors)()
+
+@command("preparations")
+def preparations(arguments, tensors):
+    return _preparations
 )PY";
 
 PythonWorkerOptions options() {
@@ -176,6 +201,56 @@ TEST(PythonWorker, TypesNumpyLacksAreRefused) {
   tensors.emplace_back("bf16", Tensor::zeros(DType::kBFloat16, {2}));
   EXPECT_THROW(worker.call("round_trip", {{"large", 1}}, tensors), UnsupportedError);
   EXPECT_TRUE(worker.alive());
+}
+
+std::vector<float> values(const Tensor& tensor) {
+  const auto* data = static_cast<const float*>(tensor.raw());
+  return std::vector<float>(data, data + tensor.size());
+}
+
+// x * 2 + 1 (or its first x[0] elements with "prefix") through a bound call: its values each time, the
+// command prepared again only when the feed's shape changes, outputs whose shape changes while the feed's
+// stays, a result, an error and a killed worker on the short exchange.
+TEST(PythonWorker, ABoundCallFollowsItsTensorsLayouts) {
+  PythonWorker worker(options());
+  const auto binding = worker.bind("affine", {{"scale", 2}, {"prefix", false}});
+  const auto feed = [](Shape shape, std::vector<float> data) {
+    return NamedTensors{{"x", Tensor::from_bytes(DType::kFloat32, std::move(shape), data.data(),
+                                                 data.size() * sizeof(float))}};
+  };
+  const std::vector<std::pair<Shape, std::vector<float>>> calls = {
+      {{2, 2}, {1, 2, 3, 4}}, {{2, 2}, {5, 6, 7, 8}}, {{3}, {9, 10, 11}}, {{3}, {0, 1, 2}}, {{2, 2}, {4, 3, 2, 1}}};
+  for (const auto& [shape, data] : calls) {
+    const PythonReply reply = worker.call_bound(binding, feed(shape, data));
+    EXPECT_TRUE(reply.result.is_null());
+    ASSERT_EQ(reply.tensors.size(), 1u);
+    EXPECT_EQ(reply.tensors[0].first, "y");
+    std::vector<float> expected;
+    for (float value : data) expected.push_back(value * 2 + 1);
+    EXPECT_EQ(values(reply.tensors[0].second), expected);
+  }
+  // Prepared at each change of the feed's shape only.
+  EXPECT_EQ(worker.call("preparations").result, nlohmann::json::parse(R"([{"x": [2, 2]}, {"x": [3]}, {"x": [2, 2]}])"));
+
+  const auto prefix = worker.bind("affine", {{"scale", 3}, {"prefix", true}});
+  for (float count : {2.0f, 4.0f, 4.0f, 1.0f}) {
+    const PythonReply reply = worker.call_bound(prefix, feed({4}, {count, 5, 6, 7}));
+    const std::vector<float> all = {count * 3 + 1, 16, 19, 22};
+    EXPECT_EQ(values(reply.tensors.at(0).second), std::vector<float>(all.begin(), all.begin() + int(count)));
+  }
+  EXPECT_EQ(worker.call_bound(prefix, feed({4}, {-5, 0, 0, 0})).result, nlohmann::json::parse(R"({"a": "result"})"));
+  EXPECT_EQ(values(worker.call_bound(prefix, feed({4}, {2, 0, 0, 0})).tensors.at(0).second),
+            (std::vector<float>{7, 1}));
+  EXPECT_THROW(worker.call_bound(prefix, feed({4}, {-1, 0, 0, 0})), PythonCommandError);
+  EXPECT_EQ(values(worker.call_bound(prefix, feed({4}, {1, 0, 0, 0})).tensors.at(0).second), (std::vector<float>{4}));
+  try {
+    worker.call_bound(prefix, feed({4}, {-9, 0, 0, 0}));
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("ended before it answered (signal 9 (SIGKILL)"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_FALSE(worker.alive());
 }
 
 }  // namespace

@@ -18,7 +18,18 @@
 // asarray takes; torch tensors are detached to CPU). An exception becomes a PythonCommandError whose
 // message is the last line of the traceback; `raise CommandFailed(text)` reports `text` as the
 // traceback. The worker stays usable after a command's error.
-#pragma once
+//
+// A command run again and again on tensors of one layout (a runner's inference) may be bound:
+// @command("name", bind=prepare) registers prepare(arguments, tensors), which does the work that does
+// not change between calls once (torch tensors over the shared memory's views, say) and returns a
+// function of no argument doing one call on the tensors' current values, returning what the command
+// returns. PythonWorker::call_bound sends the command, its arguments and the tensors' layout the first
+// time (the worker prepares it); later calls whose tensors keep that layout are one fixed 8-byte
+// request ("!", three zero bytes, the binding's number as a little-endian uint32), the tensors written
+// where they were. A reply without a result whose tensors keep the layout of the binding's previous
+// reply is 8 bytes ("=" and seven zero bytes), the tensors copied where they were; any other reply (an
+// error, a result, another layout) is the JSON message. A changed layout sends the whole request
+// again, and the worker prepares the command anew.
 
 #include <chrono>
 #include <filesystem>
@@ -78,10 +89,19 @@ class PythonWorker {
   PythonReply call(const std::string& command, const nlohmann::json& arguments = nlohmann::json::object(),
                    const NamedTensors& tensors = {});
 
+  // A binding of `command` with `arguments` for call_bound; nothing is sent until its first call.
+  using Binding = std::size_t;
+  Binding bind(const std::string& command, nlohmann::json arguments = nlohmann::json::object());
+
+  // call() of a binding's command and arguments on `tensors`: the 8-byte exchange while their layout
+  // (names, dtypes, shapes) stays that of the previous call (see above). Errors are call()'s.
+  PythonReply call_bound(Binding binding, const NamedTensors& tensors);
+
   bool alive() const;
   const std::string& name() const;
 
  private:
+  struct BoundCall;
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -136,6 +136,7 @@ class TorchRunner : public Runner {
   ModelLoader onnx_model_;
   TorchOptions options_;
   std::unique_ptr<PythonWorker> worker_;
+  std::size_t plain_infer_ = 0;  // the PythonWorker::Binding of `infer` without module capture
   TensorMetadata inputs_;
   std::vector<std::string> output_names_;  // from the ONNX model; empty without one
   std::optional<onnx::TorchModulePairings> pairings_;

@@ -260,6 +260,13 @@ def _location_of(error):
     return f"{frame.filename}:{frame.lineno} in {frame.name}"
 
 
+def _inference_mode(torch):
+    """torch.inference_mode() as a context: the guard the public context manager enters
+    (torch._C._InferenceMode), a third of its cost per call, where this torch has it."""
+    guard = getattr(torch._C, "_InferenceMode", None)
+    return guard(True) if guard is not None else torch.inference_mode()
+
+
 class ForwardError(Exception):
     """The module's forward() raised: the message names the exception and where it was raised."""
 
@@ -388,9 +395,14 @@ class TorchModel:
 
     def forward(self, feeds):
         """The module's raw result for {name: array or tensor}; ForwardError when it raises."""
-        torch = _torch()
         args, kwargs = self._arguments(feeds)
-        with torch.inference_mode():
+        return self.call(args, kwargs)
+
+    def call(self, args, kwargs):
+        """The module's raw result for forward()'s arguments (on the device, in the dtype: _arguments),
+        under torch.inference_mode() (and autocast); ForwardError when it raises."""
+        torch = _torch()
+        with _inference_mode(torch):
             try:
                 if self.compute_dtype is not None and self.options.dtype_mode == "autocast":
                     with torch.autocast(device_type=self.device.type, dtype=self.compute_dtype):
@@ -408,8 +420,6 @@ class TorchModel:
         caller runs this call on that stream); copy=False returns those buffers' arrays, overwritten by
         the next call. capture: module outputs to return besides, through capture_hook (none when it is
         unset)."""
-        torch = _torch()
-        pinned = self._pinned if pinned is None else pinned
         captured = {}
         if capture:
             if self.capture_hook is None:
@@ -420,6 +430,12 @@ class TorchModel:
         else:
             result = self.forward(feeds)
         named = name_outputs(result, self.output_names) + list(captured.items())
+        return self.host_outputs(named, copy, pinned, stream)
+
+    def host_outputs(self, named, copy=True, pinned=None, stream=None):
+        """{name: numpy array} of [(name, tensor)] outputs, as infer() returns them."""
+        torch = _torch()
+        pinned = self._pinned if pinned is None else pinned
         outputs = {}
         cuda = self.device.type == "cuda"
         for name, tensor in named:
@@ -443,6 +459,46 @@ class TorchModel:
             else:
                 torch.cuda.synchronize(self.device)
         return {name: (value.numpy().copy() if copy and cuda else value.numpy()) for name, value in outputs.items()}
+
+
+class BoundInference:
+    """TorchModel.infer() on feeds whose arrays keep their memory, dtypes and shapes from call to call (the
+    Python worker's shared memory, where each call's values are written): forward()'s arguments are made
+    once, at binding. On the CPU without a cast they are torch tensors sharing the arrays' memory; else
+    tensors on the device (or of the cast dtype) made once, into which each call copies the arrays.
+    infer() returns TorchModel.infer(copy=False)'s outputs for the arrays' current values."""
+
+    def __init__(self, model, feeds):
+        torch = _torch()
+        self.model = model
+        self._refills = []  # (tensor given to forward(), the array's tensor it is copied from)
+        tensors = {}
+        cast = model.compute_dtype if model.options.dtype_mode == "cast" else None
+        for name, value in feeds.items():
+            host = torch.from_numpy(value)
+            dtype = cast if cast is not None and host.is_floating_point() else host.dtype
+            if model.device.type == "cpu" and dtype == host.dtype:
+                tensors[name] = host
+            else:
+                target = torch.empty(host.shape, dtype=dtype, device=model.device)
+                self._refills.append((target, host))
+                tensors[name] = target
+        self._args, self._kwargs = model._arguments(tensors)
+        # On the CPU the outputs are the tensors' own arrays, float16 (from a reduced-precision model) and
+        # bfloat16 widened to float32, as host_outputs does.
+        self._cpu = model.device.type == "cpu"
+        self._widened = (torch.bfloat16,) + ((torch.float16,) if model.compute_dtype is not None else ())
+
+    def infer(self):
+        for target, host in self._refills:
+            target.copy_(host)
+        result = self.model.call(self._args, self._kwargs)
+        named = name_outputs(result, self.model.output_names)
+        if not self._cpu:
+            return self.model.host_outputs(named, copy=False)
+        widened = self._widened
+        return {name: (tensor.float() if tensor.dtype in widened else tensor).detach().cpu().numpy()
+                for name, tensor in named}
 
 
 def run_requests(requests, count, seconds, run):
@@ -661,7 +717,9 @@ def serve_commands(command, Reply, CommandFailed):
     modules  {} -> [[qualified name, class name]] of the module's named_modules()
     infer    {capture: {modules: {module name: tensor name}} or None} + the feeds in input order ->
              the outputs by name, then the captured module outputs by tensor name (through
-             TorchModel.capture_hook); result: {not_captured: {module name: reason}} with a capture
+             TorchModel.capture_hook); result: {not_captured: {module name: reason}} with a capture.
+             Without a capture it may be bound (the worker's bound calls): a BoundInference of the feeds'
+             arrays, whose outputs return in 8 bytes while their shapes stay
     infer_concurrently {requests, count, seconds (or None), feeds: how many} + every feed's tensors, named
              "<feed index>/<input name>", each feed in input order -> {requests, latencies, wall_seconds,
              device, intra_op_threads}
@@ -768,7 +826,19 @@ def serve_commands(command, Reply, CommandFailed):
             raise failed(error) from None
         return Reply(None, {"output": output})
 
-    @command("infer")
+    def bind_infer(arguments, tensors):
+        if arguments.get("capture"):
+            raise TorchModelError("an inference with module capture is not bound")
+        bound = BoundInference(state["model"], tensors)
+
+        def run():
+            try:
+                return Reply(None, bound.infer())
+            except (TorchModelError, ForwardError) as error:
+                raise failed(error) from None
+        return run
+
+    @command("infer", bind=bind_infer)
     def infer(arguments, tensors):
         capture = arguments.get("capture")
         try:

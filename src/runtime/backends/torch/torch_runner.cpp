@@ -128,6 +128,7 @@ void TorchRunner::activate_impl() {
     log::verbose("{}", error.traceback());
     throw;
   }
+  plain_infer_ = worker_->bind("infer", {{"capture", json()}});
   for (const auto& message : activated.at("messages")) log::info("{:35} | {}", name(), message.get<std::string>());
   if (!activated.at("inputs").is_null()) {
     for (const auto& entry : activated.at("inputs")) {
@@ -302,7 +303,7 @@ NamedTensors TorchRunner::ordered_feed(const NamedTensors& feed) const {
 NamedTensors TorchRunner::infer_impl(const NamedTensors& feed) {
   const NamedTensors ordered = ordered_feed(feed);
   const bool modules = captures_modules();
-  json arguments = {{"capture", json()}};
+  json arguments;
   std::unordered_set<std::string> captured;  // the module outputs' tensor names
   if (modules) {
     // Each paired module whose tensor is not a graph output (those the forward pass returns anyway).
@@ -317,7 +318,7 @@ NamedTensors TorchRunner::infer_impl(const NamedTensors& feed) {
   }
   PythonReply reply;
   try {
-    reply = worker_->call("infer", arguments, ordered);
+    reply = modules ? worker_->call("infer", arguments, ordered) : worker_->call_bound(plain_infer_, ordered);
   } catch (const PythonCommandError& error) {
     log::verbose("{}", error.traceback());
     throw;
