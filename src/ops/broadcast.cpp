@@ -58,4 +58,10 @@ std::vector<int64_t> read_int_list(const Tensor& tensor, const KernelContext& ct
   return values;
 }
 
+int64_t read_scalar_int(const KernelContext& ctx, std::size_t index, const char* name) {
+  const Tensor& t = ctx.input(index);
+  if (t.size() != 1) ctx.fail("{} must be a scalar, found shape {}", name, shape_to_string(t.shape()));
+  return read_int_list(t, ctx)[0];
+}
+
 }  // namespace parity::ops

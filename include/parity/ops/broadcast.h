@@ -91,4 +91,8 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const KernelContext& ctx);
 // Reads a 1-D (or scalar) integer tensor (int32/int64) as int64 values.
 std::vector<int64_t> read_int_list(const Tensor& tensor, const KernelContext& ctx);
 
+// Reads input `index`, a one-element integer tensor (int32/int64); throws naming `name` when it
+// holds more or fewer than one element.
+int64_t read_scalar_int(const KernelContext& ctx, std::size_t index, const char* name);
+
 }  // namespace parity::ops

@@ -127,10 +127,10 @@ struct KernelRegistrar {
 };
 
 #define PARITY_KERNEL_CONCAT_(a, b) a##b
-#define PARITY_KERNEL_NAME_(line) PARITY_KERNEL_CONCAT_(kParityKernelRegistrar, line)
+#define PARITY_KERNEL_NAME_(id) PARITY_KERNEL_CONCAT_(kParityKernelRegistrar, id)
 // Registers fn for (domain, op_type) from opset since_version on.
 #define PARITY_KERNEL(domain, op_type, since_version, fn)                                  \
-  static const ::parity::ops::KernelRegistrar PARITY_KERNEL_NAME_(__LINE__)(domain, op_type, \
+  static const ::parity::ops::KernelRegistrar PARITY_KERNEL_NAME_(__COUNTER__)(domain, op_type, \
                                                                           since_version, fn)
 
 }  // namespace parity::ops

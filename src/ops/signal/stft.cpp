@@ -11,22 +11,16 @@ namespace {
 
 using signal::cplx;
 
-int64_t scalar_int(const KernelContext& ctx, std::size_t i, const char* name) {
-  const Tensor& t = ctx.input(i);
-  if (t.size() != 1) ctx.fail("{} must be a scalar, found shape {}", name, shape_to_string(t.shape()));
-  return read_int_list(t, ctx)[0];
-}
-
 void stft_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.rank() != 3 || (x.shape()[2] != 1 && x.shape()[2] != 2))
     ctx.fail("signal must have shape [batch, length, 1 or 2], found {}", shape_to_string(x.shape()));
   const int64_t batch = x.shape()[0], len = x.shape()[1], comps = x.shape()[2];
-  const int64_t step = scalar_int(ctx, 1, "frame_step");
+  const int64_t step = read_scalar_int(ctx, 1, "frame_step");
   if (step <= 0) ctx.fail("frame_step must be positive, found {}", step);
   const bool has_window = ctx.has_input(2);
   int64_t frame = len;
-  if (ctx.has_input(3)) frame = scalar_int(ctx, 3, "frame_length");
+  if (ctx.has_input(3)) frame = read_scalar_int(ctx, 3, "frame_length");
   else if (has_window) frame = ctx.input(2).size();
   if (has_window) {
     const Tensor& w = ctx.input(2);

@@ -9,12 +9,6 @@
 namespace parity::ops {
 namespace {
 
-int64_t scalar_int(const KernelContext& ctx, std::size_t i, const char* name) {
-  const Tensor& t = ctx.input(i);
-  if (t.size() != 1) ctx.fail("{} must be a scalar, found shape {}", name, shape_to_string(t.shape()));
-  return read_int_list(t, ctx)[0];
-}
-
 double scalar_double(const KernelContext& ctx, std::size_t i, const char* name) {
   const Tensor& t = ctx.input(i);
   if (t.size() != 1) ctx.fail("{} must be a scalar, found shape {}", name, shape_to_string(t.shape()));
@@ -40,7 +34,7 @@ void write_values(KernelContext& ctx, Tensor& out, const std::vector<double>& va
 
 // w[n] = sum_k a[k] * cos(2*pi*k*n / N) with N = size (periodic) or size - 1 (symmetric).
 void cosine_window(KernelContext& ctx, std::initializer_list<double> coefficients) {
-  const int64_t size = scalar_int(ctx, 0, "size");
+  const int64_t size = read_scalar_int(ctx, 0, "size");
   if (size < 0) ctx.fail("size must be >= 0, found {}", size);
   const bool periodic = ctx.attr_int("periodic") != 0;
   const double N = static_cast<double>(periodic ? size : size - 1);
@@ -63,9 +57,9 @@ void blackman_window(KernelContext& ctx) { cosine_window(ctx, {0.42, -0.5, 0.08}
 
 // Triangular filters, peak 1, between mel-spaced points mapped to DFT bins.
 void mel_weight_matrix(KernelContext& ctx) {
-  const int64_t mels = scalar_int(ctx, 0, "num_mel_bins");
-  const int64_t dft_length = scalar_int(ctx, 1, "dft_length");
-  const int64_t rate = scalar_int(ctx, 2, "sample_rate");
+  const int64_t mels = read_scalar_int(ctx, 0, "num_mel_bins");
+  const int64_t dft_length = read_scalar_int(ctx, 1, "dft_length");
+  const int64_t rate = read_scalar_int(ctx, 2, "sample_rate");
   const double lower = scalar_double(ctx, 3, "lower_edge_hertz");
   const double upper = scalar_double(ctx, 4, "upper_edge_hertz");
   if (mels <= 0 || dft_length <= 0 || rate <= 0)
