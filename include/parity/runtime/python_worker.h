@@ -30,6 +30,7 @@
 // reply is 8 bytes ("=" and seven zero bytes), the tensors copied where they were; any other reply (an
 // error, a result, another layout) is the JSON message. A changed layout sends the whole request
 // again, and the worker prepares the command anew.
+#pragma once
 
 #include <chrono>
 #include <filesystem>
