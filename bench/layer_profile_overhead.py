@@ -34,15 +34,7 @@ import onnx
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
 from exported_models import export  # noqa: E402  (tests/cli is on the path from here)
-
-
-def input_shapes(model_path, sequence=64):
-    """{input: static shape}: the model's dims, a dynamic batch as 1 and a dynamic sequence as `sequence`."""
-    shapes = {}
-    for value in onnx.load(model_path, load_external_data=False).graph.input:
-        dims = [d.dim_value if d.dim_value > 0 else None for d in value.type.tensor_type.shape.dim]
-        shapes[value.name] = [d if d is not None else (1 if i == 0 else sequence) for i, d in enumerate(dims)]
-    return shapes
+from perf_accuracy import input_shapes  # noqa: E402  (bench/, this script's folder, is on the path)
 
 
 def feed_of(model_path, shapes):

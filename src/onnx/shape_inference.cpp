@@ -24,6 +24,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "parity/core/bisect.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/core/process.h"
@@ -171,13 +172,7 @@ std::optional<int> first_crashing_node(const ModelProto& model, bool data_propag
   };
   // A hang of the whole model is not timed again (a crash is: the prefix drops the graph's outputs).
   if (count == 0 || (!hung && !crashes(count))) return std::nullopt;
-  int low = 1, high = count;  // a prefix of `high` nodes crashes; none shorter than `low` does
-  while (low < high) {
-    const int middle = low + (high - low) / 2;
-    if (crashes(middle)) high = middle;
-    else low = middle + 1;
-  }
-  return high - 1;
+  return shortest_failing_prefix(count, crashes) - 1;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "parity/core/bisect.h"
 #include "parity/core/error.h"
 #include "parity/core/fork_server.h"
 #include "parity/core/interrupt.h"
@@ -186,13 +187,7 @@ std::optional<int> first_crashing_node(const openvino::CompileRequest& request, 
   const int count = model.graph().node_size();
   auto crashes = [&](int prefix) { return compile_signal(prefix_request(request, model, prefix)) != 0; };
   if (count == 0 || !crashes(count)) return std::nullopt;
-  int low = 1, high = count;  // a prefix of `high` nodes crashes; none shorter than `low` does
-  while (low < high) {
-    const int middle = low + (high - low) / 2;
-    if (crashes(middle)) high = middle;
-    else low = middle + 1;
-  }
-  return high - 1;
+  return shortest_failing_prefix(count, crashes) - 1;
 }
 
 std::string node_label(const ::onnx::NodeProto& node) {
