@@ -11,17 +11,122 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
+#include <utility>
 
 #include "parity/core/error.h"
 
 namespace parity {
 namespace {
 
-bool send_all(int fd, const void* data, std::size_t size) {
+// A request's header: its size, with the two sockets of its child (report, channel) passed along.
+bool send_header(int fd, uint64_t size, const int (&sockets)[2]) {
+  iovec part{&size, sizeof size};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof sockets)] = {};
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof sockets);
+  std::memcpy(CMSG_DATA(header), sockets, sizeof sockets);
+  ssize_t sent;
+  do sent = ::sendmsg(fd, &message, MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  if (sent <= 0) return false;
+  // The sockets went with the first byte; the rest of the size follows plainly.
+  return channel_send(fd, reinterpret_cast<const char*>(&size) + sent, sizeof size - static_cast<std::size_t>(sent));
+}
+
+bool receive_header(int fd, uint64_t& size, int (&sockets)[2]) {
+  iovec part{&size, sizeof size};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof sockets)] = {};
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  ssize_t got;
+  do got = ::recvmsg(fd, &message, 0);
+  while (got < 0 && errno == EINTR);
+  if (got <= 0) return false;
+  const cmsghdr* header = CMSG_FIRSTHDR(&message);
+  if (!header || header->cmsg_type != SCM_RIGHTS || header->cmsg_len != CMSG_LEN(sizeof sockets)) return false;
+  std::memcpy(sockets, CMSG_DATA(header), sizeof sockets);
+  return channel_receive(fd, reinterpret_cast<char*>(&size) + got, sizeof size - static_cast<std::size_t>(got));
+}
+
+void send_end(int fd, const ChildProcessEnd& end) {
+  const int32_t numbers[3] = {end.exit_status, end.signal, end.thrown ? 1 : 0};
+  if (channel_send(fd, numbers, sizeof numbers) && end.thrown) {
+    (void)channel_send_string(fd, end.thrown->kind);
+    (void)channel_send_string(fd, end.thrown->message);
+  }
+}
+
+// A request's waiter: runs `work` in a child of its own and reports the child's end on `report`.
+[[noreturn]] void wait_for_request(const std::string& request, int report, int channel,
+                                   const std::function<void(const std::string&, int)>& work,
+                                   const std::string& description) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  std::signal(SIGCHLD, SIG_DFL);  // the server's SIG_IGN would keep waitpid from seeing the child
+  std::signal(SIGINT, SIG_IGN);   // Ctrl-C ends the child, whose end this process reports
+  ChildProcessEnd end;
+  try {
+    end = run_in_child_process(
+        [&] {
+          ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+          std::signal(SIGINT, SIG_DFL);
+          ::close(report);
+          work(request, channel);
+        },
+        description);
+  } catch (const std::exception& error) {
+    end.exit_status = 1;
+    end.thrown = ThrownInChild{"ResourceLimitError", error.what()};
+  }
+  send_end(report, end);
+  std::_Exit(0);
+}
+
+// The server's loop: a request in, a waiter forked for it, until the socket closes.
+[[noreturn]] void serve(int fd, const std::function<void(const std::string&, int)>& work,
+                        const std::string& description) {
+  // The server ends with this process: a parent that dies without closing the socket (SIGKILL) takes it along.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  std::signal(SIGCHLD, SIG_IGN);  // the waiters are reaped by the kernel
+  for (;;) {
+    uint64_t size = 0;
+    int sockets[2] = {-1, -1};
+    if (!receive_header(fd, size, sockets)) std::_Exit(0);
+    std::string request(size, '\0');
+    if (!channel_receive(fd, request.data(), request.size())) std::_Exit(0);
+    std::fflush(nullptr);
+    const pid_t waiter = ::fork();
+    if (waiter == 0) {
+      ::close(fd);
+      wait_for_request(request, sockets[0], sockets[1], work, description);
+    }
+    if (waiter < 0) {
+      ChildProcessEnd end;
+      end.exit_status = 1;
+      end.thrown = ThrownInChild{"ResourceLimitError", fmt::format("cannot start {}: {}", description,
+                                                                   std::strerror(errno))};
+      send_end(sockets[0], end);
+    }
+    ::close(sockets[0]);
+    ::close(sockets[1]);
+  }
+}
+
+}  // namespace
+
+bool channel_send(int socket, const void* data, std::size_t size) {
   const char* bytes = static_cast<const char*>(data);
   while (size > 0) {
-    const ssize_t sent = ::send(fd, bytes, size, MSG_NOSIGNAL);
+    const ssize_t sent = ::send(socket, bytes, size, MSG_NOSIGNAL);
     if (sent < 0 && errno == EINTR) continue;
     if (sent <= 0) return false;
     bytes += sent;
@@ -30,10 +135,10 @@ bool send_all(int fd, const void* data, std::size_t size) {
   return true;
 }
 
-bool receive_all(int fd, void* data, std::size_t size) {
+bool channel_receive(int socket, void* data, std::size_t size) {
   char* bytes = static_cast<char*>(data);
   while (size > 0) {
-    const ssize_t got = ::recv(fd, bytes, size, 0);
+    const ssize_t got = ::recv(socket, bytes, size, 0);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return false;
     bytes += got;
@@ -42,44 +147,19 @@ bool receive_all(int fd, void* data, std::size_t size) {
   return true;
 }
 
-// A string as its 64-bit length and its bytes.
-bool send_string(int fd, const std::string& text) {
+bool channel_send_string(int socket, const std::string& text) {
   const uint64_t size = text.size();
-  return send_all(fd, &size, sizeof size) && send_all(fd, text.data(), text.size());
+  return channel_send(socket, &size, sizeof size) && channel_send(socket, text.data(), text.size());
 }
 
-std::optional<std::string> receive_string(int fd) {
+bool channel_receive_string(int socket, std::string& text) {
   uint64_t size = 0;
-  if (!receive_all(fd, &size, sizeof size)) return std::nullopt;
-  std::string text(size, '\0');
-  if (!receive_all(fd, text.data(), text.size())) return std::nullopt;
-  return text;
+  if (!channel_receive(socket, &size, sizeof size)) return false;
+  text.assign(size, '\0');
+  return channel_receive(socket, text.data(), text.size());
 }
 
-// The server's loop: a request in, its child's end out, until the socket closes.
-[[noreturn]] void serve(int fd, const std::function<void(const std::string&)>& work, const std::string& description) {
-  // The server ends with this process: a parent that dies without closing the socket (SIGKILL) takes it along.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  for (;;) {
-    std::optional<std::string> request = receive_string(fd);
-    if (!request) std::_Exit(0);
-    ChildProcessEnd end;
-    try {
-      end = run_in_child_process([&] { work(*request); }, description);
-    } catch (const std::exception& error) {
-      end.exit_status = 1;
-      end.thrown = ThrownInChild{"ResourceLimitError", error.what()};
-    }
-    request.reset();
-    const int32_t numbers[3] = {end.exit_status, end.signal, end.thrown ? 1 : 0};
-    if (!send_all(fd, numbers, sizeof numbers)) std::_Exit(0);
-    if (end.thrown && !(send_string(fd, end.thrown->kind) && send_string(fd, end.thrown->message))) std::_Exit(0);
-  }
-}
-
-}  // namespace
-
-ForkServer::ForkServer(std::function<void(const std::string& request)> work, std::string description)
+ForkServer::ForkServer(std::function<void(const std::string& request, int channel)> work, std::string description)
     : description_(std::move(description)) {
   int ends[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
@@ -108,20 +188,58 @@ ForkServer::~ForkServer() {
   }
 }
 
-ChildProcessEnd ForkServer::run(const std::string& request) {
-  std::lock_guard lock(mutex_);
+ForkServer::Child ForkServer::start(const std::string& request) {
+  int report[2], channel[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, report) != 0)
+    raise<ResourceLimitError>("cannot create a socket for {}: {}", description_, std::strerror(errno));
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
+    const int error = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    raise<ResourceLimitError>("cannot create a socket for {}: {}", description_, std::strerror(error));
+  }
+  Child child(channel[0], report[0], description_);
+  const int theirs[2] = {report[1], channel[1]};
+  bool sent;
+  {
+    std::lock_guard lock(mutex_);
+    sent = send_header(socket_, request.size(), theirs) && channel_send(socket_, request.data(), request.size());
+  }
+  ::close(report[1]);
+  ::close(channel[1]);
+  if (!sent) raise<ResourceLimitError>("{} has ended", description_);
+  return child;
+}
+
+ChildProcessEnd ForkServer::run(const std::string& request) { return start(request).wait(); }
+
+ForkServer::Child::Child(int channel, int report, std::string description)
+    : channel_(channel), report_(report), description_(std::move(description)) {}
+
+ForkServer::Child::~Child() {
+  if (channel_ >= 0) ::close(channel_);
+  if (report_ >= 0) ::close(report_);
+}
+
+ForkServer::Child::Child(Child&& other) noexcept
+    : channel_(std::exchange(other.channel_, -1)),
+      report_(std::exchange(other.report_, -1)),
+      description_(std::move(other.description_)) {}
+
+ChildProcessEnd ForkServer::Child::wait() {
+  if (report_ < 0) raise<InternalError>("{}: a child waited for twice", description_);
+  if (channel_ >= 0) ::close(std::exchange(channel_, -1));
+  const int report = std::exchange(report_, -1);
   int32_t numbers[3] = {0, 0, 0};
-  if (!send_string(socket_, request) || !receive_all(socket_, numbers, sizeof numbers))
-    raise<ResourceLimitError>("{} has ended", description_);
   ChildProcessEnd end;
+  std::string kind, message;
+  const bool read = channel_receive(report, numbers, sizeof numbers) &&
+                    (!numbers[2] || (channel_receive_string(report, kind) && channel_receive_string(report, message)));
+  ::close(report);
+  if (!read) raise<ResourceLimitError>("{} has ended", description_);
   end.exit_status = numbers[0];
   end.signal = numbers[1];
-  if (numbers[2]) {
-    std::optional<std::string> kind = receive_string(socket_);
-    std::optional<std::string> message = kind ? receive_string(socket_) : std::nullopt;
-    if (!message) raise<ResourceLimitError>("{} has ended", description_);
-    end.thrown = ThrownInChild{std::move(*kind), std::move(*message)};
-  }
+  if (numbers[2]) end.thrown = ThrownInChild{std::move(kind), std::move(message)};
   return end;
 }
 

@@ -1,6 +1,7 @@
 // parity::ForkServer (core): each request runs in a fresh child of a server forked at construction,
 // so it sees this process's state of that time (not a change made since); what the child threw comes
-// back with its kind, a signal is told apart from an exit, and the server goes on after a crash.
+// back with its kind, a signal is told apart from an exit, and the server goes on after a crash; a
+// child talks with its caller over its channel, and children of several requests live at once.
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
@@ -17,7 +18,7 @@ namespace {
 
 int state_at_start = 0;
 
-void work(const std::string& request) {
+void work(const std::string& request, int channel) {
   if (request == "crash") {
     const rlimit no_core{0, 0};  // the crash is the test's: no core file
     ::setrlimit(RLIMIT_CORE, &no_core);
@@ -25,6 +26,9 @@ void work(const std::string& request) {
     std::raise(SIGFPE);
   }
   if (request == "throw") raise<InvalidInputError>("bad request");
+  // Answers what the caller sends with it doubled, until the caller closes the channel.
+  if (request == "echo")
+    for (std::string text; channel_receive_string(channel, text);) (void)channel_send_string(channel, text + text);
   // Exits with the state the child sees: the server's, copied when it was forked.
   if (request == "state" && state_at_start != 1) raise<InternalError>("state {}", state_at_start);
 }
@@ -54,7 +58,7 @@ TEST(ForkServer, ASignalAndAThrownErrorComeBackAndTheServerGoesOn) {
   EXPECT_EQ(big.signal, 0);
 }
 
-TEST(ForkServer, ThreadsTakeTurns) {
+TEST(ForkServer, RequestsFromTwoThreads) {
   ForkServer server(work, "a test fork server");
   int signals[2] = {0, 0};
   std::thread other([&] { signals[0] = server.run("crash").signal; });
@@ -62,6 +66,35 @@ TEST(ForkServer, ThreadsTakeTurns) {
   other.join();
   EXPECT_EQ(signals[0], SIGFPE);
   EXPECT_EQ(signals[1], SIGFPE);
+}
+
+TEST(ForkServer, ChildrenOfSeveralRequestsTalkOverTheirChannelsAtOnce) {
+  ForkServer server(work, "a test fork server");
+  ForkServer::Child first = server.start("echo");
+  ForkServer::Child second = server.start("echo");
+  std::string answer;
+  ASSERT_TRUE(channel_send_string(second.channel(), "b"));
+  ASSERT_TRUE(channel_receive_string(second.channel(), answer));
+  EXPECT_EQ(answer, "bb");
+  ASSERT_TRUE(channel_send_string(first.channel(), "a"));
+  ASSERT_TRUE(channel_receive_string(first.channel(), answer));
+  EXPECT_EQ(answer, "aa");
+  ASSERT_TRUE(channel_send_string(first.channel(), "c"));
+  ASSERT_TRUE(channel_receive_string(first.channel(), answer));
+  EXPECT_EQ(answer, "cc");
+  // Closing the channel ends each child's loop: both end by returning.
+  EXPECT_EQ(first.wait().exit_status, 0);
+  ChildProcessEnd end = second.wait();
+  EXPECT_EQ(end.exit_status, 0);
+  EXPECT_EQ(end.signal, 0);
+}
+
+TEST(ForkServer, AChildThatDiesEndsItsChannel) {
+  ForkServer server(work, "a test fork server");
+  ForkServer::Child child = server.start("crash");
+  char byte = 0;
+  EXPECT_FALSE(channel_receive(child.channel(), &byte, 1));
+  EXPECT_EQ(child.wait().signal, SIGFPE);
 }
 
 }  // namespace

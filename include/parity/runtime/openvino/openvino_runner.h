@@ -39,6 +39,7 @@ class CompiledModel;
 struct ExecutedLayer;
 struct InputBuffer;
 }  // namespace openvino
+class ContainedModel;
 
 struct OpenvinoOptions {
   // --ov-precision: ov::hint::inference_precision ("f32", "bf16", "f16"); unset: OpenVINO's
@@ -176,9 +177,14 @@ class OpenvinoRunner : public Runner {
   std::string source_model_hash_;  // of an imported compiled model file (its header's)
   std::string compiled_onnx_map_;  // of an imported compiled model file: its header's onnx-map (may be empty)
   bool profiling_ = false;         // compiled with ov::enable_profiling for profile_layers()
-  // This activation's model was compiled contained once (openvino_contained_compile.h): later
-  // compiles of it (other marks) run in this process.
+  // This activation's model was compiled once, contained where OpenVINO's calls are
+  // (openvino_containment.h): later compiles of it (other marks) run in this process only.
   bool compile_contained_ = false;
+  // The child that compiled the model first, kept for the first inference; null after it.
+  std::unique_ptr<ContainedModel> contained_model_;
+  // Runs the first inference since the contained compile in its child (a crash there is an
+  // InvalidInputError naming the node) before this process infers `inputs`.
+  void contain_first_inference(const std::vector<openvino::InputBuffer>& inputs);
   std::vector<std::string> unmarkable_;
   // The tensors compiled_ returns besides the graph outputs; unset where none were asked for.
   std::optional<std::size_t> marked_count_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "openvino_backend.h"
+#include "openvino_containment.h"
 #include "parity/core/error.h"
 #include "parity/runtime/openvino/openvino_runner.h"
 
@@ -13,6 +14,7 @@ ConcurrentInference OpenvinoRunner::infer_concurrently(const std::vector<NamedTe
   if (!compiled_) raise<InternalError>("{}: infer_concurrently() before activation", name());
   std::vector<std::vector<openvino::InputBuffer>> inputs;
   for (const auto& feed : feeds) inputs.push_back(input_buffers(feed));
+  if (!inputs.empty()) contain_first_inference(inputs.front());
   openvino::AsyncRunRequest async;
   async.requests = request.requests;
   async.count = request.count;

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "openvino_backend.h"
-#include "openvino_contained_compile.h"
+#include "openvino_containment.h"
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/core/process.h"
@@ -209,7 +209,7 @@ OpenvinoBackendHandle load_openvino_backend() {
   if (!loaded) {
     loaded = load_now();
     // Before anything in this process uses OpenVINO: the server's children start from here.
-    start_compile_server(*loaded->backend);
+    start_containment_server(*loaded->backend);
   }
   return *loaded;
 }

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "openvino_backend.h"
-#include "openvino_contained_compile.h"
+#include "openvino_containment.h"
 #include "parity/core/error.h"
 #include "parity/core/interrupt.h"
 #include "parity/core/file_io.h"
@@ -422,8 +422,11 @@ void OpenvinoRunner::compile(const IntermediateOutputs& marked, bool announce) {
   compiled_for_ = fmt::format("{}", fmt::join(request.marked_outputs, "\n"));
 
   compiled_.reset();
-  // The model's first compile runs in a child first (openvino_contained_compile.h).
-  if (!compile_contained_) compile_contained_ = compile_in_child(request, *model.proto, model_label_);
+  // The model's first compile runs in a child first, kept for the first inference (openvino_containment.h).
+  if (!compile_contained_) {
+    contained_model_ = compile_in_child(request, *model.proto, model_label_);
+    compile_contained_ = true;
+  }
   compiled_ = translated(model_label_, [&] { return backend_->compile(request); });
   inference_precision_ = translated(model_label_, [&] { return compiled_->inference_precision(); });
   // OpenVINO's CPU plugin takes a precision the CPU cannot infer in and quietly infers in another
@@ -687,6 +690,7 @@ void OpenvinoRunner::deactivate_impl() {
   profiled_inferences_ = 0;
   profiling_ = false;
   compiled_.reset();
+  contained_model_.reset();
   inputs_ = TensorMetadata();
 }
 
@@ -722,6 +726,12 @@ std::vector<openvino::InputBuffer> OpenvinoRunner::input_buffers(const NamedTens
   return inputs;
 }
 
+void OpenvinoRunner::contain_first_inference(const std::vector<openvino::InputBuffer>& inputs) {
+  if (!contained_model_) return;
+  const std::unique_ptr<ContainedModel> contained = std::move(contained_model_);
+  contained->infer(inputs, [this] { return *loader_().proto; });
+}
+
 NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
   IntermediateOutputs marked = marked_outputs();
   // The marked tensors changed since activation (the Comparator sets them after activating).
@@ -743,6 +753,7 @@ NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
   }
 
   std::vector<openvino::InputBuffer> inputs = input_buffers(feed);
+  contain_first_inference(inputs);
   // Where Ctrl-C can interrupt (the Python module), the request runs asynchronously and an
   // InterruptWatch cancels it (core/interrupt.h); otherwise it runs synchronously, the faster way.
   const bool cancellable = interrupt_watches_enabled();

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "openvino_backend.h"
+#include "openvino_containment.h"
 #include "parity/core/error.h"
 
 namespace parity::runtime {
@@ -136,7 +137,10 @@ SupportAnswer OpenvinoSupportQuery::query(const onnx::Model& model) {
   request.device = device_;
   openvino::QueryResult result;
   try {
-    result = backend_->query_model(request);
+    // In a child where OpenVINO's calls are contained (openvino_containment.h), else here.
+    std::optional<openvino::QueryResult> contained =
+        query_in_child(request, *model.proto, model.path.empty() ? "<model>" : model.path.string());
+    result = contained ? std::move(*contained) : backend_->query_model(request);
   } catch (const openvino::BackendFailure& failure) {
     raise<Error>("OpenVINO could not answer which nodes of {} it supports: {}", model.path.string(),
                  failure.what());
