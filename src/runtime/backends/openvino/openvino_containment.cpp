@@ -1,10 +1,14 @@
 #include "openvino_containment.h"
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 
+#include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -86,12 +90,25 @@ void serve_request(openvino::Backend& backend, const std::string& bytes, int cha
   if (!channel_receive_string(channel, input_bytes)) return;  // the caller wants no inference
   std::vector<std::unique_ptr<std::byte[]>> storage;
   const std::vector<openvino::InputBuffer> inputs = openvino::inputs_from(input_bytes, storage);
+  // The caller shuts its end of the channel to cancel the inference (Ctrl-C in Python): a thread
+  // waits for that and cancels the infer request. The model and the flag outlive this function:
+  // the thread may still wake after it returned, until the process ends (it ends right after).
+  static std::atomic<bool> inferring{true};
+  openvino::CompiledModel* model = compiled.release();
+  std::thread([channel, model] {
+    char byte = 0;
+    while (::recv(channel, &byte, 1, 0) < 0 && errno == EINTR) {
+    }
+    if (inferring) model->cancel();
+  }).detach();
   try {
-    (void)compiled->infer(inputs, /*cancellable=*/false);
+    (void)model->infer(inputs, /*cancellable=*/true);
   } catch (const openvino::BackendFailure&) {
-    answer(channel, kFailed);  // the caller's inference meets it again and reports it
+    inferring = false;
+    answer(channel, kFailed);  // the caller's inference meets it again and reports it (or was interrupted)
     return;
   }
+  inferring = false;
   answer(channel, kInferred);
 }
 
@@ -211,8 +228,15 @@ void ContainedModel::infer(const std::vector<openvino::InputBuffer>& inputs,
   child_.reset();
   const std::string input_bytes = openvino::input_bytes(inputs);
   std::optional<char> answered;
-  if (channel_send_string(child.channel(), input_bytes)) answered = first_answer(child);
+  {
+    // Ctrl-C where it can interrupt (the Python module) cancels the child's inference.
+    std::optional<InterruptWatch> watch;
+    if (interrupt_watches_enabled()) watch.emplace([channel = child.channel()] { ::shutdown(channel, SHUT_WR); });
+    if (channel_send_string(child.channel(), input_bytes)) answered = first_answer(child);
+  }
   const int signal = end_signal(child, "inferred");
+  if (interrupt_watches_enabled() && interrupt_requested())
+    raise<InterruptedError>("{}: interrupted while OpenVINO inferred it in a child process", model_label_);
   if (answered || signal == 0) return;
   log::verbose("{}: OpenVINO's inference crashed (signal {}{}); looking for the first node that crashes it",
                model_label_, signal, signal_name(signal));
