@@ -206,11 +206,20 @@ def inference_crash_models(tmp_path_factory):
     return {name: build(folder / f"{name}.onnx") for name, (build, *_) in INFERENCE_CRASHES.items()}
 
 
+INFERENCE_COMMANDS = {
+    "run --openvino": ["--openvino"],
+    "run --fallback": ["--openvino", "--fallback", "ref"],  # the OpenVINO part of the hybrid runner
+}
+
+
+@pytest.mark.parametrize("command", sorted(INFERENCE_COMMANDS))
 @pytest.mark.parametrize("case", sorted(INFERENCE_CRASHES))
-def test_openvino_inference_crash_is_one_error_naming_the_node(run_parity, tmp_path, inference_crash_models, case):
+def test_openvino_inference_crash_is_one_error_naming_the_node(run_parity, tmp_path, inference_crash_models, case,
+                                                               command):
     _, crashing, _, signal, node = INFERENCE_CRASHES[case]
     model = inference_crash_models[case]
-    result = run_parity("run", model, "--openvino", "--val-range", *crashing, cwd=tmp_path, timeout=TIMEOUT_S)
+    result = run_parity("run", model, *INFERENCE_COMMANDS[command], "--val-range", *crashing, cwd=tmp_path,
+                        timeout=TIMEOUT_S)
     assert result.returncode == 1, result.describe()
     assert not result.crash_markers(), result.describe()
     errors = result.lines("[E]")
