@@ -182,6 +182,9 @@ class OpenvinoRunner : public Runner {
   bool compile_contained_ = false;
   // The child that compiled the model first, kept for the first inference; null after it.
   std::unique_ptr<ContainedModel> contained_model_;
+  // The contained inference crashed: the next inference compiles the model again, contained, so
+  // that it is contained too (the same inputs again do not take the process down).
+  bool contain_again_ = false;
   // Runs the first inference since the contained compile in its child (a crash there is an
   // InvalidInputError naming the node) before this process infers `inputs`.
   void contain_first_inference(const std::vector<openvino::InputBuffer>& inputs);

@@ -260,6 +260,7 @@ void OpenvinoRunner::activate_impl() {
     return;
   }
   compile_contained_ = false;
+  contain_again_ = false;
   {
     onnx::Model model = loader_();
     warn_about_deep_nesting(model, model.path.empty() ? "<model>" : model.path.string());
@@ -729,7 +730,12 @@ std::vector<openvino::InputBuffer> OpenvinoRunner::input_buffers(const NamedTens
 void OpenvinoRunner::contain_first_inference(const std::vector<openvino::InputBuffer>& inputs) {
   if (!contained_model_) return;
   const std::unique_ptr<ContainedModel> contained = std::move(contained_model_);
-  contained->infer(inputs, [this] { return *loader_().proto; });
+  try {
+    contained->infer(inputs, [this] { return *loader_().proto; });
+  } catch (const InvalidInputError&) {
+    contain_again_ = true;
+    throw;
+  }
 }
 
 NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
@@ -744,7 +750,11 @@ NamedTensors OpenvinoRunner::infer_impl(const NamedTensors& feed) {
     for (const auto& tensor : marked.names)
       if (!excluded.count(tensor)) wanted_marks.push_back(tensor);
   }
-  if (fmt::format("{}", fmt::join(wanted_marks, "\n")) != compiled_for_) {
+  if (contain_again_) {
+    contain_again_ = false;
+    compile_contained_ = false;
+    compile(marked, /*announce=*/false);
+  } else if (fmt::format("{}", fmt::join(wanted_marks, "\n")) != compiled_for_) {
     if (!options_.compiled_file.empty())
       raise<InvalidInputError>("{}: a compiled model file marks no tensors; compare tensors layerwise with the ONNX "
                                "model instead",
