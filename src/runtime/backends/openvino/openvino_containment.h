@@ -11,7 +11,8 @@
 //   reports) does the caller compile it in its own process. The child is kept, its model compiled,
 //   for the runner's first inference: ContainedModel::infer sends it the real feeds, it infers, and
 //   only then does the caller infer in its own process. Later inferences (other data) run in the
-//   process only: a crash that depends on data the first inference did not have is not contained.
+//   process only: a crash that depends on data the first inference did not have is not contained
+//   (the runner contains its next inference again, compiling anew, only after a contained crash).
 // - OpenVINO's query_model (which nodes the device supports) runs in a child only; its answer
 //   comes back.
 #pragma once
