@@ -21,10 +21,11 @@ same models and the same calibration data (saved once to .npy files: Parity read
   off (as Parity's calibration session runs): on a loaded machine, spinning threads cost it much.
 - latency of Parity's int8 model on OpenVINO and on ONNX Runtime (and of quantize_static's on ONNX
   Runtime) against the float32 model on ONNX Runtime (medians, batch 1, the same --threads for all).
-- --floor (min-max): the inferences alone, ONNX Runtime's Python API on the same inputs stacked as
-  Parity stacks them (bare model, and with the calibrated activations as outputs; the bare model
-  again with thread spinning on, as quantize_static runs, which only a quiet machine rewards), against
-  quantize_static: the inferences that any calibration on ONNX Runtime's CPU kernels runs.
+- --floor (min-max): the inferences alone, ONNX Runtime's Python API on the same inputs stacked and
+  threaded as Parity runs them (one session per core, one intra-op thread each; bare model, and with
+  the calibrated activations as outputs; the bare model again with thread spinning on, as
+  quantize_static runs, which only a quiet machine rewards), against quantize_static: the inferences
+  that any calibration on ONNX Runtime's CPU kernels runs.
 - --table: the error of int8 against float32 per algorithm per model, as docs/int8.md lists it.
 
     python bench/int8_calibration.py [--build build/release] [--inputs 500] [--threads 2] [--models resnet,bert]
@@ -228,37 +229,76 @@ def ort_quantize_process(model, out, algo, files, spinning=True):
     return timing
 
 
-def inference_floor(model, files, activations=(), stack=16, spinning=False):
+# Parity's calibration stacks (src/quantize/calibrator.cpp): as many feeds as keep the largest calibrated
+# activation of a stack within STACK_BYTES, at most MAX_STACK.
+STACK_BYTES = 1 << 20
+MAX_STACK = 16
+
+
+def with_outputs(proto, names):
+    """A copy of `proto` with `names` added as float graph outputs (those it returns already left out)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    returned = {v.name for v in proto.graph.output} | {v.name for v in proto.graph.input}
+    for name in names:
+        if name not in returned:
+            copy.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    return copy
+
+
+def inference_floor(model, files, calibrated, fetch=True, spinning=False):
     """The floor under any calibration of `model` on ONNX Runtime: its inferences alone on the calibration
-    inputs, ONNX Runtime's Python API on the .npy files, feeds stacked `stack` at a time along the batch
-    dimension where every input's leading dimension is named (Parity's calibration stacking; the last
-    stack shorter; one feed at a time otherwise), the session as Parity's
-    calibration session is made (default threads, intra-op thread spinning off; spinning=True: on, as
-    quantize_static's sessions have it). `activations`: added as
-    graph outputs (what Parity's calibration fetches; empty: the bare model). Timing of the inferences
-    only: the session is made and the stacks are built (OrtValues over contiguous arrays) before."""
+    inputs, ONNX Runtime's Python API on the .npy files, run as Parity's calibration runs them: feeds stacked
+    along the batch dimension where every input's leading dimension is named (as many as keep the largest of
+    the `calibrated` activations of a stack within STACK_BYTES, sized on the first feed's run; one feed at a
+    time otherwise), one session per core with one intra-op thread each, each thread taking the next stack,
+    thread spinning off (spinning=True: on, as quantize_static's sessions have it). fetch: the calibrated
+    activations are graph outputs (what Parity's calibration fetches; False: the bare model). Timing of the
+    inferences only: the sessions are made and the stacks are built (contiguous arrays) before."""
+    import threading
     import onnxruntime as ort
     proto = onnx.load(str(model))
     inits = {i.name for i in proto.graph.initializer}
-    if any(not v.type.tensor_type.shape.dim or not v.type.tensor_type.shape.dim[0].dim_param
-           for v in proto.graph.input if v.name not in inits):
-        stack = 1
-    returned = {v.name for v in proto.graph.output} | {v.name for v in proto.graph.input}
-    for name in activations:
-        if name not in returned:
-            proto.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    stackable = all(v.type.tensor_type.shape.dim and v.type.tensor_type.shape.dim[0].dim_param
+                    for v in proto.graph.input if v.name not in inits)
+    marked = with_outputs(proto, calibrated)
     options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
     if not spinning:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     arrays = {name: np.load(path, mmap_mode="r") for name, path in files.items()}
     count = len(next(iter(arrays.values())))
-    stacks = [{name: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a[i:i + stack].reshape(-1, *a.shape[2:])))
-               for name, a in arrays.items()} for i in range(0, count, stack)]
-    names = [o.name for o in session.get_outputs()]
+    stack = 1
+    if stackable:
+        sizing = ort.InferenceSession(marked.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        first = sizing.run(None, {name: np.ascontiguousarray(a[0]) for name, a in arrays.items()})
+        inputs = {v.name for v in proto.graph.input}
+        largest = max([o.nbytes for v, o in zip(sizing.get_outputs(), first) if v.name in calibrated and
+                       v.name not in inputs] or [1])
+        stack = max(1, min(MAX_STACK, STACK_BYTES // largest))
+    serialized = (marked if fetch else proto).SerializeToString()
+    sessions = [ort.InferenceSession(serialized, options, providers=["CPUExecutionProvider"])
+                for _ in range(os.cpu_count())]
+    stacks = [{name: np.ascontiguousarray(a[i:i + stack].reshape(-1, *a.shape[2:])) for name, a in arrays.items()}
+              for i in range(0, count, stack)]
+    names = [o.name for o in sessions[0].get_outputs()]
+    taken = iter(range(len(stacks)))
+    lock = threading.Lock()
+
+    def work(session):
+        while True:
+            with lock:
+                index = next(taken, None)
+            if index is None:
+                return
+            session.run(names, stacks[index])
+
     with Timing() as timing:
-        for feed in stacks:
-            session.run_with_ort_values(names, feed)
+        threads = [threading.Thread(target=work, args=(session,)) for session in sessions]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     return timing
 
 
@@ -359,11 +399,12 @@ def bench_model(parity, kind, path, folder, args):
             line += f" | min-max scales: {len(common)} common tensors, max relative difference {worst:.3g}"
         print(line, flush=True)
         if args.floor and algo == "minmax":
-            bare = inference_floor(path, calib_files)
-            marked = inference_floor(path, calib_files, sorted(activation_scales(ours)))
-            spinning = inference_floor(path, calib_files, spinning=True)
+            calibrated = sorted(activation_scales(ours))
+            bare = inference_floor(path, calib_files, calibrated, fetch=False)
+            marked = inference_floor(path, calib_files, calibrated)
+            spinning = inference_floor(path, calib_files, calibrated, fetch=False, spinning=True)
             print(f"{'':10s} inference floor (load {os.getloadavg()[0]:.1f}), ONNX Runtime's Python API, {args.inputs} "
-                  f"inputs stacked as Parity stacks them, spinning off: bare model {bare.wall:.2f} s (CPU {bare.cpu_seconds:.2f} s) = "
+                  f"inputs stacked and threaded as Parity runs them, spinning off: bare model {bare.wall:.2f} s (CPU {bare.cpu_seconds:.2f} s) = "
                   f"{ratio(bare, t_ort_process)} of quantize_static's process, {ratio(bare, t_ort)} in-process; "
                   f"with the {len(activation_scales(ours))} calibrated tensors as outputs {marked.wall:.2f} s (CPU "
                   f"{marked.cpu_seconds:.2f} s) = {ratio(marked, t_ort_process)}, {ratio(marked, t_ort)}; bare with "
@@ -399,7 +440,7 @@ def main():
                              "Parity's calibration session runs): how much of the ratio is spinning on a loaded machine")
     parser.add_argument("--floor", action="store_true",
                         help="with minmax: also time ONNX Runtime's Python API running the model's inferences alone on "
-                             "the same inputs, stacked as Parity stacks them (bare, and with the calibrated activations "
+                             "the same inputs, stacked and threaded as Parity runs them (bare, and with the calibrated activations "
                              "as outputs), against quantize_static: how far below it any ONNX Runtime calibration can go")
     parser.add_argument("--table", action="store_true", help="print docs/int8.md's error table at the end")
     args = parser.parse_args()

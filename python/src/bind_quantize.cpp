@@ -32,9 +32,10 @@ void bind_quantize(nb::module_& m) {
           options.settings.percentile = percentile;
           options.keep_fp32 = std::move(keep_fp32);
           options.cache = cache;
-          auto make_runner = [](const onnx::Model& prepared) -> std::unique_ptr<runtime::Runner> {
+          auto make_runner = [](const onnx::Model& prepared, int intra_op_threads) -> std::unique_ptr<runtime::Runner> {
             runtime::OnnxrtOptions options;
             options.intra_op_spinning = false;  // spinning costs the calibration CPU time, changes no value
+            options.intra_op_threads = intra_op_threads;
             return std::make_unique<runtime::OnnxrtRunner>([prepared] { return prepared; }, options);
           };
           auto batches = [&loader](const TensorMetadata& metadata) {

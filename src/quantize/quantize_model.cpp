@@ -2,12 +2,15 @@
 
 #include <future>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/quantize/calibration_cache.h"
+#include "parity/quantize/calibration_threads.h"
 #include "parity/quantize/calibrator.h"
 
 namespace parity::quantize {
@@ -49,16 +52,30 @@ class CalibrationOutputs {
 };
 
 // The calibration data (the data loader, which may start a Python process for its script) is made
-// on another thread while this one activates the runner (ONNX Runtime's library and session).
+// on another thread while the runners are activated (ONNX Runtime's library and sessions), as many
+// as calibration_threads_here says, on threads of their own.
 CalibrationResult calibrate_model(onnx::Model& model, const std::vector<std::string>& activations,
                                   const CalibrationSettings& settings, const CalibrationRunnerFactory& make_runner,
                                   const CalibrationBatches& batches) {
   const TensorMetadata inputs = onnx::graph_inputs(model->graph());
   auto data = std::async(std::launch::async, [&] { return batches(inputs); });
   CalibrationOutputs outputs(model, activations);
-  std::unique_ptr<runtime::Runner> runner = make_runner(model);
-  runtime::ActiveRunner active(*runner);
-  return calibrate(*runner, activations, data.get(), settings, outputs.returned());
+  const CalibrationThreads threads = calibration_threads_here(model->ByteSizeLong());
+  log::verbose(
+      "calibration: {} session(s) of the model, {} intra-op thread(s) each", threads.workers,
+      threads.intra_op_threads == 0 ? std::string("the backend's default") : std::to_string(threads.intra_op_threads));
+  // The runners' sessions are created on threads of their own, beside the data loader's.
+  std::vector<std::unique_ptr<runtime::Runner>> runners(static_cast<std::size_t>(threads.workers));
+  std::vector<std::future<void>> made;
+  for (auto& runner : runners)
+    made.push_back(std::async(std::launch::async, [&] {
+      runner = make_runner(model, threads.intra_op_threads);
+      runner->activate();
+    }));
+  for (auto& one : made) one.get();
+  std::vector<runtime::Runner*> pointers;
+  for (const auto& runner : runners) pointers.push_back(runner.get());
+  return calibrate(pointers, activations, data.get(), settings, outputs.returned());
 }
 
 }  // namespace
@@ -90,8 +107,8 @@ QuantizeReport quantize_model(onnx::Model& model, const QuantizeOptions& options
         calibrate_model(model, report.plan.activations, options.settings, make_runner, batches);
     scales = result.scales;
     report.calibrated = true;
-    log::info("int8: calibrated {} tensor(s) with {} over {} batch(es) in {:.3f} s",
-              scales.size(), calibration_algo_flag_name(options.settings.algo), result.batches, result.seconds);
+    log::info("int8: calibrated {} tensor(s) with {} over {} batch(es) in {:.3f} s", scales.size(),
+              calibration_algo_flag_name(options.settings.algo), result.batches, result.seconds);
     if (!options.cache.empty()) {
       write_calibration_cache(options.cache, {options.settings.algo, scales});
       log::info("int8: wrote the calibration cache {}", options.cache.string());

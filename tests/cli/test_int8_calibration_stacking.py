@@ -127,3 +127,40 @@ def test_a_model_that_keeps_the_samples_apart_still_stacks(run_parity, tmp_path)
     assert np.percentile(np.concatenate([r[0]] + r), 90) > expected + 10 * width  # the test can tell
     amax = read_cache(cache)[1]["r"] * 127
     assert expected - 1e-6 <= amax <= expected + width + 1e-6
+
+
+@pytest.mark.parametrize("rows, per_stack", [(1, 4), (2, 2), (8, 1)])
+def test_feeds_per_stack_keep_the_largest_activation_within_a_mebibyte(run_parity, tmp_path, rows, per_stack):
+    # x [N, 65536] -> r = 2x (256 KiB per row of float32) -> MatMul: a stack holds as many feeds of
+    # `rows` rows as keep r within 1 MiB (docs/int8.md), at least one (then nothing is stacked); the
+    # scale is r's largest |x| over every feed either way.
+    width = 65536
+    rng = np.random.default_rng(2)
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "two"], ["r"], name="double"),
+         helper.make_node("MatMul", ["r", "M"], ["y"], name="fc")], "wide",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])],
+        [numpy_helper.from_array(np.array(2, np.float32), "two"),
+         numpy_helper.from_array(rng.standard_normal((width, 1)).astype(np.float32), "M")])
+    model = save(graph, tmp_path / "wide.onnx")
+    script = tmp_path / "calib.py"
+    script.write_text(textwrap.dedent(f"""\
+        import numpy as np
+
+        def load_data():
+            rng = np.random.default_rng(4)
+            for _ in range(9):
+                yield {{"x": rng.standard_normal(({rows}, {width})).astype(np.float32)}}
+        """))
+    cache = tmp_path / "c.cache"
+    result = convert(run_parity, model, tmp_path / "q.onnx", "--data-loader-script", script, "--calibration-algo",
+                     "minmax", "--calibration-cache", cache, "-v")
+    if per_stack > 1:
+        assert f"calibration: up to {per_stack} feeds stacked into one inference" in result.output, result.describe()
+    else:
+        assert "feeds stacked into one inference" not in result.output, result.describe()
+    assert "Calibrating: 9/9 batches" in result.output
+    rng = np.random.default_rng(4)
+    amax = max(np.abs(2 * rng.standard_normal((rows, width)).astype(np.float32)).max() for _ in range(9))
+    assert read_cache(cache)[1]["r"] == pytest.approx(amax / 127, rel=1e-6)

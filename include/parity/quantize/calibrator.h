@@ -1,11 +1,13 @@
 // Calibration: the float model run over the calibration batches on a runner that returns the
 // activations to quantize (marked as outputs) with each batch's outputs; each is folded into its
 // AbsHistogram and dropped before the next batch, so memory is bounded by the histograms (2048
-// counters a tensor) and one batch's tensors, not by the number of batches. When every input's
-// leading dimension is the same named dynamic dimension (a batch), up to 16 consecutive feeds
-// that agree on the other dimensions are stacked along it into one inference (the statistics of
-// |x| are those of the same values); if such an inference fails, the feeds run one at a time. Logs a progress line (batches done, tensors seen) at most once a second and
-// after the last batch.
+// counters a tensor) and one batch's tensors per runner, not by the number of batches. When every
+// input's leading dimension is the same named dynamic dimension (a batch), consecutive feeds that
+// agree on the other dimensions are stacked along it into one inference: up to 16, and as many as
+// keep the stack's largest calibrated activation within 1 MiB (sized on the first feed's run alone).
+// A histogram takes a stack's activations one feed's share at a time, so its bins are those of the
+// feeds run one at a time; if a stacked inference fails, its feeds run one at a time. Logs a
+// progress line (batches done, tensors seen) at most once a second and after the last batch.
 #pragma once
 
 #include <map>
@@ -37,6 +39,13 @@ struct CalibrationResult {
 // names differ from the runner's inputs (naming both), when there are no batches, and when no
 // batch reached a tensor (no values in any batch: naming it).
 CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::string>& tensors,
+                            std::span<const NamedTensors> batches, const CalibrationSettings& settings,
+                            const std::set<std::string>& returned = {});
+// The same on several runners of the same model, one thread each (the calling thread runs the
+// first): the first stack (and the stacking check) runs on the first runner, then each thread takes
+// the next stack not yet taken. The outputs are folded into the statistics one stack at a time in
+// the order of the batches, so the result is that of one runner (the scales bit for bit).
+CalibrationResult calibrate(std::span<runtime::Runner* const> runners, const std::vector<std::string>& tensors,
                             std::span<const NamedTensors> batches, const CalibrationSettings& settings,
                             const std::set<std::string>& returned = {});
 

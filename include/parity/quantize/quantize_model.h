@@ -27,8 +27,10 @@ struct QuantizeOptions {
   std::filesystem::path cache;
 };
 
-// Makes the runner that calibrates, on the (prepared, still float) model.
-using CalibrationRunnerFactory = std::function<std::unique_ptr<runtime::Runner>(const onnx::Model&)>;
+// Makes a runner that calibrates, on the (prepared, still float) model, running each inference on
+// `intra_op_threads` threads (0: the backend's default).
+using CalibrationRunnerFactory =
+    std::function<std::unique_ptr<runtime::Runner>(const onnx::Model&, int intra_op_threads)>;
 // The calibration batches, from the model's input metadata (called only when calibrating).
 using CalibrationBatches = std::function<std::vector<NamedTensors>(const TensorMetadata&)>;
 

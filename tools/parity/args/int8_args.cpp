@@ -54,9 +54,10 @@ quantize::QuantizeReport Int8Args::quantize(onnx::Model& model, const std::vecto
   options.settings.percentile = percentile_;
   options.keep_fp32 = keep_fp32;
   options.cache = cache_;
-  auto make_runner = [](const onnx::Model& prepared) -> std::unique_ptr<runtime::Runner> {
+  auto make_runner = [](const onnx::Model& prepared, int intra_op_threads) -> std::unique_ptr<runtime::Runner> {
     runtime::OnnxrtOptions options;
     options.intra_op_spinning = false;  // spinning costs the calibration CPU time, changes no value
+    options.intra_op_threads = intra_op_threads;
     return std::make_unique<runtime::OnnxrtRunner>([prepared] { return prepared; }, options);
   };
   return quantize::quantize_model(model, options, make_runner, data_loader);
