@@ -210,6 +210,10 @@ PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& fe
   runtime::ActiveRunner active(runner);
   if (data_loader) feeds = detail::make_feeds(runner, *data_loader, options.on_feeds);
   if (feeds.empty()) raise<InvalidInputError>("{}: performance mode needs at least one input feed", runner.name());
+  if (options.sweep.empty()) {
+    result.compiled_for_feed = runner.compile_for_feed_shapes(feeds);
+    if (!result.compiled_for_feed.empty()) log::info("{:35} | {}", runner.name(), result.compiled_for_feed);
+  }
   outputs.runner_name = runner.name();
   for (const auto& feed : feeds) {
     IterationResult iteration;
@@ -306,6 +310,7 @@ nlohmann::ordered_json PerfResult::to_json() const {
   json["throughput"] = throughput;
   json["requests"] = requests;
   if (!concurrency.empty()) json["concurrency"] = concurrency;
+  if (!compiled_for_feed.empty()) json["compiled_for_feed"] = compiled_for_feed;
   if (!backend_properties.empty()) {
     nlohmann::ordered_json properties = nlohmann::ordered_json::object();
     for (const auto& [name, value] : backend_properties) properties[name] = value;

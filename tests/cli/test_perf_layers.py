@@ -7,7 +7,9 @@ exported from PyTorch (tests/cli/exported_models.py). No timing threshold is ass
   time over that latency, in the report and in the printed table;
 - the layers' sum does not exceed the latency of the inferences it was measured in (each layer runs inside its
   inference; OpenVINO's counters are a running mean since compilation, so a profile that kept the first,
-  slow inference in its means breaks this on BERT)."""
+  slow inference in its means breaks this on BERT);
+- an OpenVINO model with a dynamic dimension is compiled again for the feed's static shapes (as benchmark_app -shape),
+  except where the user gave bounds, a shape sweep needs the dynamic model or the feeds differ in shape."""
 
 import json
 import re
@@ -148,3 +150,50 @@ def test_profile_runs_on_a_twin_and_leaves_the_runner_as_it_was(run_parity, tmp_
     assert "Per-layer time (OpenVINO's performance counters, mean of 4 profiled inference(s))" in result.output
     assert re.search(r"the 2 slowest of 2 executed layers \(OpenVINO's profiling, mean over 3 inference\(s\)",
                      result.output), result.output
+
+
+@pytest.fixture(scope="session")
+def resnet(tmp_path_factory):
+    return export("resnet", tmp_path_factory.mktemp("perf_layers_resnet") / "resnet.onnx", "torchscript")
+
+
+def openvino_entry(run_parity, model, tmp_path, *flags):
+    report = tmp_path / "report.json"
+    result = run_parity("run", model, "--openvino", "--ov-precision", "f32", "--perf", "--iterations", "2",
+                        *flags, "--report", report, timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    return json.loads(report.read_text())["perf"][0], result.output
+
+
+def test_dynamic_openvino_model_is_compiled_for_the_feed_shapes(run_parity, resnet, tmp_path):
+    # The exported model's batch dimension is dynamic; performance mode compiles it again for the feed's
+    # shapes (as benchmark_app -shape), and says so in the log and the report.
+    entry, output = openvino_entry(run_parity, resnet, tmp_path, "--input-shapes", "x:[2,3,32,32]",
+                                   "--perf-layers", "2", "--perf-layer-iterations", "2")
+    assert "x:[2,3,32,32]" in entry["compiled_for_feed"]
+    assert "compiled again for the static shapes of the feed, x:[2,3,32,32]" in output
+    assert entry["input_shapes"] == {"x": [2, 3, 32, 32]}
+
+
+@pytest.mark.parametrize("flags", [
+    # Bounds the user gave are kept (dynamic within them).
+    ["--input-shapes", "x:[2,3,32,32]", "--ov-min-shapes", "x:[1,3,32,32]", "--ov-max-shapes", "x:[4,3,32,32]"],
+    # A shape sweep needs the dynamic model: each set runs on it without compiling again.
+    ["--input-shapes", "x:[2,3,32,32]", "--perf-shapes", "x:[3,3,32,32]"],
+])
+def test_openvino_keeps_its_dimensions_where_the_user_set_them_or_a_sweep_needs_them(run_parity, resnet, tmp_path,
+                                                                                     flags):
+    entry, output = openvino_entry(run_parity, resnet, tmp_path, *flags)
+    assert "compiled_for_feed" not in entry
+    assert "compiled again for the static shapes" not in output
+
+
+def test_feeds_of_several_shapes_keep_the_dynamic_model(run_parity, resnet, tmp_path):
+    # Two feeds of different shapes: a static compile for the first would refuse the second.
+    script = tmp_path / "loader.py"
+    script.write_text("import numpy as np\n\ndef load_data():\n"
+                      "    for batch in (1, 2):\n"
+                      "        yield {'x': np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)}\n")
+    entry, output = openvino_entry(run_parity, resnet, tmp_path, "--data-loader-script", script)
+    assert "compiled_for_feed" not in entry
+    assert "compiled again for the static shapes" not in output

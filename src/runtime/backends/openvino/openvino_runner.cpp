@@ -688,6 +688,7 @@ void OpenvinoRunner::deactivate_impl() {
   profiling_ = false;
   compiled_.reset();
   inputs_ = TensorMetadata();
+  if (feed_shapes_) options_.min_shapes = options_.max_shapes = TensorMetadata{}, feed_shapes_ = false;
 }
 
 TensorMetadata OpenvinoRunner::input_metadata_impl() { return inputs_; }
