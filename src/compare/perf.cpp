@@ -110,6 +110,17 @@ void log_layers(const PerfResult& result, int top) {
   if (profile.run_seconds > 0)
     comparison += fmt::format(" ({:.1f}% of the backend's own run time {} ms while profiling)",
                               100.0 * share_of(total, profile.run_seconds), ms(profile.run_seconds));
+  if (!profile.unprofiled_latencies.empty()) {
+    const double cost = profiled_median - runtime::median_of(profile.unprofiled_latencies);
+    comparison += fmt::format(
+        "\n    the profiler's own cost: {} ms per inference = {:.1f}% of the profiled inferences' median latency "
+        "(less the median of {} unprofiled inferences of the runner's own session, run after them){}",
+        ms(cost), 100.0 * share_of(cost, profiled_median), profile.unprofiled_latencies.size(),
+        profile.events_per_inference > 0
+            ? fmt::format(", {:.3g} us per event of the {} it records per inference", 1e6 * cost / profile.events_per_inference,
+                          profile.events_per_inference)
+            : "");
+  }
   log::info("{:35} | Per-layer time ({}, mean of {} profiled inference(s)): the {} slowest of {} layers; outside the "
             "layers: {}{}{}",
             result.runner_name, profile.source, profile.inferences, sorted.size(), profile.layers.size(),
@@ -345,6 +356,12 @@ nlohmann::ordered_json PerfResult::to_json() const {
     l["sum_over_profiled_latency"] = share_of(total, profiled);
     l["profiling_overhead"] = latency.median > 0 ? profiled_median / latency.median : 0.0;
     if (layers->run_seconds > 0) l["backend_run_seconds_per_inference"] = layers->run_seconds;
+    if (!layers->unprofiled_latencies.empty()) {
+      l["unprofiled_latencies"] = layers->unprofiled_latencies;
+      l["profiler_cost_seconds_per_inference"] =
+          runtime::median_of(layers->latencies) - runtime::median_of(layers->unprofiled_latencies);
+    }
+    if (layers->events_per_inference > 0) l["profiler_events_per_inference"] = layers->events_per_inference;
     l["outside"] = layers->outside;
     l["outside_times"] = nlohmann::ordered_json::array();
     for (const auto& part : layers->outside_times)

@@ -8,11 +8,13 @@ exported from PyTorch (tests/cli/exported_models.py). No timing threshold is ass
 - the layers' sum does not exceed the latency of the inferences it was measured in (each layer runs inside its
   inference; OpenVINO's counters are a running mean since compilation, so a profile that kept the first,
   slow inference in its means breaks this on BERT);
+- ONNX Runtime's profiler cost is its profiled runs' median less the unprofiled session's, printed as reported;
 - an OpenVINO model with a dynamic dimension is compiled again for the feed's static shapes (as benchmark_app -shape),
   except where the user gave bounds, a shape sweep needs the dynamic model or the feeds differ in shape."""
 
 import json
 import re
+import statistics
 
 import numpy as np
 import pytest
@@ -112,6 +114,13 @@ def test_layers_and_outside_parts_add_up_to_the_profiled_latency(profiled_bert, 
         assert layers <= profile["backend_run_seconds_per_inference"] <= profiled
         assert [part["name"] for part in outside] == ["between the kernels, inside ONNX Runtime's run",
                                                       "outside ONNX Runtime's run"]
+        nodes = len(profile["layers"])
+        assert f"({nodes} nodes: up to {1e-3 * nodes:.4g} ms)" in outside[0]["what"]
+        # The profiler's own cost: the profiled runs' median less that of as many runs of the unprofiled session.
+        assert len(profile["unprofiled_latencies"]) == LAYER_INFERENCES
+        assert profile["profiler_cost_seconds_per_inference"] == pytest.approx(
+            statistics.median(profile["profiled_latencies"]) - statistics.median(profile["unprofiled_latencies"]))
+        assert profile["profiler_events_per_inference"] >= nodes
     else:
         # The infer request's own time is measured on a model of the same inputs passed through Identity nodes; the
         # rest outside the layers is named with the bound of what OpenVINO's whole-microsecond counters cut off.
@@ -144,6 +153,12 @@ def test_printed_table_matches_its_times(profiled_bert):
             rounding = 0.05 + 100 * 0.5e-4 / profiled + 1e-3 * abs(float(share))
             assert float(share) == pytest.approx(100 * float(milliseconds) / profiled, abs=rounding + 1e-3)
         assert sum(float(share) for share, _ in rows) == pytest.approx(100, abs=0.05 * len(rows) + 0.5)
+        cost = re.search(r"the profiler's own cost: ([\d.e+-]+) ms per inference", block.split("\n[", 1)[0])
+        if entry["runner"].startswith("onnxrt"):
+            assert float(cost.group(1)) == pytest.approx(1e3 * entry["layers"]["profiler_cost_seconds_per_inference"],
+                                                         rel=1e-3, abs=1e-6)
+        else:
+            assert cost is None
 
 
 def test_profile_runs_on_a_twin_and_leaves_the_runner_as_it_was(run_parity, tmp_path):

@@ -4,8 +4,8 @@
 // layer's kernel (exec_type), its runtime precision and the ONNX nodes fused into it come from the
 // engine report (openvino_engine_report.h: originalLayersNames mapped to ONNX nodes, and nodes
 // attributed by dataflow). The first profiled inference is left out; each layer keeps its mean time
-// over the others. After each profiled inference a model of the same inputs passed through Identity
-// nodes runs once: the infer request's own time, a part of the time outside the layers.
+// over the others. After the profiled inferences a model of the same inputs passed through Identity
+// nodes runs as many times: the infer request's own time, a part of the time outside the layers.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -96,16 +96,11 @@ LayerProfile OpenvinoRunner::profile_layers(const NamedTensors& feed, int infere
   // The first inference (allocations, kernel set-up) is left out. OpenVINO's counters hold each
   // layer's mean over every inference of the compiled model, in whole microseconds truncated, so
   // the mean over the profiled ones is (mean after all of them x (their count + 1) - time of the
-  // first) / their count: up to 1 us below the truth per layer, never above; a layer's time is
-  // not below 0.
+  // first) / their count: up to 2 us below the truth per layer and inference (each inference's time
+  // truncated, then their mean), never above; a layer's time is not below 0.
   infer(feed);
   std::map<std::string, int64_t> first_us;
   for (const auto& timing : compiled_->layer_timings()) first_us[timing.name] = timing.real_time_us;
-  // The infer request alone: a runner of the same settings on identity_model(feed), its first
-  // inference left out; each of its inferences runs right after a profiled one, timed alike.
-  auto alone = with_model([model = identity_model(feed)] { return model; });
-  ActiveRunner active_alone(*alone);
-  alone->infer(feed);
   LayerProfile profile;
   std::vector<double> alone_latencies;
   using Clock = std::chrono::steady_clock;
@@ -114,10 +109,7 @@ LayerProfile OpenvinoRunner::profile_layers(const NamedTensors& feed, int infere
     runner.infer(input);
     return std::chrono::duration<double>(Clock::now() - before).count();
   };
-  for (int i = 0; i < inferences; ++i) {
-    profile.latencies.push_back(timed(*this, feed));
-    alone_latencies.push_back(timed(*alone, feed));
-  }
+  for (int i = 0; i < inferences; ++i) profile.latencies.push_back(timed(*this, feed));
   const int64_t all = inferences + 1;
   double layers = 0;
   int executed = 0;
@@ -143,12 +135,21 @@ LayerProfile OpenvinoRunner::profile_layers(const NamedTensors& feed, int infere
                               : "OpenVINO's performance counters, profiled on one stream (the counters are kept per "
                                 "stream, and which stream runs an inference is OpenVINO's choice)";
   profile.inferences = inferences;
+  // The infer request alone: a runner of the same settings on identity_model(feed), its first
+  // inference left out, then as many inferences as were profiled, timed alike (after the profiled
+  // ones, so that its threads never wait for the profiled model's).
+  {
+    auto alone = with_model([model = identity_model(feed)] { return model; });
+    ActiveRunner active_alone(*alone);
+    alone->infer(feed);
+    for (int i = 0; i < inferences; ++i) alone_latencies.push_back(timed(*alone, feed));
+  }
   const double request = mean_of(alone_latencies);
   profile.outside_times = {
       {"the infer request alone",
        "setting the input tensors, starting and waiting for the infer request, handing the outputs back: measured "
-       "as an inference of the same inputs each passed to an output by an Identity node, one after each profiled "
-       "inference (with one copy of each input)",
+       "as an inference of the same inputs each passed to an output by an Identity node, as many after the "
+       "profiled ones (with one copy of each input)",
        request},
       {"between the layers",
        fmt::format("the plugin's scheduling between the layers and what OpenVINO's counters cut off: each layer's "
