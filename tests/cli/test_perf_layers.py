@@ -219,3 +219,19 @@ def test_feeds_of_several_shapes_keep_the_dynamic_model(run_parity, resnet, tmp_
     entry, output = openvino_entry(run_parity, resnet, tmp_path, "--data-loader-script", script)
     assert "compiled_for_feed" not in entry
     assert "compiled again for the static shapes" not in output
+
+
+def test_compiled_model_file_is_profiled_with_its_rows_outside_the_layers(run_parity, resnet, tmp_path):
+    # A runner of a compiled model file has no ONNX model to compile settings-alike twins from; the infer request's
+    # own row is still measured, on the identity model compiled here.
+    compiled = tmp_path / "resnet.ovc"
+    result = run_parity("convert", resnet, "--openvino", "--ov-precision", "f32", "-o", compiled, timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    report = tmp_path / "report.json"
+    result = run_parity("run", compiled, "--openvino", "--perf", "--iterations", "2", "--input-shapes",
+                        "x:[1,3,32,32]", "--perf-layers", "2", "--perf-layer-iterations", "2", "--report", report,
+                        timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    outside = json.loads(report.read_text())["perf"][0]["layers"]["outside_times"]
+    assert [part["name"] for part in outside] == ["the infer request alone", "between the layers"]
+    assert outside[0]["seconds_per_inference"] > 0

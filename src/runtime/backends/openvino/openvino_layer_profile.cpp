@@ -135,14 +135,22 @@ LayerProfile OpenvinoRunner::profile_layers(const NamedTensors& feed, int infere
                               : "OpenVINO's performance counters, profiled on one stream (the counters are kept per "
                                 "stream, and which stream runs an inference is OpenVINO's choice)";
   profile.inferences = inferences;
-  // The infer request alone: a runner of the same settings on identity_model(feed), its first
-  // inference left out, then as many inferences as were profiled, timed alike (after the profiled
-  // ones, so that its threads never wait for the profiled model's).
+  // The infer request alone: a runner of the same settings on identity_model(feed) (compiled from
+  // it, also for a runner of a compiled model file), its first inference left out, then as many
+  // inferences as were profiled, timed alike (after the profiled ones, so that its threads never
+  // wait for the profiled model's).
   {
-    auto alone = with_model([model = identity_model(feed)] { return model; });
-    ActiveRunner active_alone(*alone);
-    alone->infer(feed);
-    for (int i = 0; i < inferences; ++i) alone_latencies.push_back(timed(*alone, feed));
+    OpenvinoOptions options = options_;
+    options.compiled_file.clear();
+    options.outputs = IntermediateOutputs::none();
+    options.fused_outputs = false;
+    options.exclude_outputs.clear();
+    options.min_shapes = options.opt_shapes = options.max_shapes = TensorMetadata{};
+    options.profile_layers = 0;
+    OpenvinoRunner alone([model = identity_model(feed)] { return model; }, std::move(options));
+    ActiveRunner active_alone(alone);
+    alone.infer(feed);
+    for (int i = 0; i < inferences; ++i) alone_latencies.push_back(timed(alone, feed));
   }
   const double request = mean_of(alone_latencies);
   profile.outside_times = {
