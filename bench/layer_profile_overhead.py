@@ -12,7 +12,11 @@ each backend's profiler sets, on ResNet-50-like and BERT-encoder models (tests/c
   taken from the counters before and after them) summed over the same inferences' wall time and over the
   unprofiled mean. For both, the calling thread's CPU time over the wall time of the profiled runs: where it is well
   below 1 and the backend runs the inference on the calling thread (OpenVINO with 1 thread), the rest is time the
-  thread waited for a core, inside or between the layers.
+  thread waited for a core, inside or between the layers. ONNX Runtime also its profiler's cost per node event
+  (profiled median less unprofiled median, over the node events of one run); OpenVINO also the model as exported,
+  with its dynamic dimensions (Parity's performance mode, like benchmark_app -shape, compiles the static shapes).
+- Parity also prints each named part outside the layers over the profiled mean latency, and ONNX Runtime's
+  profiler cost (its profiled median less the median of the unprofiled runs between them) per node event.
 
 Every measurement is repeated; each repeat prints its ratios and the load average, then the median and spread
 (min..max) of each ratio.
@@ -53,7 +57,9 @@ def spread(values):
 
 
 def parity_layers(parity, model, shapes, threads, iterations, layer_iterations):
-    """{runner kind: (layers / profiled mean latency, layers / unprofiled mean, profiled / unprofiled median)}."""
+    """{runner kind: {figure: value}}: layers / profiled mean latency, layers / unprofiled mean, profiled /
+    unprofiled median, and each part outside the layers over the profiled mean latency; ONNX Runtime also its
+    profiler's own cost per node event (microseconds) and over the profiled median."""
     with tempfile.TemporaryDirectory() as folder:
         report = os.path.join(folder, "report.json")
         shape_args = [f"{name}:[{','.join(map(str, dims))}]" for name, dims in shapes.items()]
@@ -67,13 +73,22 @@ def parity_layers(parity, model, shapes, threads, iterations, layer_iterations):
     for entry in entries:
         layers = entry["layers"]
         kind = entry["runner"].split("-")[0]
-        figures[kind] = (layers["sum_over_profiled_latency"], layers["sum_over_mean_latency"],
-                         layers["profiling_overhead"])
+        figures[kind] = {"layers/profiled": layers["sum_over_profiled_latency"],
+                         "layers/unprofiled": layers["sum_over_mean_latency"],
+                         "profiled/unprofiled": layers["profiling_overhead"]}
+        for part in layers["outside_times"]:
+            figures[kind][f"'{part['name']}'/profiled"] = part["share"]
+        if "profiler_cost_seconds_per_inference" in layers:
+            cost = layers["profiler_cost_seconds_per_inference"]
+            figures[kind]["profiler cost/profiled median"] = cost / layers["profiled_latency_seconds"]["median"]
+            figures[kind]["profiler cost per event (us)"] = 1e6 * cost / layers["profiler_events_per_inference"]
     return figures
 
 
 def bare_onnxruntime(model, feed, threads, runs, folder):
-    """(kernels / profiled mean wall, kernels / unprofiled mean, profiled median / unprofiled median)."""
+    """{figure: value}: kernels / profiled mean wall, kernels / unprofiled mean, profiled median / unprofiled
+    median, the calling thread's CPU time over the profiled wall time, and the profiler's cost per node event
+    (profiled median less unprofiled median, over the node events of a run; microseconds)."""
     import onnxruntime as ort
 
     def session(profiling):
@@ -101,19 +116,26 @@ def bare_onnxruntime(model, feed, threads, runs, folder):
     events = json.load(open(profiled.end_profiling()))
     runs_seen = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "model_run")
     first_end = runs_seen[0][1]
-    kernels = sum(e["dur"] for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
-                  and e["ts"] >= first_end) * 1e-6 / (len(runs_seen) - 1)
-    return (kernels / statistics.mean(latencies["profiled"]), kernels / statistics.mean(latencies["plain"]),
-            statistics.median(latencies["profiled"]) / statistics.median(latencies["plain"]),
-            caller_cpu / sum(latencies["profiled"]))
+    node_events = [e for e in events if e.get("cat") == "Node" and e["ts"] >= first_end]
+    kernels = sum(e["dur"] for e in node_events if e["name"].endswith("_kernel_time")) * 1e-6 / (len(runs_seen) - 1)
+    cost = statistics.median(latencies["profiled"]) - statistics.median(latencies["plain"])
+    return {"layers/profiled": kernels / statistics.mean(latencies["profiled"]),
+            "layers/unprofiled": kernels / statistics.mean(latencies["plain"]),
+            "profiled/unprofiled": statistics.median(latencies["profiled"]) / statistics.median(latencies["plain"]),
+            "calling thread's CPU/wall": caller_cpu / sum(latencies["profiled"]),
+            "profiler cost per event (us)": 1e6 * cost / (len(node_events) / (len(runs_seen) - 1))}
 
 
-def bare_openvino(model, shapes, feed, threads, runs):
-    """(layers / profiled mean wall, layers / unprofiled mean, profiled median / unprofiled median)."""
+def bare_openvino(model, shapes, feed, threads, runs, static=True):
+    """{figure: value}: layers / profiled mean wall, layers / unprofiled mean, profiled median / unprofiled median,
+    the calling thread's CPU time over the profiled wall time, and the unprofiled median latency (seconds); the
+    model reshaped to the feed's static shapes (as benchmark_app -shape and Parity's performance mode) or, with
+    `static` False, as exported (dynamic dimensions)."""
     import openvino as ov
     core = ov.Core()
     read = core.read_model(model)
-    read.reshape({name: ov.PartialShape(dims) for name, dims in shapes.items()})
+    if static:
+        read.reshape({name: ov.PartialShape(dims) for name, dims in shapes.items()})
     config = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": str(threads), "PERFORMANCE_HINT": "LATENCY"}
     plain = core.compile_model(read, "CPU", config).create_infer_request()
     profiled = core.compile_model(read, "CPU", {**config, "PERF_COUNT": True}).create_infer_request()
@@ -138,9 +160,11 @@ def bare_openvino(model, shapes, feed, threads, runs):
                     caller_cpu += time.thread_time() - cpu
     timed = len(latencies["profiled"])
     layers = sum(mean * (timed + 1) - first.get(name, 0.0) for name, mean in counters().items()) / timed
-    return (layers / statistics.mean(latencies["profiled"]), layers / statistics.mean(latencies["plain"]),
-            statistics.median(latencies["profiled"]) / statistics.median(latencies["plain"]),
-            caller_cpu / sum(latencies["profiled"]))
+    return {"layers/profiled": layers / statistics.mean(latencies["profiled"]),
+            "layers/unprofiled": layers / statistics.mean(latencies["plain"]),
+            "profiled/unprofiled": statistics.median(latencies["profiled"]) / statistics.median(latencies["plain"]),
+            "calling thread's CPU/wall": caller_cpu / sum(latencies["profiled"]),
+            "unprofiled median (ms)": 1e3 * statistics.median(latencies["plain"])}
 
 
 def main():
@@ -154,7 +178,6 @@ def main():
     parser.add_argument("--kinds", default="resnet,bert")
     args = parser.parse_args()
     parity = os.path.join(args.build, "tools", "parity", "parity")
-    names = ["layers/profiled", "layers/unprofiled", "profiled/unprofiled", "calling thread's CPU/wall"]
     with tempfile.TemporaryDirectory() as folder:
         for kind in args.kinds.split(","):
             model = str(export(kind, os.path.join(folder, f"{kind}.onnx"), "torchscript", size="bench"))
@@ -167,14 +190,16 @@ def main():
                             parity_layers(parity, model, shapes, args.threads, args.iterations, args.layer_iterations).items()}
                 measured["bare onnxruntime"] = bare_onnxruntime(model, feed, args.threads, args.runs, folder)
                 measured["bare openvino"] = bare_openvino(model, shapes, feed, args.threads, args.runs)
-                line = " | ".join(f"{who}: " + ", ".join(f"{n} {v:.3f}" for n, v in zip(names, values))
+                measured["bare openvino, dynamic"] = bare_openvino(model, shapes, feed, args.threads, args.runs,
+                                                                   static=False)
+                line = " | ".join(f"{who}: " + ", ".join(f"{n} {v:.3f}" for n, v in values.items())
                                   for who, values in measured.items())
                 print(f"  repeat {repeat + 1}: {line} | load average {os.getloadavg()[0]:.1f}", flush=True)
                 for who, values in measured.items():
-                    results.setdefault(who, []).append(values)
-            for who, rows in results.items():
-                print(f"  {who}: " + ", ".join(f"{names[i]} {spread([row[i] for row in rows])}"
-                                                for i in range(len(rows[0]))))
+                    for name, value in values.items():
+                        results.setdefault(who, {}).setdefault(name, []).append(value)
+            for who, figures in results.items():
+                print(f"  {who}: " + ", ".join(f"{name} {spread(values)}" for name, values in figures.items()))
 
 
 if __name__ == "__main__":

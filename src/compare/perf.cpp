@@ -110,6 +110,17 @@ void log_layers(const PerfResult& result, int top) {
   if (profile.run_seconds > 0)
     comparison += fmt::format(" ({:.1f}% of the backend's own run time {} ms while profiling)",
                               100.0 * share_of(total, profile.run_seconds), ms(profile.run_seconds));
+  if (!profile.unprofiled_latencies.empty()) {
+    const double cost = profiled_median - runtime::median_of(profile.unprofiled_latencies);
+    comparison += fmt::format(
+        "\n    the profiler's own cost: {} ms per inference = {:.1f}% of the profiled inferences' median latency "
+        "(less the median of {} unprofiled inferences of the runner's own session, run after them){}",
+        ms(cost), 100.0 * share_of(cost, profiled_median), profile.unprofiled_latencies.size(),
+        profile.events_per_inference > 0
+            ? fmt::format(", {:.3g} us per event of the {} it records per inference", 1e6 * cost / profile.events_per_inference,
+                          profile.events_per_inference)
+            : "");
+  }
   log::info("{:35} | Per-layer time ({}, mean of {} profiled inference(s)): the {} slowest of {} layers; outside the "
             "layers: {}{}{}",
             result.runner_name, profile.source, profile.inferences, sorted.size(), profile.layers.size(),
@@ -210,6 +221,10 @@ PerfResult measure_runner(runtime::Runner& runner, std::vector<NamedTensors>& fe
   runtime::ActiveRunner active(runner);
   if (data_loader) feeds = detail::make_feeds(runner, *data_loader, options.on_feeds);
   if (feeds.empty()) raise<InvalidInputError>("{}: performance mode needs at least one input feed", runner.name());
+  if (options.sweep.empty()) {
+    result.compiled_for_feed = runner.compile_for_feed_shapes(feeds);
+    if (!result.compiled_for_feed.empty()) log::info("{:35} | {}", runner.name(), result.compiled_for_feed);
+  }
   outputs.runner_name = runner.name();
   for (const auto& feed : feeds) {
     IterationResult iteration;
@@ -306,6 +321,7 @@ nlohmann::ordered_json PerfResult::to_json() const {
   json["throughput"] = throughput;
   json["requests"] = requests;
   if (!concurrency.empty()) json["concurrency"] = concurrency;
+  if (!compiled_for_feed.empty()) json["compiled_for_feed"] = compiled_for_feed;
   if (!backend_properties.empty()) {
     nlohmann::ordered_json properties = nlohmann::ordered_json::object();
     for (const auto& [name, value] : backend_properties) properties[name] = value;
@@ -340,6 +356,12 @@ nlohmann::ordered_json PerfResult::to_json() const {
     l["sum_over_profiled_latency"] = share_of(total, profiled);
     l["profiling_overhead"] = latency.median > 0 ? profiled_median / latency.median : 0.0;
     if (layers->run_seconds > 0) l["backend_run_seconds_per_inference"] = layers->run_seconds;
+    if (!layers->unprofiled_latencies.empty()) {
+      l["unprofiled_latencies"] = layers->unprofiled_latencies;
+      l["profiler_cost_seconds_per_inference"] =
+          runtime::median_of(layers->latencies) - runtime::median_of(layers->unprofiled_latencies);
+    }
+    if (layers->events_per_inference > 0) l["profiler_events_per_inference"] = layers->events_per_inference;
     l["outside"] = layers->outside;
     l["outside_times"] = nlohmann::ordered_json::array();
     for (const auto& part : layers->outside_times)

@@ -7,10 +7,14 @@ exported from PyTorch (tests/cli/exported_models.py). No timing threshold is ass
   time over that latency, in the report and in the printed table;
 - the layers' sum does not exceed the latency of the inferences it was measured in (each layer runs inside its
   inference; OpenVINO's counters are a running mean since compilation, so a profile that kept the first,
-  slow inference in its means breaks this on BERT)."""
+  slow inference in its means breaks this on BERT);
+- ONNX Runtime's profiler cost is its profiled runs' median less the unprofiled session's, printed as reported;
+- an OpenVINO model with a dynamic dimension is compiled again for the feed's static shapes (as benchmark_app -shape),
+  except where the user gave bounds, a shape sweep needs the dynamic model or the feeds differ in shape."""
 
 import json
 import re
+import statistics
 
 import numpy as np
 import pytest
@@ -110,6 +114,20 @@ def test_layers_and_outside_parts_add_up_to_the_profiled_latency(profiled_bert, 
         assert layers <= profile["backend_run_seconds_per_inference"] <= profiled
         assert [part["name"] for part in outside] == ["between the kernels, inside ONNX Runtime's run",
                                                       "outside ONNX Runtime's run"]
+        nodes = len(profile["layers"])
+        assert f"({nodes} nodes: up to {1e-3 * nodes:.4g} ms)" in outside[0]["what"]
+        # The profiler's own cost: the profiled runs' median less that of as many runs of the unprofiled session.
+        assert len(profile["unprofiled_latencies"]) == LAYER_INFERENCES
+        assert profile["profiler_cost_seconds_per_inference"] == pytest.approx(
+            statistics.median(profile["profiled_latencies"]) - statistics.median(profile["unprofiled_latencies"]))
+        assert profile["profiler_events_per_inference"] >= nodes
+    else:
+        # The infer request's own time is measured on a model of the same inputs passed through Identity nodes; the
+        # rest outside the layers is named with the bound of what OpenVINO's whole-microsecond counters cut off.
+        assert [part["name"] for part in outside] == ["the infer request alone", "between the layers"]
+        assert 0 < outside[0]["seconds_per_inference"] < profiled
+        executed = len(profile["layers"])
+        assert f"({executed} executed: up to {2e-3 * executed:.4g} ms)" in outside[1]["what"]
 
 
 def test_printed_table_matches_its_times(profiled_bert):
@@ -135,6 +153,12 @@ def test_printed_table_matches_its_times(profiled_bert):
             rounding = 0.05 + 100 * 0.5e-4 / profiled + 1e-3 * abs(float(share))
             assert float(share) == pytest.approx(100 * float(milliseconds) / profiled, abs=rounding + 1e-3)
         assert sum(float(share) for share, _ in rows) == pytest.approx(100, abs=0.05 * len(rows) + 0.5)
+        cost = re.search(r"the profiler's own cost: ([\d.e+-]+) ms per inference", block.split("\n[", 1)[0])
+        if entry["runner"].startswith("onnxrt"):
+            assert float(cost.group(1)) == pytest.approx(1e3 * entry["layers"]["profiler_cost_seconds_per_inference"],
+                                                         rel=1e-3, abs=1e-6)
+        else:
+            assert cost is None
 
 
 def test_profile_runs_on_a_twin_and_leaves_the_runner_as_it_was(run_parity, tmp_path):
@@ -148,3 +172,66 @@ def test_profile_runs_on_a_twin_and_leaves_the_runner_as_it_was(run_parity, tmp_
     assert "Per-layer time (OpenVINO's performance counters, mean of 4 profiled inference(s))" in result.output
     assert re.search(r"the 2 slowest of 2 executed layers \(OpenVINO's profiling, mean over 3 inference\(s\)",
                      result.output), result.output
+
+
+@pytest.fixture(scope="session")
+def resnet(tmp_path_factory):
+    return export("resnet", tmp_path_factory.mktemp("perf_layers_resnet") / "resnet.onnx", "torchscript")
+
+
+def openvino_entry(run_parity, model, tmp_path, *flags):
+    report = tmp_path / "report.json"
+    result = run_parity("run", model, "--openvino", "--ov-precision", "f32", "--perf", "--iterations", "2",
+                        *flags, "--report", report, timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    return json.loads(report.read_text())["perf"][0], result.output
+
+
+def test_dynamic_openvino_model_is_compiled_for_the_feed_shapes(run_parity, resnet, tmp_path):
+    # The exported model's batch dimension is dynamic; performance mode compiles it again for the feed's
+    # shapes (as benchmark_app -shape), and says so in the log and the report.
+    entry, output = openvino_entry(run_parity, resnet, tmp_path, "--input-shapes", "x:[2,3,32,32]",
+                                   "--perf-layers", "2", "--perf-layer-iterations", "2")
+    assert "x:[2,3,32,32]" in entry["compiled_for_feed"]
+    assert "compiled again for the static shapes of the feed, x:[2,3,32,32]" in output
+    assert entry["input_shapes"] == {"x": [2, 3, 32, 32]}
+
+
+@pytest.mark.parametrize("flags", [
+    # Bounds the user gave are kept (dynamic within them).
+    ["--input-shapes", "x:[2,3,32,32]", "--ov-min-shapes", "x:[1,3,32,32]", "--ov-max-shapes", "x:[4,3,32,32]"],
+    # A shape sweep needs the dynamic model: each set runs on it without compiling again.
+    ["--input-shapes", "x:[2,3,32,32]", "--perf-shapes", "x:[3,3,32,32]"],
+])
+def test_openvino_keeps_its_dimensions_where_the_user_set_them_or_a_sweep_needs_them(run_parity, resnet, tmp_path,
+                                                                                     flags):
+    entry, output = openvino_entry(run_parity, resnet, tmp_path, *flags)
+    assert "compiled_for_feed" not in entry
+    assert "compiled again for the static shapes" not in output
+
+
+def test_feeds_of_several_shapes_keep_the_dynamic_model(run_parity, resnet, tmp_path):
+    # Two feeds of different shapes: a static compile for the first would refuse the second.
+    script = tmp_path / "loader.py"
+    script.write_text("import numpy as np\n\ndef load_data():\n"
+                      "    for batch in (1, 2):\n"
+                      "        yield {'x': np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)}\n")
+    entry, output = openvino_entry(run_parity, resnet, tmp_path, "--data-loader-script", script)
+    assert "compiled_for_feed" not in entry
+    assert "compiled again for the static shapes" not in output
+
+
+def test_compiled_model_file_is_profiled_with_its_rows_outside_the_layers(run_parity, resnet, tmp_path):
+    # A runner of a compiled model file has no ONNX model to compile settings-alike twins from; the infer request's
+    # own row is still measured, on the identity model compiled here.
+    compiled = tmp_path / "resnet.ovc"
+    result = run_parity("convert", resnet, "--openvino", "--ov-precision", "f32", "-o", compiled, timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    report = tmp_path / "report.json"
+    result = run_parity("run", compiled, "--openvino", "--perf", "--iterations", "2", "--input-shapes",
+                        "x:[1,3,32,32]", "--perf-layers", "2", "--perf-layer-iterations", "2", "--report", report,
+                        timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    outside = json.loads(report.read_text())["perf"][0]["layers"]["outside_times"]
+    assert [part["name"] for part in outside] == ["the infer request alone", "between the layers"]
+    assert outside[0]["seconds_per_inference"] > 0

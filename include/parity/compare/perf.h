@@ -68,6 +68,9 @@ struct PerfResult {
   // concurrently in words (or why the runner ran one at a time).
   int requests = 1;
   std::string concurrency;
+  // What the runner did to measure the feed's static shapes (Runner::compile_for_feed_shapes), in
+  // words; empty when it did nothing.
+  std::string compiled_for_feed;
   // The backend's own report of its settings (Runner::backend_properties), name and value.
   std::vector<std::pair<std::string, std::string>> backend_properties;
   // The shape of each input in the (first) feed measured.

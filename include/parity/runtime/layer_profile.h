@@ -47,6 +47,14 @@ struct LayerProfile {
   // The backend's own time of a whole inference, the mean over the profiled inferences, when it
   // reports one (ONNX Runtime's model_run events); 0 otherwise.
   double run_seconds = 0;
+  // Where the backend's profiler has a cost of its own measured beside it: the latencies of as
+  // many unprofiled inferences of the same model and feed, run after the profiled ones (ONNX
+  // Runtime: the runner's own session), so the profiler's cost per inference is the median of
+  // `latencies` less theirs; empty otherwise.
+  std::vector<double> unprofiled_latencies;
+  // The events the profiler recorded per profiled inference (ONNX Runtime 1.30: one per node), 0
+  // when it does not say.
+  int events_per_inference = 0;
   // The rest of the profiled inferences' latency, in parts: together with the layers they make up
   // the mean of `latencies` (each part measured, the last one the remainder).
   std::vector<OutsideTime> outside_times;

@@ -115,6 +115,12 @@ class Runner {
     profile.unavailable = "this backend reports no per-layer times";
     return profile;
   }
+  // Performance mode, before the runner's first inference (and only without a shape sweep): where
+  // the backend runs inputs of dynamic dimensions slower than static ones and the user set no
+  // bounds, compiles the model again for the static shapes of `feeds` (all of one shape set), as
+  // benchmark_app -shape does; returns what it did, in words, or empty when it did nothing.
+  // Requires an active runner; deactivation undoes it.
+  virtual std::string compile_for_feed_shapes(const std::vector<NamedTensors>& /*feeds*/) { return {}; }
   // The memory of the worker process the runner infers in; nullopt when it infers in this process.
   // Requires an active runner.
   virtual std::optional<WorkerMemory> worker_memory() { return std::nullopt; }

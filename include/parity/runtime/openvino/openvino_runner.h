@@ -130,6 +130,9 @@ class OpenvinoRunner : public Runner {
   // Per-layer times from OpenVINO's performance counters (openvino_layer_profile.cpp); compiles the
   // model again with profiling when it was compiled without.
   LayerProfile profile_layers(const NamedTensors& feed, int inferences) override;
+  // An input with a dynamic dimension and no --ov-min/max-shapes: compiles the model again with the
+  // feeds' shapes as its bounds (openvino_feed_shapes.cpp); nothing for a compiled model file.
+  std::string compile_for_feed_shapes(const std::vector<NamedTensors>& feeds) override;
   // Asynchronous infer requests (openvino_concurrent.cpp): request.requests of them, or the
   // compiled model's optimal number when 0.
   ConcurrentInference infer_concurrently(const std::vector<NamedTensors>& feeds,
@@ -177,6 +180,7 @@ class OpenvinoRunner : public Runner {
   std::string source_model_hash_;  // of an imported compiled model file (its header's)
   std::string compiled_onnx_map_;  // of an imported compiled model file: its header's onnx-map (may be empty)
   bool profiling_ = false;         // compiled with ov::enable_profiling for profile_layers()
+  bool feed_shapes_ = false;       // min/max_shapes set by compile_for_feed_shapes, cleared at deactivation
   // This activation's model was compiled once, contained where OpenVINO's calls are
   // (openvino_containment.h): later compiles of it (other marks) run in this process only.
   bool compile_contained_ = false;

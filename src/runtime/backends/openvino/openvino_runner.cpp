@@ -693,6 +693,7 @@ void OpenvinoRunner::deactivate_impl() {
   compiled_.reset();
   contained_model_.reset();
   inputs_ = TensorMetadata();
+  if (feed_shapes_) options_.min_shapes = options_.max_shapes = TensorMetadata{}, feed_shapes_ = false;
 }
 
 TensorMetadata OpenvinoRunner::input_metadata_impl() { return inputs_; }
