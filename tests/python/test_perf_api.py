@@ -108,3 +108,25 @@ def test_perf_openvino_streams(tmp_path):
     assert perf.backend_properties["NUM_STREAMS"] == "1"
     with pytest.raises(Exception, match="streams must be at least 1"):
         OpenVINORunner(model, streams=0)
+
+
+def test_perf_result_says_openvino_compiled_for_the_feed(tmp_path):
+    # A batch dimension left dynamic: performance mode compiles OpenVINO's model again for the feed's static
+    # shapes (docs/perf.md), and PerfResult.compiled_for_feed says so; ONNX Runtime's result has None.
+    pytest.importorskip("openvino", reason="needs the openvino package (scripts/setup.sh installs it)")
+    from parity.backend.openvino import OpenVINORunner
+    from parity.common import TensorMetadata
+    from parity.comparator import DataLoader
+    model = onnx.load(mlp(tmp_path / "mlp.onnx"))
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    model.graph.output[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    path = tmp_path / "dynamic.onnx"
+    onnx.save(model, str(path))
+    results = Comparator.run([OpenVINORunner(str(path), precision="f32"), OnnxrtRunner(SessionFromOnnx(str(path)))],
+                             data_loader=DataLoader(iterations=1,
+                                                    input_metadata=TensorMetadata().add("x", np.float32, [3, 16])),
+                             perf=PerfConfig(iterations=3))
+    openvino, onnxrt = results.perf
+    assert openvino.input_shapes == {"x": [3, 16]}
+    assert "x:[3,16]" in openvino.compiled_for_feed
+    assert onnxrt.compiled_for_feed is None

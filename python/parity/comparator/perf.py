@@ -86,7 +86,8 @@ class PerfResult:
     (sum_over_profiled_latency) and over the unprofiled median (sum_over_median_latency), profiling_overhead (profiled
     median / unprofiled median) and outside_times (the parts of the latency outside the layers: name, what,
     seconds_per_inference, share);
-    input_shapes: {input name: shape} of the feed measured; sweep: with PerfConfig(shapes=...), one PerfResult per
+    input_shapes: {input name: shape} of the feed measured; compiled_for_feed: what the runner compiled again for
+    the feed's static shapes (OpenVINO with a dynamic model and no bounds given), else None; sweep: with PerfConfig(shapes=...), one PerfResult per
     shape set, in order (their host_memory, worker_memory, backend_properties and layers left empty)."""
 
     def __init__(self, entry, runner_name=None):
@@ -101,6 +102,7 @@ class PerfResult:
         self.latency = dict(entry["latency_seconds"])
         self.latencies = list(entry["latencies"])
         self.input_shapes = {name: list(shape) for name, shape in entry.get("input_shapes", {}).items()}
+        self.compiled_for_feed = entry.get("compiled_for_feed")
         self.host_memory = dict(entry.get("host_memory", {}))
         self.worker_memory = entry.get("worker_memory")
         profile = entry.get("layers")
