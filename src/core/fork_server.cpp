@@ -18,22 +18,33 @@
 namespace parity {
 namespace {
 
+// One message of a request's header: the size's bytes, and room for the two sockets of its child
+// (report, channel) passed along with them. Built in place: the message points into itself.
+struct HeaderMessage {
+  explicit HeaderMessage(uint64_t& size) : part{&size, sizeof size} {
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+  }
+  HeaderMessage(const HeaderMessage&) = delete;
+  HeaderMessage& operator=(const HeaderMessage&) = delete;
+
+  iovec part;
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  msghdr message{};
+};
+
 // A request's header: its size, with the two sockets of its child (report, channel) passed along.
 bool send_header(int fd, uint64_t size, const int (&sockets)[2]) {
-  iovec part{&size, sizeof size};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof sockets)] = {};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  HeaderMessage header_message(size);
+  cmsghdr* header = CMSG_FIRSTHDR(&header_message.message);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
   header->cmsg_len = CMSG_LEN(sizeof sockets);
   std::memcpy(CMSG_DATA(header), sockets, sizeof sockets);
   ssize_t sent;
-  do sent = ::sendmsg(fd, &message, MSG_NOSIGNAL);
+  do sent = ::sendmsg(fd, &header_message.message, MSG_NOSIGNAL);
   while (sent < 0 && errno == EINTR);
   if (sent <= 0) return false;
   // The sockets went with the first byte; the rest of the size follows plainly.
@@ -41,18 +52,12 @@ bool send_header(int fd, uint64_t size, const int (&sockets)[2]) {
 }
 
 bool receive_header(int fd, uint64_t& size, int (&sockets)[2]) {
-  iovec part{&size, sizeof size};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof sockets)] = {};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
+  HeaderMessage header_message(size);
   ssize_t got;
-  do got = ::recvmsg(fd, &message, 0);
+  do got = ::recvmsg(fd, &header_message.message, 0);
   while (got < 0 && errno == EINTR);
   if (got <= 0) return false;
-  const cmsghdr* header = CMSG_FIRSTHDR(&message);
+  const cmsghdr* header = CMSG_FIRSTHDR(&header_message.message);
   if (!header || header->cmsg_type != SCM_RIGHTS || header->cmsg_len != CMSG_LEN(sizeof sockets)) return false;
   std::memcpy(sockets, CMSG_DATA(header), sizeof sockets);
   return channel_receive(fd, reinterpret_cast<char*>(&size) + got, sizeof size - static_cast<std::size_t>(got));
