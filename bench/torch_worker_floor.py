@@ -71,7 +71,7 @@ def worker_globals(region_fd):
         os.close(stdout)
     namespace["_replies"].close()
     namespace["_replies"] = open(os.devnull, "wb")
-    for name in ("_module_capture.py", "_torch_model.py"):
+    for name in ("_module_capture.py", "_torch_model.py", "_torch_requests.py"):
         exec((REPO / "python" / "parity" / "backend" / "pyt" / name).read_text(), namespace)
     namespace["serve_commands"](namespace["command"], namespace["Reply"], namespace["CommandFailed"])
     return namespace

@@ -1,5 +1,5 @@
 """The PyTorch worker's concurrent requests (`parity run --perf --torch --requests N`, docs/perf.md):
-_torch_model.py's run_requests (the threads' scheduling) and infer_concurrently (requests of their own) tested on
+_torch_requests.py's run_requests (the threads' scheduling) and infer_concurrently (requests of their own) tested on
 the CPU, where threads stand in for CUDA streams; on a CUDA device each request also runs on a stream of its own
 (the test at the end, skipped with the reason where torch sees no CUDA). No timing is asserted: overlap is proven
 with a barrier that only opens when every request is in flight at once."""
@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parity.backend.pyt import _torch_model as worker
+from parity.backend.pyt import _torch_model as model_module
+from parity.backend.pyt import _torch_requests as requests_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
@@ -35,7 +36,7 @@ def recording_run(requests):
 
 def test_count_requests_run_at_once_until_count_have_started():
     run, calls = recording_run(3)
-    latencies, wall = worker.run_requests(3, 7, None, run)
+    latencies, wall = requests_module.run_requests(3, 7, None, run)
     assert len(calls) == 7 and len(latencies) == 7
     assert set(calls) == {0, 1, 2}
     assert all(latency >= 0 for latency in latencies) and wall >= max(latencies)
@@ -43,13 +44,13 @@ def test_count_requests_run_at_once_until_count_have_started():
 
 def test_fewer_inferences_than_requests_start_fewer_threads():
     run, calls = recording_run(2)
-    latencies, _ = worker.run_requests(5, 2, None, run)
+    latencies, _ = requests_module.run_requests(5, 2, None, run)
     assert sorted(calls) == [0, 1] and len(latencies) == 2
 
 
 def test_duration_each_request_runs_at_least_once_and_every_completion_counts():
     run, calls = recording_run(4)
-    latencies, _ = worker.run_requests(4, 1, 1e-9, run)  # the time is up before any second start
+    latencies, _ = requests_module.run_requests(4, 1, 1e-9, run)  # the time is up before any second start
     assert sorted(calls) == [0, 1, 2, 3] and len(latencies) == 4
 
 
@@ -62,14 +63,14 @@ def test_an_inference_that_raises_stops_every_request_and_is_raised():
             raise RuntimeError("request 1 failed")
 
     with pytest.raises(RuntimeError, match="request 1 failed"):
-        worker.run_requests(2, 10**6, None, failing)
+        requests_module.run_requests(2, 10**6, None, failing)
     assert calls.count(1) == 1  # thread 1 stopped at its failure
 
 
 def linear_model():
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
-    return worker.TorchModel(torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()), output_names=["y"])
+    return model_module.TorchModel(torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()), output_names=["y"])
 
 
 def test_infer_concurrently_requests_of_their_own_on_the_cpu():
@@ -77,9 +78,9 @@ def test_infer_concurrently_requests_of_their_own_on_the_cpu():
     inference computes them."""
     model = linear_model()
     feeds = [{"x": np.full((2, 16), value, np.float32)} for value in (0.5, -0.25)]
-    result = worker.infer_concurrently(model, feeds, requests=3, count=9, seconds=None)
+    result = requests_module.infer_concurrently(model, feeds, requests=3, count=9, seconds=None)
     assert result["requests"] == 3 and len(result["latencies"]) == 9 and result["wall_seconds"] > 0
-    pool = [worker.InferenceRequest(model, feeds[i % 2]) for i in range(3)]
+    pool = [requests_module.InferenceRequest(model, feeds[i % 2]) for i in range(3)]
     feeds[0]["x"][:] = 7  # the requests copied their feeds
     for index, request in enumerate(pool):
         outputs = request.run()
@@ -97,9 +98,9 @@ def test_cuda_requests_on_streams_of_their_own():
                     f"{torch.__version__}); the CUDA streams of --requests are tested on a GPU machine")
     torch.manual_seed(0)
     module = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
-    model = worker.TorchModel(module, worker.TorchRunOptions(device="cuda"), output_names=["y"])
+    model = model_module.TorchModel(module, model_module.TorchRunOptions(device="cuda"), output_names=["y"])
     feeds = [{"x": np.random.default_rng(i).standard_normal((4, 256)).astype(np.float32)} for i in range(2)]
-    pool = [worker.InferenceRequest(model, feeds[i % 2]) for i in range(2)]
+    pool = [requests_module.InferenceRequest(model, feeds[i % 2]) for i in range(2)]
     assert pool[0].stream != pool[1].stream
     assert all(request.feed["x"].is_pinned() for request in pool)
     for index, request in enumerate(pool):
@@ -107,5 +108,5 @@ def test_cuda_requests_on_streams_of_their_own():
         assert request.outputs["y"].is_pinned()
         np.testing.assert_allclose(outputs["y"], model.infer(feeds[index % 2])["y"], rtol=1e-5, atol=1e-5)
     assert pool[0].outputs["y"].data_ptr() != pool[1].outputs["y"].data_ptr()
-    result = worker.infer_concurrently(model, feeds, requests=4, count=40, seconds=None)
+    result = requests_module.infer_concurrently(model, feeds, requests=4, count=40, seconds=None)
     assert result["requests"] == 4 and len(result["latencies"]) == 40
