@@ -8,7 +8,9 @@ import os
 from parity import _parity
 from parity._models import serialized
 from parity.backend.base.loader import BaseLoader, evaluate
-from parity.comparator.comparator import _native_feeds
+from parity._feeds import native_items
+from parity.common import TensorMetadata
+from parity.comparator.data_loader import DataLoader
 
 ALGORITHMS = ("entropy", "minmax", "percentile")
 
@@ -47,8 +49,27 @@ class QuantizeOnnx(BaseLoader):
 
         c = self.calibrator
         data = _parity.quantize_model(serialized(evaluate(self._model)), c.algo, c.percentile, self.keep_fp32,
-                                      c.cache or "", _native_feeds(c.data_loader, None))
+                                      c.cache or "", _streamed_feeds(c.data_loader))
         return onnx.ModelProto.FromString(data)
+
+
+def _streamed_feeds(data_loader):
+    """The calibration data as the C++ calibration takes it: called with the model's input metadata,
+    returning an iterator of native feeds that it takes one at a time (a generator's feeds are never
+    all held)."""
+
+    def feeds(entries):
+        if isinstance(data_loader, DataLoader):
+            entries = data_loader._entries(TensorMetadata._from_entries(entries))
+            native = data_loader._native(entries)
+            iterations = (native.generate(entries, index) for index in range(data_loader.iterations))
+        else:
+            if hasattr(data_loader, "input_metadata"):
+                data_loader.input_metadata = TensorMetadata._from_entries(entries)
+            iterations = iter(data_loader)
+        return (native_items(feed, "input") for feed in iterations)
+
+    return feeds
 
 
 def quantize_onnx(model, calibrator, keep_fp32=None):

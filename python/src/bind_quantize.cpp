@@ -14,9 +14,36 @@ namespace parity::python {
 
 using namespace nb::literals;
 
+namespace {
+
+// The calibration feeds taken from a Python iterator one at a time, the GIL held for each (the
+// calibration's threads ask for them while the calling thread has released it), so a generator's
+// feeds are never all held.
+class PythonFeedStream final : public FeedStream {
+ public:
+  explicit PythonFeedStream(PythonObject iterator) : iterator_(std::move(iterator)) {}
+
+  std::optional<NamedTensors> next() override {
+    nb::gil_scoped_acquire gil;
+    PyObject* item = PyIter_Next(iterator_.get().ptr());
+    if (item == nullptr) {
+      if (PyErr_Occurred()) throw nb::python_error();
+      return std::nullopt;
+    }
+    nb::object feed = nb::steal(item);
+    return feed_from_python(feed);
+  }
+
+ private:
+  PythonObject iterator_;
+};
+
+}  // namespace
+
 void bind_quantize(nb::module_& m) {
-  // feeds: called with the model's input metadata (as metadata_to_python gives it), returns every
-  // calibration feed as native items; called only when the cache does not give the scales.
+  // feeds: called with the model's input metadata (as metadata_to_python gives it), returns an
+  // iterable of the calibration feeds as native items, taken one at a time; called only when the
+  // cache does not give the scales.
   m.def(
       "quantize_model",
       [](nb::bytes model_bytes, const std::string& algo, double percentile, std::vector<std::string> keep_fp32,
@@ -38,12 +65,10 @@ void bind_quantize(nb::module_& m) {
             options.intra_op_threads = intra_op_threads;
             return std::make_unique<runtime::OnnxrtRunner>([prepared] { return prepared; }, options);
           };
-          auto batches = [&loader](const TensorMetadata& metadata) {
+          auto batches = [&loader](const TensorMetadata& metadata) -> std::unique_ptr<FeedStream> {
             nb::gil_scoped_acquire gil;
             nb::object generated = nb::borrow(loader.get())(metadata_to_python(metadata));
-            std::vector<NamedTensors> list;
-            for (nb::handle feed : generated) list.push_back(feed_from_python(feed));
-            return list;
+            return std::make_unique<PythonFeedStream>(PythonObject(nb::iter(generated)));
           };
           quantize::quantize_model(model, options, make_runner, batches);
           result = onnx::serialize_model(*model);

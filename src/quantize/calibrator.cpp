@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "parity/core/error.h"
+#include "parity/core/feed_stream.h"
 #include "parity/core/logger.h"
 
 namespace parity::quantize {
@@ -146,34 +147,80 @@ std::size_t feeds_per_stack(const NamedTensors& single, const std::set<std::stri
   return std::clamp<std::size_t>(kStackBytes / largest, 1, kStackedFeeds);
 }
 
-// Consecutive batches [begin, end) run as one inference (one batch when not stacked).
-struct BatchRange {
-  std::size_t begin;
-  std::size_t end;
+// Consecutive feeds of the data loader's, from its feed `begin` on, run as one inference (a stack; one
+// feed when not stacked).
+struct FeedRange {
+  std::size_t begin = 0;
+  std::vector<NamedTensors> feeds;
+  std::size_t end() const { return begin + feeds.size(); }
 };
 
-// The batches from `from` on cut into runs of consecutive feeds that stack onto the first of their
-// run, at most `limit` each (1: one batch per range).
-std::vector<BatchRange> stack_ranges(std::span<const NamedTensors> batches, std::size_t limit, std::size_t from) {
-  std::vector<BatchRange> ranges;
-  for (std::size_t b = from; b < batches.size();) {
-    std::size_t end = b + 1;
-    while (end < batches.size() && end - b < limit && stacks_onto(batches[b], batches[end])) ++end;
-    ranges.push_back({b, end});
-    b = end;
+// Takes the stream's feeds (each checked against the model's inputs) and cuts them, as they are asked
+// for, into ranges of consecutive feeds that stack onto the first of their range: a feed that does
+// not stack onto a range begins the next one. Used by one thread at a time.
+class RangeCutter {
+ public:
+  RangeCutter(FeedStream& stream, const TensorMetadata& inputs) : stream_(stream), inputs_(inputs) {}
+
+  // The next feed with its index in the data loader's order, or nullopt when there are no more.
+  std::optional<std::pair<std::size_t, NamedTensors>> next_feed() {
+    if (!held_.empty()) {
+      auto feed = std::move(held_.front());
+      held_.erase(held_.begin());
+      return feed;
+    }
+    if (ended_) return std::nullopt;
+    std::optional<NamedTensors> feed = stream_.next();
+    if (!feed) {
+      ended_ = true;
+      return std::nullopt;
+    }
+    check_batch_names(*feed, inputs_, taken_);
+    return std::pair{taken_++, std::move(*feed)};
   }
-  return ranges;
-}
+
+  // Feeds taken and not used, handed out again first, in this order.
+  void put_back(std::vector<std::pair<std::size_t, NamedTensors>> feeds) {
+    held_.insert(held_.begin(), std::make_move_iterator(feeds.begin()), std::make_move_iterator(feeds.end()));
+  }
+
+  // At most `limit` feeds that stack onto the first; nullopt when there are no more feeds.
+  std::optional<FeedRange> next_range(std::size_t limit) {
+    auto first = next_feed();
+    if (!first) return std::nullopt;
+    FeedRange range{first->first, {}};
+    range.feeds.push_back(std::move(first->second));
+    while (range.feeds.size() < limit) {
+      auto feed = next_feed();
+      if (!feed) break;
+      if (!stacks_onto(range.feeds.front(), feed->second)) {
+        held_.insert(held_.begin(), std::move(*feed));
+        break;
+      }
+      range.feeds.push_back(std::move(feed->second));
+    }
+    return range;
+  }
+
+  // Feeds taken from the stream so far.
+  std::size_t taken() const { return taken_; }
+
+ private:
+  FeedStream& stream_;
+  const TensorMetadata& inputs_;
+  std::vector<std::pair<std::size_t, NamedTensors>> held_;
+  std::size_t taken_ = 0;
+  bool ended_ = false;
+};
 
 }  // namespace
 
 CalibrationResult calibrate(std::span<runtime::Runner* const> runners, const std::vector<std::string>& tensors,
-                            std::span<const NamedTensors> batches, const CalibrationSettings& settings,
+                            FeedStream& batches, const CalibrationSettings& settings,
                             const std::set<std::string>& returned) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   if (runners.empty()) raise<InternalError>("calibrate: no runner");
-  if (batches.empty()) raise<InvalidInputError>("calibration: the data loader gave no batches");
   CalibrationResult result;
   for (const auto& name : tensors) result.histograms[name];
   // Folds `tensor`, the activation of `rows[0] + rows[1] + ...` samples (one feed's rows each, in
@@ -228,158 +275,176 @@ CalibrationResult calibrate(std::span<runtime::Runner* const> runners, const std
   // callback would make ONNX Runtime return every tensor of the graph.
   for (auto* runner : runners) runner->set_intermediate_outputs(runtime::IntermediateOutputs::list(marked));
 
+  const std::optional<std::size_t> total = batches.size();
   auto last_log = start;
-  auto log_progress = [&](std::size_t done) {
+  auto log_progress = [&](std::size_t done, bool last) {
     std::size_t seen = 0;
     for (const auto& [name, histogram] : result.histograms) seen += histogram.count() > 0;
-    log::info("Calibrating: {}/{} batches, {}/{} tensors seen", done, batches.size(), seen, tensors.size());
+    if (last || total)
+      log::info("Calibrating: {}/{} batches, {}/{} tensors seen", done, last ? done : *total, seen, tensors.size());
+    else
+      log::info("Calibrating: {} batches so far (the data loader is still giving them), {}/{} tensors seen", done,
+                seen, tensors.size());
   };
-  // Folds batches [begin, end) given their outputs: graph inputs from the feeds, the rest from the
-  // outputs, each once (an input returned as a graph output is not counted twice).
+  // Folds a range's feeds given their outputs: graph inputs from the feeds, the rest from the outputs,
+  // each once (an input returned as a graph output is not counted twice).
   std::size_t done = 0;
-  auto fold_range = [&](BatchRange range, const NamedTensors& outputs) {
+  auto fold_range = [&](const FeedRange& range, const NamedTensors& outputs) {
     std::vector<int64_t> rows;
-    for (std::size_t i = range.begin; i < range.end; ++i) {
-      const Tensor& first_input = batches[i].front().second;
+    for (const auto& feed : range.feeds) {
+      const Tensor& first_input = feed.front().second;
       rows.push_back(first_input.rank() > 0 ? first_input.shape()[0] : 1);
-      for (const auto& [name, tensor] : batches[i]) fold(name, tensor, {});
+      for (const auto& [name, tensor] : feed) fold(name, tensor, {});
     }
     std::set<std::string> folded;
     for (const auto& [name, tensor] : outputs)
       if (!input_names.count(name) && folded.insert(name).second) fold(name, tensor, rows);
-    result.batches += static_cast<int64_t>(range.end - range.begin);
-    done = range.end;
+    result.batches += static_cast<int64_t>(range.feeds.size());
+    done = range.end();
     const auto now = Clock::now();
-    if (done == batches.size() || now - last_log >= std::chrono::seconds(1)) {
-      log_progress(done);
+    if (now - last_log >= std::chrono::seconds(1)) {
+      log_progress(done, false);
       last_log = now;
     }
   };
-  for (std::size_t b = 0; b < batches.size(); ++b) check_batch_names(batches[b], inputs, b);
 
-  // Stacking changes no activation's values per sample only where the model computes each sample on
-  // its own; the first stack is checked against its first feed run alone (that run's outputs stand
-  // for the feed when the check fails, and are not counted when it passes: the stack counts them).
-  // The first feed's run alone also sizes the stacks.
+  // The feeds are taken from the stream as the runners ask for them, so only the feeds being run (and
+  // the one that began the next range) are held. The first feed runs alone on the first runner: its
+  // activations size the stacks.
+  RangeCutter cutter(batches, inputs);
+  auto first = cutter.next_feed();
+  if (!first) raise<InvalidInputError>("calibration: the data loader gave no batches");
   runtime::Runner& first_runner = *runners.front();
   std::set<std::string> calibrated;
   for (const auto& name : tensors)
     if (!input_names.count(name)) calibrated.insert(name);
-  std::optional<NamedTensors> first_single = first_runner.infer(batches.front());
-  const std::size_t stack_limit = stackable(inputs) ? feeds_per_stack(*first_single, calibrated) : 1;
-  std::vector<BatchRange> ranges = stack_ranges(batches, stack_limit, 0);
-  // Where there is a stack of several feeds, the ranges up to it (the stack checked) run here in order.
-  const bool any_stack = std::any_of(ranges.begin(), ranges.end(), [](BatchRange r) { return r.end - r.begin > 1; });
-  if (!any_stack) {
-    fold_range(ranges.front(), *first_single);
-    ranges.erase(ranges.begin());
-    first_single.reset();
+  std::optional<NamedTensors> first_single = first_runner.infer(first->second);
+  std::size_t stack_limit = stackable(inputs) ? feeds_per_stack(*first_single, calibrated) : 1;
+  {
+    std::vector<std::pair<std::size_t, NamedTensors>> back;
+    back.push_back(std::move(*first));
+    cutter.put_back(std::move(back));
   }
-  std::size_t first_unrun = 0;
-  while (any_stack && first_unrun < ranges.size()) {
-    const BatchRange range = ranges[first_unrun++];
-    NamedTensors single = range.begin == 0 ? std::move(*first_single) : first_runner.infer(batches[range.begin]);
-    if (range.end - range.begin == 1) {
-      fold_range(range, single);
-      continue;
-    }
-    std::optional<NamedTensors> stacked;
-    try {
-      stacked = first_runner.infer(stack(batches.subspan(range.begin, range.end - range.begin)));
-    } catch (const Error& error) {
-      log::info(
-          "calibration: {} feeds stacked along the batch dimension fail to run ({}); running the feeds one "
-          "at a time",
-          range.end - range.begin, error.what());
-    }
-    if (stacked) {
-      int64_t stacked_rows = 0;
-      for (std::size_t i = range.begin; i < range.end; ++i) stacked_rows += batches[i].front().second.shape()[0];
-      const auto mixing = first_mixing_activation(single, *stacked, batches[range.begin].front().second.shape()[0],
-                                                  stacked_rows, calibrated);
-      if (mixing) {
-        log::info("calibration: feeds are run one at a time: tensor '{}' mixes the samples of a batch", *mixing);
-        stacked.reset();
-      } else {
-        log::verbose(
-            "calibration: up to {} feeds stacked into one inference (the first stack's activations "
-            "equal its first feed's run alone)",
-            stack_limit);
-      }
-    }
-    if (stacked) {
-      fold_range(range, *stacked);
-    } else {
-      fold_range({range.begin, range.begin + 1}, single);
-      ranges = stack_ranges(batches, 1, range.begin + 1);
-      first_unrun = 0;
-    }
-    break;
-  }
-  ranges.erase(ranges.begin(), ranges.begin() + static_cast<std::ptrdiff_t>(first_unrun));
 
-  // The other ranges, each worker on its own runner taking the next range not taken; the outputs
-  // are folded in the order of the ranges (a histogram's range is set by the first batch it sees),
-  // one fold at a time while the other workers' inferences run, so the statistics are those of one
-  // runner going through the batches in order.
-  std::mutex mutex;
+  // Each worker, on its own runner, takes the next range from the stream and runs it; the outputs are
+  // folded in the order of the ranges (a histogram's range is set by the first batch it sees), one fold
+  // at a time while the other workers' inferences run, so the statistics are those of one runner going
+  // through the batches in order.
+  //
+  // Stacking changes no activation's values per sample only where the model computes each sample on
+  // its own: a stack taken before that is known is checked against its first feed run alone (that
+  // run's outputs stand for the feed when the check fails, and are not counted when it passes: the
+  // stack counts them). When one fails, the feeds run one at a time from then on.
+  enum class Stacking { kUnchecked, kChecked, kMixes };
+  Stacking stacking = stack_limit > 1 ? Stacking::kUnchecked : Stacking::kChecked;
+  std::mutex source_mutex;  // the cutter, the stacking verdict, first_single
+  std::mutex mutex;         // folding
   std::condition_variable folded_one;
-  std::size_t next_range = 0;
+  std::size_t ranges_taken = 0;
   std::size_t next_to_fold = 0;
   std::exception_ptr failure;
+  std::atomic<bool> failed = false;
   std::atomic<bool> logged_unstacking = false;
+  auto run_one_at_a_time = [&](runtime::Runner& runner, FeedRange& range, std::size_t from,
+                               std::vector<std::pair<FeedRange, NamedTensors>>& runs) {
+    for (std::size_t i = from; i < range.feeds.size(); ++i) {
+      FeedRange one{range.begin + i, {}};
+      one.feeds.push_back(std::move(range.feeds[i]));
+      NamedTensors outputs = runner.infer(one.feeds.front());
+      runs.emplace_back(std::move(one), std::move(outputs));
+    }
+  };
   auto work = [&](runtime::Runner& runner) {
     try {
-      while (true) {
+      while (!failed) {
         std::size_t index;
+        std::optional<FeedRange> range;
+        bool check = false;
+        std::optional<NamedTensors> single;
         {
-          std::lock_guard lock(mutex);
-          if (failure || next_range == ranges.size()) return;
-          index = next_range++;
+          std::lock_guard lock(source_mutex);
+          range = cutter.next_range(stacking == Stacking::kMixes ? 1 : stack_limit);
+          if (!range) return;
+          index = ranges_taken++;
+          check = range->feeds.size() > 1 && stacking == Stacking::kUnchecked;
+          if (range->begin == 0 && first_single) single = std::move(first_single), first_single.reset();
         }
-        const BatchRange range = ranges[index];
-        // A range's inferences: the stack, or its feeds one at a time where the stack fails to run.
-        std::vector<std::pair<BatchRange, NamedTensors>> runs;
-        if (range.end - range.begin == 1) {
-          runs.emplace_back(range, runner.infer(batches[range.begin]));
+        // A range's inferences: the stack, or its feeds one at a time where the stack fails to run or
+        // mixes the samples.
+        std::vector<std::pair<FeedRange, NamedTensors>> runs;
+        if (range->feeds.size() == 1) {
+          NamedTensors outputs = single ? std::move(*single) : runner.infer(range->feeds.front());
+          runs.emplace_back(std::move(*range), std::move(outputs));
         } else {
+          std::optional<NamedTensors> stacked;
           try {
-            runs.emplace_back(range, runner.infer(stack(batches.subspan(range.begin, range.end - range.begin))));
+            stacked = runner.infer(stack(range->feeds));
           } catch (const Error& error) {
             if (!logged_unstacking.exchange(true))
               log::info(
-                  "calibration: {} feeds stacked along the batch dimension fail to run ({}); running them one "
-                  "at a time",
-                  range.end - range.begin, error.what());
-            for (std::size_t i = range.begin; i < range.end; ++i)
-              runs.emplace_back(BatchRange{i, i + 1}, runner.infer(batches[i]));
+                  "calibration: {} feeds stacked along the batch dimension fail to run ({}); running the feeds "
+                  "one at a time",
+                  range->feeds.size(), error.what());
+          }
+          if (stacked && check) {
+            if (!single) single = runner.infer(range->feeds.front());
+            int64_t stacked_rows = 0;
+            for (const auto& feed : range->feeds) stacked_rows += feed.front().second.shape()[0];
+            const auto mixing = first_mixing_activation(*single, *stacked, range->feeds.front().front().second.shape()[0],
+                                                        stacked_rows, calibrated);
+            std::lock_guard lock(source_mutex);
+            if (mixing) {
+              if (stacking != Stacking::kMixes)
+                log::info("calibration: feeds are run one at a time: tensor '{}' mixes the samples of a batch", *mixing);
+              stacking = Stacking::kMixes;
+              stacked.reset();
+            } else if (stacking == Stacking::kUnchecked) {
+              stacking = Stacking::kChecked;
+              log::verbose(
+                  "calibration: up to {} feeds stacked into one inference (the first stack's activations "
+                  "equal its first feed's run alone)",
+                  stack_limit);
+            }
+          }
+          if (stacked) {
+            runs.emplace_back(std::move(*range), std::move(*stacked));
+          } else {
+            std::size_t from = 0;
+            if (single) {
+              FeedRange one{range->begin, {}};
+              one.feeds.push_back(std::move(range->feeds.front()));
+              runs.emplace_back(std::move(one), std::move(*single));
+              from = 1;
+            }
+            run_one_at_a_time(runner, *range, from, runs);
           }
         }
         {
           std::unique_lock lock(mutex);
-          folded_one.wait(lock, [&] { return failure || next_to_fold == index; });
-          if (failure) return;
+          folded_one.wait(lock, [&] { return failed || next_to_fold == index; });
+          if (failed) return;
           for (const auto& [part, outputs] : runs) fold_range(part, outputs);
           ++next_to_fold;
         }
         folded_one.notify_all();
-        // The outputs are released here, outside the lock.
+        // The feeds and outputs are released here, outside the locks.
       }
     } catch (...) {
       {
         std::lock_guard lock(mutex);
         if (!failure) failure = std::current_exception();
+        failed = true;
       }
       folded_one.notify_all();
     }
   };
-  const std::size_t workers = std::min(runners.size(), ranges.size());
   std::vector<std::thread> threads;
-  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work, std::ref(*runners[w]));
-  if (workers > 0) work(first_runner);
+  for (std::size_t w = 1; w < runners.size(); ++w) threads.emplace_back(work, std::ref(*runners[w]));
+  work(first_runner);
   for (auto& thread : threads) thread.join();
   if (failure) std::rethrow_exception(failure);
   for (auto* runner : runners) runner->set_intermediate_outputs(runtime::IntermediateOutputs::none());
+  log_progress(done, true);
 
   for (const auto& name : tensors) {
     const AbsHistogram& histogram = result.histograms.at(name);
@@ -387,7 +452,7 @@ CalibrationResult calibrate(std::span<runtime::Runner* const> runners, const std
       raise<InvalidInputError>(
           "calibration: no batch reached tensor '{}' ({} batch(es) run): it holds no values; "
           "exclude its consumers with --keep-fp32",
-          name, batches.size());
+          name, result.batches);
     if (histogram.non_finite())
       log::warning("calibration: tensor '{}' had {} NaN or infinite value(s), left out of its statistics", name,
                    histogram.non_finite());
@@ -402,6 +467,13 @@ CalibrationResult calibrate(std::span<runtime::Runner* const> runners, const std
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
+}
+
+CalibrationResult calibrate(std::span<runtime::Runner* const> runners, const std::vector<std::string>& tensors,
+                            std::span<const NamedTensors> batches, const CalibrationSettings& settings,
+                            const std::set<std::string>& returned) {
+  auto stream = feed_stream_of(std::vector<NamedTensors>(batches.begin(), batches.end()));
+  return calibrate(runners, tensors, *stream, settings, returned);
 }
 
 CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::string>& tensors,

@@ -51,9 +51,10 @@ class CalibrationOutputs {
   std::set<std::string> returned_;
 };
 
-// The calibration data (the data loader, which may start a Python process for its script) is made
-// on another thread while the runners are activated (ONNX Runtime's library and sessions), as many
-// as calibration_threads_here says, on threads of their own.
+// The calibration data's stream is opened (the data loader, which may start a Python process for its
+// script) on another thread while the runners are activated (ONNX Runtime's library and sessions), as
+// many as calibration_threads_here says, on threads of their own; a script's process goes on producing
+// its feeds while they are made and while the first feeds run.
 CalibrationResult calibrate_model(onnx::Model& model, const std::vector<std::string>& activations,
                                   const CalibrationSettings& settings, const CalibrationRunnerFactory& make_runner,
                                   const CalibrationBatches& batches) {
@@ -75,7 +76,8 @@ CalibrationResult calibrate_model(onnx::Model& model, const std::vector<std::str
   for (auto& one : made) one.get();
   std::vector<runtime::Runner*> pointers;
   for (const auto& runner : runners) pointers.push_back(runner.get());
-  return calibrate(pointers, activations, data.get(), settings, outputs.returned());
+  std::unique_ptr<FeedStream> stream = data.get();
+  return calibrate(pointers, activations, *stream, settings, outputs.returned());
 }
 
 }  // namespace

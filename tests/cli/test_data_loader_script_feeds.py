@@ -1,5 +1,5 @@
 """A --data-loader-script's feeds reach Parity exactly as the script yields them: every array of
-every feed (the driver writes them into one file one after another: tools/parity/args/python_scripts.cpp), whatever
+every feed (the driver writes them into a pipe as .npy bytes, feed by feed: tools/parity/args/python_scripts.cpp), whatever
 its dtype, memory order and rank, in the script's order."""
 
 import textwrap

@@ -83,3 +83,41 @@ def test_bad_arguments(chain, tmp_path):
     cache.write_text("TRT-8601-MinMaxCalibration\nx 3c010a14\n")
     with pytest.raises(ParityException, match=r"bad.cache:2"):
         quantize_onnx(chain, Calibrator(feeds(), cache=cache, algo="minmax"))
+
+
+def test_a_generator_is_taken_one_feed_at_a_time(chain):
+    # The calibration takes the feeds as it runs them: when the generator makes feed i, the feeds it made
+    # long before have been run and let go (weak references to them are dead), where a list of every feed
+    # would keep all of them alive. The scales are those of the same feeds given as a list.
+    count = 400
+    rng = np.random.default_rng(12)
+    arrays = [rng.standard_normal((2, 3, 8, 8)).astype(np.float32) for _ in range(count)]
+    alive_at_yield = []
+
+    def generate():
+        import weakref
+
+        made = []
+        for array in arrays:
+            copy = array.copy()
+            made.append(weakref.ref(copy))
+            alive_at_yield.append(sum(ref() is not None for ref in made))
+            yield {"x": copy}
+            del copy
+
+    streamed = quantize_onnx(chain, Calibrator(generate(), algo="entropy"))
+    listed = quantize_onnx(chain, Calibrator([{"x": a} for a in arrays], algo="entropy"))
+    assert len(alive_at_yield) == count
+    assert max(alive_at_yield) <= 64, f"feeds alive at once: up to {max(alive_at_yield)} of {count}"
+    assert scales(streamed) == scales(listed)
+
+
+def test_a_generator_that_raises_part_way_raises_its_error(chain):
+    def generate():
+        for i, feed in enumerate(feeds(50)):
+            if i == 30:
+                raise RuntimeError("feed 30 is unreadable")
+            yield feed
+
+    with pytest.raises(RuntimeError, match="feed 30 is unreadable"):
+        quantize_onnx(chain, Calibrator(generate(), algo="minmax"))

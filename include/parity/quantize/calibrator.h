@@ -8,6 +8,9 @@
 // A histogram takes a stack's activations one feed's share at a time, so its bins are those of the
 // feeds run one at a time; if a stacked inference fails, its feeds run one at a time. Logs a
 // progress line (batches done, tensors seen) at most once a second and after the last batch.
+//
+// The batches come from a FeedStream, taken as the runners ask for them: a data loader that is still
+// producing them (a script's process) overlaps the inferences, and only the feeds being run are held.
 #pragma once
 
 #include <map>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "parity/core/array_io.h"
+#include "parity/core/feed_stream.h"
 #include "parity/quantize/abs_histogram.h"
 #include "parity/quantize/calibration_algorithm.h"
 #include "parity/runtime/runner.h"
@@ -42,9 +46,13 @@ CalibrationResult calibrate(runtime::Runner& runner, const std::vector<std::stri
                             std::span<const NamedTensors> batches, const CalibrationSettings& settings,
                             const std::set<std::string>& returned = {});
 // The same on several runners of the same model, one thread each (the calling thread runs the
-// first): the first stack (and the stacking check) runs on the first runner, then each thread takes
-// the next stack not yet taken. The outputs are folded into the statistics one stack at a time in
+// first): the first feed runs alone on the first runner (its activations size the stacks), then each
+// thread takes the next stack not yet taken (a stack taken before the stacking check has passed is
+// checked against its first feed run alone). The outputs are folded into the statistics one stack at a time in
 // the order of the batches, so the result is that of one runner (the scales bit for bit).
+CalibrationResult calibrate(std::span<runtime::Runner* const> runners, const std::vector<std::string>& tensors,
+                            FeedStream& batches, const CalibrationSettings& settings,
+                            const std::set<std::string>& returned = {});
 CalibrationResult calibrate(std::span<runtime::Runner* const> runners, const std::vector<std::string>& tensors,
                             std::span<const NamedTensors> batches, const CalibrationSettings& settings,
                             const std::set<std::string>& returned = {});

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "parity/core/array_io.h"
+#include "parity/core/feed_stream.h"
 #include "parity/core/tensor_metadata.h"
 #include "parity/onnx/model.h"
 #include "parity/quantize/calibration_algorithm.h"
@@ -31,8 +32,9 @@ struct QuantizeOptions {
 // `intra_op_threads` threads (0: the backend's default).
 using CalibrationRunnerFactory =
     std::function<std::unique_ptr<runtime::Runner>(const onnx::Model&, int intra_op_threads)>;
-// The calibration batches, from the model's input metadata (called only when calibrating).
-using CalibrationBatches = std::function<std::vector<NamedTensors>(const TensorMetadata&)>;
+// The calibration batches, from the model's input metadata (called only when calibrating), taken one
+// at a time as the calibration runs them.
+using CalibrationBatches = FeedStreamFunc;
 
 struct QuantizeReport {
   QuantizationPlan plan;

@@ -194,6 +194,42 @@ compare::DataLoaderFunc DataLoaderArgs::data_loader() const {
   };
 }
 
+namespace {
+
+// Seeded random feeds, each generated when taken.
+class RandomFeedStream final : public FeedStream {
+ public:
+  RandomFeedStream(const runtime::DataLoaderOptions& options, TensorMetadata metadata)
+      : loader_(options), metadata_(std::move(metadata)), count_(static_cast<std::size_t>(options.iterations)) {}
+
+  std::optional<NamedTensors> next() override {
+    if (next_ == count_) return std::nullopt;
+    return loader_.generate(metadata_, static_cast<int>(next_++));
+  }
+  std::optional<std::size_t> size() const override { return count_; }
+
+ private:
+  runtime::DataLoader loader_;
+  TensorMetadata metadata_;
+  std::size_t count_;
+  std::size_t next_ = 0;
+};
+
+}  // namespace
+
+FeedStreamFunc DataLoaderArgs::feed_stream() const {
+  return [this](const TensorMetadata& metadata) -> std::unique_ptr<FeedStream> {
+    if (!load_inputs_.empty()) return feed_stream_of(data_loader()(metadata));
+    if (!data_loader_script_.empty()) {
+      if (random_flags_given())
+        log::warning("--data-loader-script is set: --seed, --val-range, --iterations and --input-shapes are ignored");
+      return data_loader_script_stream(parse_script_spec(data_loader_script_, "load_data"));
+    }
+    check_input_names(metadata);
+    return std::make_unique<RandomFeedStream>(options_, metadata);
+  };
+}
+
 compare::DataLoaderFunc DataLoaderArgs::random_data_loader_with_shapes(
     const std::vector<std::pair<std::string, std::vector<int64_t>>>& shapes) const {
   return [this, shapes](const TensorMetadata& metadata) {

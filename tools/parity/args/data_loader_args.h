@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "parity/compare/comparator.h"
+#include "parity/core/feed_stream.h"
 #include "parity/runtime/data_loader.h"
 
 namespace parity::cli {
@@ -44,6 +45,9 @@ class DataLoaderArgs {
   // The feeds, made from the first runner's input metadata: loaded files, a script's, or seeded
   // random data (checking --input-shapes / --val-range names against the inputs).
   compare::DataLoaderFunc data_loader() const;
+  // The same feeds as a stream, taken one at a time (calibration): a script's as it yields them, random
+  // data generated as taken.
+  FeedStreamFunc feed_stream() const;
   // Random data as data_loader() makes it (--seed, --val-range, --input-shapes), one feed, with
   // `shapes` overriding --input-shapes for the inputs they name (performance mode's --perf-shapes).
   compare::DataLoaderFunc random_data_loader_with_shapes(

@@ -47,7 +47,7 @@ void Int8Args::parse() const {
 }
 
 quantize::QuantizeReport Int8Args::quantize(onnx::Model& model, const std::vector<std::string>& keep_fp32,
-                                            const compare::DataLoaderFunc& data_loader) const {
+                                            const FeedStreamFunc& data_loader) const {
   if (recalibrate_) quantize::remove_qdq(model);
   quantize::QuantizeOptions options;
   options.settings.algo = quantize::parse_calibration_algo(algo_);
@@ -70,7 +70,7 @@ void Int8Args::quantize_runners_under_test(std::vector<std::unique_ptr<runtime::
   if (model_args.path().empty()) raise<InvalidInputError>("--int8 quantizes an ONNX model: give one");
   // Weights are read in full (quantizing reads every one), so not the runners' lazily loaded model.
   auto model = std::make_shared<onnx::Model>(model_args.load());
-  quantize(*model, keep_fp32_, data_loader);
+  quantize(*model, keep_fp32_, [&](const TensorMetadata& inputs) { return feed_stream_of(data_loader(inputs)); });
   quantized_ = model;
   auto quantized = runners.make_runners([model] { return *model; });
   const std::size_t first = live.size() == 1 ? 0 : 1;

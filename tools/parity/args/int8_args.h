@@ -32,7 +32,7 @@ class Int8Args {
   // Quantizes `model` in place (float32 -> Q/DQ), calibrating on ONNX Runtime with `data_loader`'s
   // batches unless the calibration cache exists. `keep_fp32`: --keep-fp32's entries.
   quantize::QuantizeReport quantize(onnx::Model& model, const std::vector<std::string>& keep_fp32,
-                                    const compare::DataLoaderFunc& data_loader) const;
+                                    const FeedStreamFunc& data_loader) const;
 
   // `parity run --int8`: the first runner (command-line order) stays on the float model, the
   // reference; every other runner is made again on the int8 model, quantized once from the model

@@ -1,10 +1,14 @@
 #include "python_scripts.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -43,17 +47,19 @@ if not hasattr(module, function):
 user_function = getattr(module, function)
 )PY";
 
-// Writes every array of every feed as .npy bytes one after another into the one file feeds.npys
-// (one file, not one per array: creating thousands of small files costs more than the data), with
-// feeds.json listing [[name, offset, size], ...] per iteration in the order the script gave.
+// Streams the feeds through the pipe whose descriptor is argv[4] as the script yields them: per feed,
+// an 8-byte little-endian length, that many bytes of JSON [[name, size], ...], then each array's .npy
+// bytes (size bytes each) in that order. A feed is flushed when whole, so Parity runs it while the
+// script makes the next; the pipe's end after the last feed (and the exit status) says there are no
+// more. A write blocks while the pipe is full: the script runs at most the pipe's size ahead.
 constexpr const char* kDataLoaderDriver = R"PY(
+import io, struct
 data = user_function() if callable(user_function) else user_function
-feeds = []
-arrays = open(os.path.join(out, "feeds.npys"), "wb")
+stream = os.fdopen(int(sys.argv[4]), "wb")
 for index, feed in enumerate(data):
     if not isinstance(feed, dict):
         sys.exit(f"iteration {index} is a {type(feed).__name__}, expected a dict of input name -> array")
-    entries = []
+    entries, buffers = [], []
     for name, value in feed.items():
         if not isinstance(name, str):
             sys.exit(f"iteration {index}: input names must be strings, got {name!r}")
@@ -62,13 +68,17 @@ for index, feed in enumerate(data):
         array = np.asarray(value)
         if array.dtype == object:
             sys.exit(f"iteration {index}: input '{name}' is not a numeric array (numpy made an object array of it)")
-        offset = arrays.tell()
-        np.lib.format.write_array(arrays, array, allow_pickle=False)
-        entries.append([name, offset, arrays.tell() - offset])
-    feeds.append(entries)
-arrays.close()
-with open(os.path.join(out, "feeds.json"), "w") as f:
-    json.dump(feeds, f)
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, array, allow_pickle=False)
+        buffers.append(buffer.getbuffer())
+        entries.append([name, len(buffers[-1])])
+    record = json.dumps(entries).encode()
+    stream.write(struct.pack("<Q", len(record)))
+    stream.write(record)
+    for buffer in buffers:
+        stream.write(buffer)
+    stream.flush()
+stream.close()
 )PY";
 
 // Reads the two results from pair.json, calls the function and writes verdicts.json:
@@ -123,26 +133,33 @@ ScriptSpec parse_script_spec(const std::string& spec, const std::string& default
 
 namespace {
 
-// Runs the prelude + `driver` on `script` with `folder` as the exchange folder and returns the
-// JSON file `result` the driver wrote there. Throws InvalidInputError with the end of the
-// script's traceback when it fails.
-nlohmann::json run_driver(const ScriptSpec& script, const char* driver, const fs::path& folder, const char* result,
-                          const std::string& what) {
-  const fs::path log_path = folder / "stderr.txt";
+// Starts the prelude + `driver` on `script` with `folder` as the exchange folder (argv[3]) and `extra`
+// after it; the script's output goes to folder/stderr.txt. `descriptors` are passed on to it.
+std::unique_ptr<Process> start_driver(const ScriptSpec& script, const char* driver, const fs::path& folder,
+                                      const std::string& what, const std::vector<std::string>& extra = {},
+                                      const std::vector<int>& descriptors = {},
+                                      const std::vector<std::pair<std::string, std::string>>& environment = {}) {
   const std::string python = configured_python();
   ProcessSpec spec;
   spec.program = python;
   spec.arguments = {"-c", std::string(kPrelude) + driver, script.path, script.function, folder.string()};
-  spec.standard_error = ProcessStream::to_file(log_path);
+  spec.arguments.insert(spec.arguments.end(), extra.begin(), extra.end());
+  spec.standard_error = ProcessStream::to_file(folder / "stderr.txt");
   spec.standard_output = ProcessStream::same_as_standard_error();  // the script's prints too
-  ProcessEnd end;
+  spec.inherited_descriptors = descriptors;
+  spec.environment = environment;
   try {
-    end = Process(spec).wait();
+    return std::make_unique<Process>(spec);
   } catch (const ProcessStartError& start_error) {
     raise<InvalidInputError>("{}: cannot start the Python interpreter '{}': {} (set PARITY_PYTHON)", what, python,
                              std::strerror(start_error.error_number()));
   }
+}
 
+// After the driver ended: throws InvalidInputError with the end of the script's traceback when it
+// failed, else logs what the script printed.
+void check_driver_end(const ProcessEnd& end, const fs::path& folder, const std::string& what) {
+  const fs::path log_path = folder / "stderr.txt";
   std::error_code error;
   std::string output;
   if (fs::exists(log_path, error)) output = read_file(log_path);
@@ -158,6 +175,12 @@ nlohmann::json run_driver(const ScriptSpec& script, const char* driver, const fs
                              summary.empty() ? std::string("no message") : summary);
   }
   if (!output.empty()) log::info("{} printed:\n{}", what, output);
+}
+
+// Runs the driver to its end and returns the JSON file `result` it wrote in `folder`.
+nlohmann::json run_driver(const ScriptSpec& script, const char* driver, const fs::path& folder, const char* result,
+                          const std::string& what) {
+  check_driver_end(start_driver(script, driver, folder, what)->wait(), folder, what);
   std::string text = read_file(folder / result);
   check_json_depth(text, fmt::format("{}: {}", what, result));
   try {
@@ -167,34 +190,134 @@ nlohmann::json run_driver(const ScriptSpec& script, const char* driver, const fs
   }
 }
 
+// A feed record's JSON is a name and a size per input; more than this is not a record.
+constexpr uint64_t kMaxRecordBytes = uint64_t{16} << 20;
+
+// The data loader script's feeds, read from its driver's pipe as the script yields them.
+class ScriptFeedStream final : public FeedStream {
+ public:
+  explicit ScriptFeedStream(const ScriptSpec& script)
+      : script_(script),
+        what_(fmt::format("--data-loader-script {}", script.path)),
+        folder_("parity-data-loader", "the data loader script") {
+    std::error_code error;
+    if (!fs::is_regular_file(script.path, error)) raise<FileError>("{}: no such file", what_);
+    log::info("Running data loader script {} (function {}) with {}", script.path, script.function,
+              configured_python());
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC) != 0)
+      raise<ResourceLimitError>("{}: cannot make a pipe: {}", what_, std::strerror(errno));
+    read_end_ = ends[0];
+    // A larger pipe lets the script run further ahead of the inferences (best effort: the system's
+    // limit, /proc/sys/fs/pipe-max-size, may refuse it).
+    fcntl(read_end_, F_SETPIPE_SZ, 1 << 20);
+    // The script runs beside the inferences, which take the cores: numpy's OpenBLAS, left to itself,
+    // starts a thread per core at import (on 2 cores, 0.06 s of CPU of the script's 0.15 s) that a data
+    // loader rarely needs. One thread, unless the user's environment says how many.
+    std::vector<std::pair<std::string, std::string>> environment;
+    if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) environment.emplace_back("OPENBLAS_NUM_THREADS", "1");
+    try {
+      process_ = start_driver(script, kDataLoaderDriver, folder_.path(), what_, {std::to_string(ends[1])}, {ends[1]},
+                              environment);
+    } catch (...) {
+      close(ends[1]);
+      throw;
+    }
+    close(ends[1]);  // the script holds the only write end: its exit ends the pipe
+  }
+
+  ~ScriptFeedStream() override {
+    if (read_end_ >= 0) close(read_end_);  // then process_ kills a script still running
+  }
+  ScriptFeedStream(const ScriptFeedStream&) = delete;
+  ScriptFeedStream& operator=(const ScriptFeedStream&) = delete;
+
+  std::optional<NamedTensors> next() override {
+    if (ended_) return std::nullopt;
+    unsigned char length_bytes[8];
+    const std::size_t got = read_up_to(length_bytes, sizeof length_bytes);
+    if (got == 0) {
+      finish();
+      return std::nullopt;
+    }
+    if (got < sizeof length_bytes) broken();
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = length << 8 | length_bytes[i];
+    if (length == 0 || length > kMaxRecordBytes) raise<InternalError>("{}: iteration {}: a malformed record", what_, count_);
+    std::string record(length, '\0');
+    if (read_up_to(record.data(), record.size()) < record.size()) broken();
+    nlohmann::json entries;
+    try {
+      entries = nlohmann::json::parse(record);
+    } catch (const nlohmann::json::exception& e) {
+      raise<InternalError>("{}: iteration {}: an unreadable record: {}", what_, count_, e.what());
+    }
+    NamedTensors feed;
+    for (const auto& entry : entries) {
+      std::string name = entry.at(0).get<std::string>();
+      const std::string context = fmt::format("{}: iteration {}: input '{}'", what_, count_, name);
+      bytes_.resize(entry.at(1).get<std::size_t>());
+      if (read_up_to(bytes_.data(), bytes_.size()) < bytes_.size()) broken();
+      feed.emplace_back(name, with_context(context, [&] { return decode_npy(bytes_, context); }));
+    }
+    ++count_;
+    return feed;
+  }
+
+ private:
+  // Reads `size` bytes, fewer only where the pipe ends first: the count read.
+  std::size_t read_up_to(void* into, std::size_t size) {
+    auto* out = static_cast<char*>(into);
+    std::size_t done = 0;
+    while (done < size) {
+      const ssize_t n = read(read_end_, out + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) raise<InternalError>("{}: reading the feeds: {}", what_, std::strerror(errno));
+      if (n == 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    return done;
+  }
+
+  // The pipe ended after the last whole feed: the script's end says whether it gave them all.
+  void finish() {
+    ended_ = true;
+    close(read_end_);
+    read_end_ = -1;
+    check_driver_end(process_->wait(), folder_.path(), what_);
+    if (count_ == 0) raise<InvalidInputError>("{}: '{}' gave no feeds", what_, script_.function);
+    log::info("Loaded {} iteration(s) of inputs from {}", count_, script_.path);
+  }
+
+  // The pipe ended inside a feed: the script died (its error, when it has one, says why).
+  [[noreturn]] void broken() {
+    ended_ = true;
+    close(read_end_);
+    read_end_ = -1;
+    check_driver_end(process_->wait(), folder_.path(), what_);
+    raise<InvalidInputError>("{}: the script's process ended in the middle of iteration {}", what_, count_);
+  }
+
+  ScriptSpec script_;
+  std::string what_;
+  TemporaryFolder folder_;
+  std::unique_ptr<Process> process_;
+  int read_end_ = -1;
+  std::size_t count_ = 0;
+  bool ended_ = false;
+  std::string bytes_;
+};
+
 }  // namespace
 
+std::unique_ptr<FeedStream> data_loader_script_stream(const ScriptSpec& script) {
+  return std::make_unique<ScriptFeedStream>(script);
+}
+
 std::vector<NamedTensors> run_data_loader_script(const ScriptSpec& script) {
-  const std::string what = fmt::format("--data-loader-script {}", script.path);
-  std::error_code error;
-  if (!fs::is_regular_file(script.path, error)) raise<FileError>("{}: no such file", what);
-  TemporaryFolder folder("parity-data-loader", "the data loader script");
-  log::info("Running data loader script {} (function {}) with {}", script.path, script.function, configured_python());
-  nlohmann::json manifest = run_driver(script, kDataLoaderDriver, folder.path(), "feeds.json", what);
-  std::ifstream arrays(folder.path() / "feeds.npys", std::ios::binary);
-  if (!arrays) raise<InternalError>("{}: the driver wrote no feeds.npys", what);
   std::vector<NamedTensors> feeds;
-  std::string bytes;
-  for (const auto& iteration : manifest) {
-    NamedTensors feed;
-    for (const auto& entry : iteration) {
-      std::string name = entry.at(0).get<std::string>();
-      const std::string context = fmt::format("{}: iteration {}: input '{}'", what, feeds.size(), name);
-      bytes.resize(entry.at(2).get<std::size_t>());
-      arrays.seekg(entry.at(1).get<std::streamoff>());
-      if (!arrays.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
-        raise<InternalError>("{}: feeds.npys is shorter than its manifest says", context);
-      feed.emplace_back(name, with_context(context, [&] { return decode_npy(bytes, context); }));
-    }
-    feeds.push_back(std::move(feed));
-  }
-  if (feeds.empty()) raise<InvalidInputError>("{}: '{}' gave no feeds", what, script.function);
-  log::info("Loaded {} iteration(s) of inputs from {}", feeds.size(), script.path);
+  auto stream = data_loader_script_stream(script);
+  while (auto feed = stream->next()) feeds.push_back(std::move(*feed));
   return feeds;
 }
 

@@ -151,7 +151,7 @@ class ConvertCommand : public Command {
                                "--no-default-keep and --no-keep-io-types do not apply");
     onnx::Model model = model_.load();
     outputs_.apply(model, model_.path());
-    int8_.quantize(model, keep_fp32_, data_loader_.data_loader());
+    int8_.quantize(model, keep_fp32_, data_loader_.feed_stream());
     save_.save(model, output_);
     return 0;
   }

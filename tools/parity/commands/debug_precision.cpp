@@ -217,7 +217,7 @@ class DebugPrecisionCommand : public Command {
       if (int8_.recalibrate()) quantize::remove_qdq(model);
       // The one calibration: the model quantized with --keep-fp32 alone gives every scale a candidate needs.
       onnx::Model calibrated{std::make_shared<::onnx::ModelProto>(*model.proto), model.path, model.base_dir};
-      auto quantized = int8_.quantize(calibrated, keep_fp32_, data_loader_.data_loader());
+      auto quantized = int8_.quantize(calibrated, keep_fp32_, data_loader_.feed_stream());
       options.int8 = debug::int8_candidates(model, keep_fp32_, std::move(quantized.scales));
       options.ort_exclude_path = exclude_.ort_path();
       options.modelopt_exclude_path = exclude_.modelopt_path();
