@@ -85,3 +85,19 @@ def test_the_scales_equal_those_of_the_same_feeds_from_a_file(run_parity, tmp_pa
         assert result.returncode == 0, result.describe()
     assert (tmp_path / "a.cache").read_text() == (tmp_path / "b.cache").read_text()
     assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes()
+
+
+def test_a_script_writing_into_the_feeds_pipe_is_one_error(run_parity, tmp_path):
+    # The driver passes the pipe's descriptor to the script's process (sys.argv[4]): a script that writes
+    # there corrupts the records, which is one error naming the iteration, not a crash or a hang.
+    model = conv_chain_model(tmp_path / "chain.onnx")
+    script = tmp_path / "hostile.py"
+    script.write_text("import os, sys\nimport numpy as np\n"
+                      "def load_data():\n"
+                      "    os.write(int(sys.argv[4]), b'\\xff' * 8 + b'garbage')\n"
+                      "    yield {'x': np.zeros((2, 3, 8, 8), np.float32)}\n")
+    result = run_parity("convert", model, "--int8", "--data-loader-script", script, "-o", tmp_path / "q.onnx")
+    assert result.returncode != 0, result.describe()
+    errors = lines_with_prefix(result.output, "[E] ")
+    assert len(errors) == 1 and "iteration 0: a malformed record in the feeds' pipe" in errors[0], result.describe()
+    assert not (tmp_path / "q.onnx").exists()

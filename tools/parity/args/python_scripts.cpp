@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "parity/core/allocation_limit.h"
 #include "parity/core/error.h"
 #include "parity/core/json_depth.h"
 #include "parity/core/temporary_folder.h"
@@ -243,20 +244,26 @@ class ScriptFeedStream final : public FeedStream {
     if (got < sizeof length_bytes) broken();
     uint64_t length = 0;
     for (int i = 7; i >= 0; --i) length = length << 8 | length_bytes[i];
-    if (length == 0 || length > kMaxRecordBytes) raise<InternalError>("{}: iteration {}: a malformed record", what_, count_);
+    if (length == 0 || length > kMaxRecordBytes)
+      raise<InvalidInputError>("{}: iteration {}: a malformed record in the feeds' pipe (a record of {} bytes; has the "
+                               "script written to the pipe's descriptor, sys.argv[4]?)",
+                               what_, count_, length);
     std::string record(length, '\0');
     if (read_up_to(record.data(), record.size()) < record.size()) broken();
-    nlohmann::json entries;
+    // The record is the driver's, but the script shares its process (and could write to the pipe).
+    std::vector<std::pair<std::string, std::size_t>> entries;
     try {
-      entries = nlohmann::json::parse(record);
+      check_json_depth(record, fmt::format("{}: iteration {}", what_, count_));
+      for (const auto& entry : nlohmann::json::parse(record))
+        entries.emplace_back(entry.at(0).get<std::string>(), entry.at(1).get<std::size_t>());
     } catch (const nlohmann::json::exception& e) {
-      raise<InternalError>("{}: iteration {}: an unreadable record: {}", what_, count_, e.what());
+      raise<InvalidInputError>("{}: iteration {}: an unreadable record in the feeds' pipe: {}", what_, count_, e.what());
     }
     NamedTensors feed;
-    for (const auto& entry : entries) {
-      std::string name = entry.at(0).get<std::string>();
+    for (const auto& [name, size] : entries) {
       const std::string context = fmt::format("{}: iteration {}: input '{}'", what_, count_, name);
-      bytes_.resize(entry.at(1).get<std::size_t>());
+      check_allocation(size, context);
+      bytes_.resize(size);
       if (read_up_to(bytes_.data(), bytes_.size()) < bytes_.size()) broken();
       feed.emplace_back(name, with_context(context, [&] { return decode_npy(bytes_, context); }));
     }
