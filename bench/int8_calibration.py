@@ -34,6 +34,7 @@ same models and the same calibration data (saved once to .npy files: Parity read
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -398,6 +399,16 @@ def bench_model(parity, kind, path, folder, args):
             worst = max((abs(a[t] - b[t]) / b[t] for t in common), default=float("nan"))
             line += f" | min-max scales: {len(common)} common tensors, max relative difference {worst:.3g}"
         print(line, flush=True)
+        if args.pairs > 1:
+            pairs = [(parity_quantize(parity, path, ours, algo, script), ort_quantize_process(path, theirs, algo, calib_files))
+                     for _ in range(args.pairs)]
+            walls = sorted(p.wall / o.wall for p, o in pairs)
+            cpus = sorted(p.cpu_seconds / o.cpu_seconds for p, o in pairs)
+            print(f"{'':10s} process, {args.pairs} more pairs in alternation (load {os.getloadavg()[0]:.1f}): wall ratio "
+                  f"median {statistics.median(walls):.2f}x ({walls[0]:.2f}x..{walls[-1]:.2f}x), CPU ratio median "
+                  f"{statistics.median(cpus):.2f}x ({cpus[0]:.2f}x..{cpus[-1]:.2f}x); parity convert median "
+                  f"{statistics.median(p.wall for p, _ in pairs):.2f} s, quantize_static's process median "
+                  f"{statistics.median(o.wall for _, o in pairs):.2f} s", flush=True)
         if args.floor and algo == "minmax":
             calibrated = sorted(activation_scales(ours))
             bare = inference_floor(path, calib_files, calibrated, fetch=False)
@@ -435,6 +446,9 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--no-latency", dest="latency", action="store_false")
+    parser.add_argument("--pairs", type=int, default=1,
+                        help="N > 1: after the first pair, N more of `parity convert` and quantize_static's process in "
+                             "alternation, printing the median ratio and its range (the peer's time varies between runs)")
     parser.add_argument("--peer-no-spinning", action="store_true",
                         help="also time quantize_static's process with ONNX Runtime's thread spinning off (as "
                              "Parity's calibration session runs): how much of the ratio is spinning on a loaded machine")
