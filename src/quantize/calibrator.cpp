@@ -320,6 +320,12 @@ CalibrationResult calibrate(std::span<runtime::Runner* const> runners, const std
     if (!input_names.count(name)) calibrated.insert(name);
   std::optional<NamedTensors> first_single = first_runner.infer(first->second);
   std::size_t stack_limit = stackable(inputs) ? feeds_per_stack(*first_single, calibrated) : 1;
+  // A runner that marks tensors prepares its model with them marked at its first inference, which may
+  // fork a child process (ONNX shape inference): the other runners make theirs here, one at a time,
+  // before the workers' threads exist (a fork while other threads run can leave the child waiting on a
+  // lock one of them held). Runners given a model that returns the tensors (quantize_model's) mark none.
+  if (!marked.empty())
+    for (std::size_t r = 1; r < runners.size(); ++r) runners[r]->infer(first->second);
   {
     std::vector<std::pair<std::size_t, NamedTensors>> back;
     back.push_back(std::move(*first));
