@@ -125,7 +125,9 @@ def test_layers_and_outside_parts_add_up_to_the_profiled_latency(profiled_bert, 
         # The infer request's own time is measured on a model of the same inputs passed through Identity nodes; the
         # rest outside the layers is named with the bound of what OpenVINO's whole-microsecond counters cut off.
         assert [part["name"] for part in outside] == ["the infer request alone", "between the layers"]
-        assert 0 < outside[0]["seconds_per_inference"] < profiled
+        # Measured on other inferences than the profiled ones (a model of Identity nodes), so no bound by the profiled
+        # latency holds on a loaded machine: one preempted inference of the few timed makes its mean the larger.
+        assert outside[0]["seconds_per_inference"] > 0
         executed = len(profile["layers"])
         assert f"({executed} executed: up to {2e-3 * executed:.4g} ms)" in outside[1]["what"]
 
