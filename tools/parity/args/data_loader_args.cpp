@@ -177,16 +177,19 @@ void DataLoaderArgs::check_input_names(const TensorMetadata& metadata) const {
     if (!name.empty()) check(name, "--val-range");  // "" is the default range
 }
 
+void DataLoaderArgs::warn_random_flags_ignored(const char* source_flag) const {
+  if (random_flags_given())
+    log::warning("{} is set: --seed, --val-range, --iterations and --input-shapes are ignored", source_flag);
+}
+
 compare::DataLoaderFunc DataLoaderArgs::data_loader() const {
   return [this](const TensorMetadata& metadata) -> std::vector<NamedTensors> {
     if (!load_inputs_.empty()) {
-      if (random_flags_given())
-        log::warning("--load-inputs is set: --seed, --val-range, --iterations and --input-shapes are ignored");
+      warn_random_flags_ignored("--load-inputs");
       return load_input_files(metadata);
     }
     if (!data_loader_script_.empty()) {
-      if (random_flags_given())
-        log::warning("--data-loader-script is set: --seed, --val-range, --iterations and --input-shapes are ignored");
+      warn_random_flags_ignored("--data-loader-script");
       return run_data_loader_script(parse_script_spec(data_loader_script_, "load_data"));
     }
     check_input_names(metadata);
@@ -221,8 +224,7 @@ FeedStreamFunc DataLoaderArgs::feed_stream() const {
   return [this](const TensorMetadata& metadata) -> std::unique_ptr<FeedStream> {
     if (!load_inputs_.empty()) return feed_stream_of(data_loader()(metadata));
     if (!data_loader_script_.empty()) {
-      if (random_flags_given())
-        log::warning("--data-loader-script is set: --seed, --val-range, --iterations and --input-shapes are ignored");
+      warn_random_flags_ignored("--data-loader-script");
       return data_loader_script_stream(parse_script_spec(data_loader_script_, "load_data"));
     }
     check_input_names(metadata);

@@ -65,6 +65,8 @@ class DataLoaderArgs {
   std::vector<NamedTensors> load_input_files(const TensorMetadata& metadata) const;
   void check_input_names(const TensorMetadata& metadata) const;
   bool random_flags_given() const;
+  // The warning that the random data flags given are ignored because `source_flag` supplies the feeds.
+  void warn_random_flags_ignored(const char* source_flag) const;
 
   std::string input_shapes_flag_ = "--input-shapes";  // for messages
   int64_t seed_ = 1;
