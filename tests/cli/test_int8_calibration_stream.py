@@ -101,3 +101,35 @@ def test_a_script_writing_into_the_feeds_pipe_is_one_error(run_parity, tmp_path)
     errors = lines_with_prefix(result.output, "[E] ")
     assert len(errors) == 1 and "iteration 0: a malformed record in the feeds' pipe" in errors[0], result.describe()
     assert not (tmp_path / "q.onnx").exists()
+
+
+def test_the_script_starts_only_when_there_is_something_to_calibrate(run_parity, tmp_path):
+    """`convert --int8` starts the script's process while it loads the model, unless the calibration cache
+    it names exists (then nothing is calibrated and the script never runs)."""
+    model = conv_chain_model(tmp_path / "chain.onnx")
+    marker = tmp_path / "script_ran"
+    script = tmp_path / "calib.py"
+    script.write_text(textwrap.dedent(f"""\
+        import pathlib
+        import numpy as np
+
+        pathlib.Path({str(marker)!r}).write_text("ran")
+
+        def load_data():
+            rng = np.random.default_rng(2)
+            for _ in range(8):
+                yield {{"x": rng.standard_normal((1, 3, 8, 8), dtype=np.float32)}}
+        """))
+    cache = tmp_path / "calib.cache"
+    arguments = ["convert", model, "--int8", "--calibration-algo", "minmax", "--data-loader-script", script,
+                 "--calibration-cache", cache]
+    first = run_parity(*arguments, "-o", tmp_path / "q1.onnx")
+    assert first.returncode == 0, first.describe()
+    assert marker.is_file() and cache.is_file()
+    marker.unlink()
+    second = run_parity(*arguments, "-o", tmp_path / "q2.onnx")
+    assert second.returncode == 0, second.describe()
+    assert "read from the calibration cache" in second.output, second.output
+    assert not marker.exists(), "the script ran although the calibration cache gave every scale"
+    assert "Running data loader script" not in second.output, second.output
+    assert (tmp_path / "q1.onnx").read_bytes() == (tmp_path / "q2.onnx").read_bytes()

@@ -232,6 +232,17 @@ FeedStreamFunc DataLoaderArgs::feed_stream() const {
   };
 }
 
+FeedStreamFunc DataLoaderArgs::feed_stream_started_now() const {
+  if (!load_inputs_.empty() || data_loader_script_.empty()) return feed_stream();
+  warn_random_flags_ignored("--data-loader-script");
+  auto started = std::make_shared<std::unique_ptr<FeedStream>>(
+      data_loader_script_stream(parse_script_spec(data_loader_script_, "load_data")));
+  return [this, started](const TensorMetadata& metadata) -> std::unique_ptr<FeedStream> {
+    if (*started) return std::move(*started);
+    return feed_stream()(metadata);
+  };
+}
+
 compare::DataLoaderFunc DataLoaderArgs::random_data_loader_with_shapes(
     const std::vector<std::pair<std::string, std::vector<int64_t>>>& shapes) const {
   return [this, shapes](const TensorMetadata& metadata) {

@@ -48,6 +48,10 @@ class DataLoaderArgs {
   // The same feeds as a stream, taken one at a time (calibration): a script's as it yields them, random
   // data generated as taken.
   FeedStreamFunc feed_stream() const;
+  // feed_stream(), with a data loader script's process started now instead of at the first call, so
+  // that its interpreter starts (and imports numpy) while the command loads the model and makes its
+  // sessions. The first call takes that process; later calls start the script again.
+  FeedStreamFunc feed_stream_started_now() const;
   // Random data as data_loader() makes it (--seed, --val-range, --input-shapes), one feed, with
   // `shapes` overriding --input-shapes for the inputs they name (performance mode's --perf-shapes).
   compare::DataLoaderFunc random_data_loader_with_shapes(

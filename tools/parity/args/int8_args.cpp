@@ -1,5 +1,7 @@
 #include "args/int8_args.h"
 
+#include <filesystem>
+
 #include "parity/core/error.h"
 #include "parity/core/logger.h"
 #include "parity/quantize/qdq_removal.h"
@@ -44,6 +46,11 @@ void Int8Args::parse() const {
     raise<InvalidInputError>("--percentile applies to --calibration-algo percentile, not {}", algo_);
   if (!(percentile_ > 0 && percentile_ <= 100))
     raise<InvalidInputError>("--percentile must be in (0, 100], got {}", percentile_);
+}
+
+bool Int8Args::calibrates() const {
+  std::error_code error;
+  return cache_.empty() || !std::filesystem::exists(cache_, error);
 }
 
 quantize::QuantizeReport Int8Args::quantize(onnx::Model& model, const std::vector<std::string>& keep_fp32,

@@ -28,6 +28,8 @@ class Int8Args {
   void parse() const;
   bool enabled() const { return int8_; }
   bool recalibrate() const { return recalibrate_; }
+  // Whether quantize() will calibrate (false when --calibration-cache names a file that exists).
+  bool calibrates() const;
 
   // Quantizes `model` in place (float32 -> Q/DQ), calibrating on ONNX Runtime with `data_loader`'s
   // batches unless the calibration cache exists. `keep_fp32`: --keep-fp32's entries.

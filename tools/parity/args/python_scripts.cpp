@@ -57,6 +57,10 @@ constexpr const char* kDataLoaderDriver = R"PY(
 import io, struct
 data = user_function() if callable(user_function) else user_function
 stream = os.fdopen(int(sys.argv[4]), "wb")
+# The .npy header of each (dtype, shape) met, as numpy writes it for a C-order array: later arrays of the
+# same kind are written as that header and their own bytes, without going through numpy's writer.
+headers = {}
+records = {}
 for index, feed in enumerate(data):
     if not isinstance(feed, dict):
         sys.exit(f"iteration {index} is a {type(feed).__name__}, expected a dict of input name -> array")
@@ -69,12 +73,24 @@ for index, feed in enumerate(data):
         array = np.asarray(value)
         if array.dtype == object:
             sys.exit(f"iteration {index}: input '{name}' is not a numeric array (numpy made an object array of it)")
-        buffer = io.BytesIO()
-        np.lib.format.write_array(buffer, array, allow_pickle=False)
-        buffers.append(buffer.getbuffer())
-        entries.append([name, len(buffers[-1])])
-    record = json.dumps(entries).encode()
-    stream.write(struct.pack("<Q", len(record)))
+        key = (array.dtype.str, array.shape)
+        header = headers.get(key) if array.flags.c_contiguous else None
+        if header is None:
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, array, allow_pickle=False)
+            written = buffer.getbuffer()
+            if array.flags.c_contiguous:
+                headers[key] = bytes(written[:len(written) - array.nbytes])
+            buffers.append(written)
+            entries.append((name, len(written)))
+        else:
+            buffers += (header, array.data)
+            entries.append((name, len(header) + array.nbytes))
+    entries = tuple(entries)
+    record = records.get(entries)
+    if record is None:
+        record = json.dumps(entries).encode()
+        record = records[entries] = struct.pack("<Q", len(record)) + record
     stream.write(record)
     for buffer in buffers:
         stream.write(buffer)

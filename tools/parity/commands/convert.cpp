@@ -149,9 +149,11 @@ class ConvertCommand : public Command {
     if (fp_to_fp16_ || fp_to_bf16_ || openvino_ || report_error_ || no_default_keep_ || no_keep_io_types_)
       raise<InvalidInputError>("convert --int8: --fp-to-fp16, --fp-to-bf16, --openvino, --report-error, "
                                "--no-default-keep and --no-keep-io-types do not apply");
+    // A data loader script's interpreter starts while the model loads.
+    const FeedStreamFunc feeds = int8_.calibrates() ? data_loader_.feed_stream_started_now() : data_loader_.feed_stream();
     onnx::Model model = model_.load();
     outputs_.apply(model, model_.path());
-    int8_.quantize(model, keep_fp32_, data_loader_.feed_stream());
+    int8_.quantize(model, keep_fp32_, feeds);
     save_.save(model, output_);
     return 0;
   }
