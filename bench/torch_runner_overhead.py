@@ -141,15 +141,21 @@ def bare_ms(python, script, function, device, iterations, warm_up):
     return statistics.median(times) * 1e3, statistics.mean(times) * 1e3
 
 
-def parity_ms(parity, python, script, function, device, iterations, warm_up):
+def parity_ms(parity, python, script, function, device, iterations, warm_up, statistic="mean"):
+    """Parity's time per infer(): the mean `parity run` reports ("Average inference time"), or with
+    statistic="median" the median of performance mode (`--perf`, the same infer() calls timed one by one)."""
     shape = ",".join(map(str, SHAPES[function]))
     command = [parity, "run", "--torch", "--torch-model-script", f"{script}:{function}", "--torch-device", device,
                "--torch-python", python, "--input-shapes", f"image:[{shape}]", "--iterations", str(iterations),
-               "--warm-up", str(warm_up)]
+               "--warm-up", str(warm_up)] + (["--perf"] if statistic == "median" else [])
     completed = subprocess.run(command, capture_output=True, text=True)
     if completed.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{completed.stdout[-3000:]}{completed.stderr[-3000:]}")
-    found = re.search(r"Average inference time: ([0-9.e+-]+) ms", completed.stdout + completed.stderr)
+    pattern = r"latency \(ms\): min [0-9.e+-]+ \| mean [0-9.e+-]+ \| median ([0-9.e+-]+)" if statistic == "median" \
+        else r"Average inference time: ([0-9.e+-]+) ms"
+    found = re.search(pattern, completed.stdout + completed.stderr)
+    if found is None:
+        sys.exit(f"{' '.join(command)}: no {statistic} time in its output:\n{completed.stdout[-3000:]}")
     return float(found.group(1))
 
 
@@ -166,12 +172,17 @@ def main():
                         help="runs of each side, alternated; the best of each side is compared, and each pair's "
                              "ratio summarized (a shared machine's load moves single runs)")
     parser.add_argument("--models", default="add_one,small_cnn,resnet50")
+    parser.add_argument("--statistic", choices=("mean", "median"), default="mean",
+                        help="per-inference time of each run: the mean (parity run's 'Average inference time'), or "
+                             "the median (parity run --perf's; one slow inference, a preemption or a collection, "
+                             "moves a mean but not a median)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "bench_models.py"
         script.write_text(MODELS_SCRIPT)
-        print(f"device {args.device}, {args.iterations} iterations after {args.warm_up} warm-ups, best of "
+        print(f"device {args.device}, {args.iterations} iterations after {args.warm_up} warm-ups, {args.statistic} of "
+              f"each run, best of "
               f"{args.repeats} alternated runs; {args.python}; load average {os.getloadavg()[0]:.2f} on "
               f"{os.cpu_count()} CPUs")
         print(f"{'model':10} {'bare torch ms':>14} {'parity --torch ms':>18} {'ratio':>7} {'overhead ms':>12}"
@@ -180,9 +191,10 @@ def main():
             bare, parity = [], []
             for _ in range(args.repeats):
                 # The bare loop's mean, comparable with parity's average.
-                bare.append(bare_ms(args.python, script, function, args.device, args.iterations, args.warm_up)[1])
+                median, mean = bare_ms(args.python, script, function, args.device, args.iterations, args.warm_up)
+                bare.append(median if args.statistic == "median" else mean)
                 parity.append(parity_ms(args.parity, args.python, script, function, args.device, args.iterations,
-                                        args.warm_up))
+                                        args.warm_up, args.statistic))
             b, p = min(bare), min(parity)
             ratios = [pi / bi for pi, bi in zip(parity, bare)]
             overheads = [pi - bi for pi, bi in zip(parity, bare)]
