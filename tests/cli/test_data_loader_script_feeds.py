@@ -65,3 +65,35 @@ def test_every_feed_arrives_exactly(run_parity, tmp_path):
         for name, array in want.items():
             assert feed[name].dtype == array.dtype.newbyteorder("<") and feed[name].shape == array.shape, name
             np.testing.assert_array_equal(feed[name], array)
+
+
+def test_feeds_of_more_shapes_than_the_driver_caches_arrive_exactly(run_parity, tmp_path):
+    """The driver caches a .npy header per (dtype, shape) and starts its caches again past 256 kinds: 300
+    shapes, each met twice, and a big-endian kind among them, arrive as yielded."""
+    node = helper.make_node("Identity", ["x"], ["y"], name="x_id")
+    graph = helper.make_graph([node], "identity", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "n"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "identity.onnx"))
+    script = tmp_path / "shapes.py"
+    script.write_text(textwrap.dedent("""\
+        import numpy as np
+
+        def load_data():
+            rng = np.random.default_rng(3)
+            for index in range(600):
+                x = rng.standard_normal((1, index % 300 + 1)).astype(np.float32)
+                yield {"x": x.astype(">f4") if index % 7 == 0 else x}
+        """))
+    saved = tmp_path / "inputs.json"
+    result = run_parity("run", tmp_path / "identity.onnx", "--ref", "--data-loader-script", script,
+                        "--save-inputs", saved, timeout=300)
+    assert result.returncode == 0, result.describe()
+    got = load_polygraphy_json(saved)
+    rng = np.random.default_rng(3)
+    assert len(got) == 600
+    for index, feed in enumerate(got):
+        want = rng.standard_normal((1, index % 300 + 1)).astype(np.float32)
+        assert feed["x"].dtype == np.float32 and feed["x"].shape == want.shape, index
+        np.testing.assert_array_equal(feed["x"], want)

@@ -58,9 +58,11 @@ import io, struct
 data = user_function() if callable(user_function) else user_function
 stream = os.fdopen(int(sys.argv[4]), "wb")
 # The .npy header of each (dtype, shape) met, as numpy writes it for a C-order array: later arrays of the
-# same kind are written as that header and their own bytes, without going through numpy's writer.
+# same kind are written as that header and their own bytes, without going through numpy's writer. Both
+# caches start again past a few hundred kinds (a loader whose shapes all differ).
 headers = {}
 records = {}
+CACHED_KINDS = 256
 for index, feed in enumerate(data):
     if not isinstance(feed, dict):
         sys.exit(f"iteration {index} is a {type(feed).__name__}, expected a dict of input name -> array")
@@ -80,15 +82,19 @@ for index, feed in enumerate(data):
             np.lib.format.write_array(buffer, array, allow_pickle=False)
             written = buffer.getbuffer()
             if array.flags.c_contiguous:
+                if len(headers) >= CACHED_KINDS:
+                    headers.clear()
                 headers[key] = bytes(written[:len(written) - array.nbytes])
             buffers.append(written)
             entries.append((name, len(written)))
         else:
-            buffers += (header, array.data)
+            buffers += (header, array.reshape(-1).view(np.uint8))  # bytes of any dtype, rank 0 included
             entries.append((name, len(header) + array.nbytes))
     entries = tuple(entries)
     record = records.get(entries)
     if record is None:
+        if len(records) >= CACHED_KINDS:
+            records.clear()
         record = json.dumps(entries).encode()
         record = records[entries] = struct.pack("<Q", len(record)) + record
     stream.write(record)

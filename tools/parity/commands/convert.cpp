@@ -150,7 +150,8 @@ class ConvertCommand : public Command {
       raise<InvalidInputError>("convert --int8: --fp-to-fp16, --fp-to-bf16, --openvino, --report-error, "
                                "--no-default-keep and --no-keep-io-types do not apply");
     // A data loader script's interpreter starts while the model loads.
-    const FeedStreamFunc feeds = int8_.calibrates() ? data_loader_.feed_stream_started_now() : data_loader_.feed_stream();
+    const FeedStreamFunc feeds =
+        int8_.calibrates() ? data_loader_.feed_stream_started_now() : data_loader_.feed_stream();
     onnx::Model model = model_.load();
     outputs_.apply(model, model_.path());
     int8_.quantize(model, keep_fp32_, feeds);
