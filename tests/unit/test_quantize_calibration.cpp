@@ -2,8 +2,11 @@
 // reach one by one: the histogram's range doubling over batches, zeros and non-finite values,
 // percentile and entropy on hand-made histograms, and the calibration cache's text.
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -81,6 +84,56 @@ TEST(AbsHistogram, MaxOnlyOverManyValuesSkipsNonFiniteOnes) {
   subnormal.add_max_only(std::vector<float>(40, -std::numeric_limits<float>::denorm_min()));
   EXPECT_EQ(subnormal.max_abs(), static_cast<double>(std::numeric_limits<float>::denorm_min()));
   EXPECT_EQ(subnormal.count(), 40);
+}
+
+// The largest finite |x| and the finite count, one value at a time in double: what both kernels must give.
+std::pair<double, int64_t> finite_max_abs_reference(std::span<const float> values) {
+  double max = 0;
+  int64_t finite = 0;
+  for (float value : values) {
+    if (!std::isfinite(value)) continue;
+    ++finite;
+    max = std::max(max, std::fabs(static_cast<double>(value)));
+  }
+  return {max, finite};
+}
+
+// Every length from 0 to 200 (each tail of the 64- and 16-value steps) at every start within a vector
+// (unaligned loads), over values mixing NaN, infinities, subnormals, signed zeros, and the largest
+// |x| placed at random: the portable and the AVX-512 kernel agree with the reference exactly.
+TEST(AbsHistogram, FiniteMaxAbsKernelsAgreeWithOneValueAtATime) {
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
+  std::uniform_int_distribution<int> kind(0, 19);
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                            INFINITY, -INFINITY, std::numeric_limits<float>::denorm_min(),
+                            -std::numeric_limits<float>::denorm_min(), 0.0f, -0.0f,
+                            std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()};
+  std::vector<float> values(256);
+  const bool avx512 = detail::finite_max_abs_avx512_available();
+  int checked = 0;
+  for (std::size_t length = 0; length <= 200; ++length) {
+    for (std::size_t start = 0; start < 16; ++start) {
+      for (float& value : values) {
+        const int k = kind(random);
+        value = k < 10 ? specials[k] : uniform(random);
+      }
+      // Half the cases without a special value: a max that is an ordinary float.
+      if ((length + start) % 2 == 0)
+        for (float& value : values)
+          if (!std::isfinite(value) || std::fabs(value) > 3.0f) value = uniform(random);
+      const std::span<const float> span(values.data() + start, length);
+      const auto expected = finite_max_abs_reference(span);
+      ASSERT_EQ(detail::finite_max_abs_portable(span), expected) << "length " << length << ", start " << start;
+      if (avx512) {
+        ASSERT_EQ(detail::finite_max_abs_avx512(span), expected) << "length " << length << ", start " << start;
+      }
+      ASSERT_EQ(finite_max_abs(span), expected);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 201 * 16);
+  if (!avx512) GTEST_SKIP() << "this CPU has no AVX-512F: only the portable kernel was checked";
 }
 
 TEST(CalibrationAlgorithm, PercentileTakesTheTopEdgeOfTheBinReachingIt) {

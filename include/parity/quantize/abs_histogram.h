@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace parity::quantize {
@@ -48,5 +49,17 @@ class AbsHistogram {
   double max_abs_ = 0;
   double range_ = 0;
 };
+
+// The largest finite |x| of `values` and how many of them are finite: with AVX-512 where the CPU
+// has it (min-max calibration reads every calibrated activation of every batch through this).
+std::pair<double, int64_t> finite_max_abs(std::span<const float> values);
+
+namespace detail {
+// The two ways finite_max_abs() goes, for tests: portable C++, and AVX-512F (call it only when
+// finite_max_abs_avx512_available()).
+std::pair<double, int64_t> finite_max_abs_portable(std::span<const float> values);
+bool finite_max_abs_avx512_available();
+std::pair<double, int64_t> finite_max_abs_avx512(std::span<const float> values);
+}  // namespace detail
 
 }  // namespace parity::quantize
