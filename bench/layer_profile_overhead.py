@@ -38,7 +38,7 @@ import onnx
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
 from exported_models import export  # noqa: E402  (tests/cli is on the path from here)
-from perf_accuracy import input_shapes  # noqa: E402  (bench/, this script's folder, is on the path)
+from perf_accuracy import input_shapes, model_of  # noqa: E402  (bench/, this script's folder, is on the path)
 
 
 def feed_of(model_path, shapes):
@@ -175,15 +175,17 @@ def main():
     parser.add_argument("--iterations", type=int, default=200, help="Parity's timed inferences")
     parser.add_argument("--layer-iterations", type=int, default=50, help="Parity's profiled inferences")
     parser.add_argument("--runs", type=int, default=200, help="the bare backends' runs per session")
-    parser.add_argument("--kinds", default="resnet,bert")
+    parser.add_argument("--kinds", default="resnet,bert",
+                        help="tests/cli/exported_models.py's kinds at its 'bench' size (resnet, bert, gpt2, vit) and/or "
+                             "bench/full_size_models.py's (resnet50, bert-base)")
     args = parser.parse_args()
     parity = os.path.join(args.build, "tools", "parity", "parity")
     with tempfile.TemporaryDirectory() as folder:
         for kind in args.kinds.split(","):
-            model = str(export(kind, os.path.join(folder, f"{kind}.onnx"), "torchscript", size="bench"))
+            model, size = model_of(kind, folder)
             shapes = input_shapes(model)
             feed = feed_of(model, shapes)
-            print(f"{kind} (bench size), inputs {shapes}, {args.threads} thread(s)")
+            print(f"{kind} ({size}), inputs {shapes}, {args.threads} thread(s)")
             results = {}
             for repeat in range(args.repeats):
                 measured = {f"parity {k}": v for k, v in

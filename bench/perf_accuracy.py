@@ -37,6 +37,15 @@ import onnx
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
 from exported_models import export  # noqa: E402  (tests/cli is on the path from here)
+from full_size_models import FULL_SIZE_KINDS, write as write_full_size  # noqa: E402  (bench/, this script's folder)
+
+
+def model_of(kind, folder):
+    """(path, size label) of the model `kind` written into `folder`: a full-size model (bench/full_size_models.py)
+    or tests/cli/exported_models.py's kind at its "bench" size."""
+    if kind in FULL_SIZE_KINDS:
+        return write_full_size(kind, folder), "full size"
+    return str(export(kind, os.path.join(folder, f"{kind}.onnx"), "torchscript", size="bench")), "bench size"
 
 
 def input_shapes(model_path, sequence=64):
@@ -132,20 +141,22 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--kinds", default="resnet,bert")
+    parser.add_argument("--kinds", default="resnet,bert",
+                        help="tests/cli/exported_models.py's kinds at its 'bench' size (resnet, bert, gpt2, vit) and/or "
+                             "bench/full_size_models.py's (resnet50, bert-base)")
     args = parser.parse_args()
     parity = os.path.join(args.build, "tools", "parity", "parity")
     tool = shutil.which("benchmark_app") or os.path.join(os.path.dirname(sys.executable), "benchmark_app")
     threads = str(args.threads)
     with tempfile.TemporaryDirectory() as folder:
         for kind in args.kinds.split(","):
-            model = str(export(kind, os.path.join(folder, f"{kind}.onnx"), "torchscript", size="bench"))
+            model, size = model_of(kind, folder)
             shapes = input_shapes(model)
             static = [f"{name}:[{','.join(map(str, dims))}]" for name, dims in shapes.items()]
             ov = ["--openvino", "--ov-precision", "f32", "--ov-threads", threads, "--ov-min-shapes", *static,
                   "--ov-max-shapes", *static]
             ratios = {"ov latency": [], "ov throughput": [], "ov throughput per CPU-second": [], "ort latency": []}
-            print(f"{kind} (bench size), inputs {shapes}, {threads} thread(s), {args.seconds} s per measurement")
+            print(f"{kind} ({size}), inputs {shapes}, {threads} thread(s), {args.seconds} s per measurement")
             for repeat in range(args.repeats):
                 p_lat, _, _ = parity_perf(parity, model, shapes, args.seconds, ov + ["--ov-perf-hint", "latency"])
                 b_lat, _, _ = benchmark_app(tool, model, shapes, args.seconds, args.threads, "latency")
