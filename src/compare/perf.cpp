@@ -82,7 +82,7 @@ void log_layers(const PerfResult& result, int top) {
   std::string lines = fmt::format("\n    {:>6} | {:>9} | {} | {} | {} | {}", "share", "time (ms)", "layer [type]",
                                   "kernel", "precision", "ONNX nodes");
   for (const auto* layer : sorted) {
-    std::string nodes = layer->onnx_nodes.empty() ? "(none: the backend's own)" : fmt::format("{}", fmt::join(layer->onnx_nodes, ", "));
+    std::string nodes = layer->onnx_nodes.empty() ? profile.without_onnx_nodes : fmt::format("{}", fmt::join(layer->onnx_nodes, ", "));
     lines += fmt::format("\n    {:5.1f}% | {:9.4f} | {} [{}] | {} | {} | {}", 100.0 * share_of(layer->seconds, profiled),
                          layer->seconds * 1000.0, layer->name, layer->layer_type,
                          layer->kernel.empty() ? "?" : layer->kernel, layer->precision.empty() ? "?" : layer->precision,

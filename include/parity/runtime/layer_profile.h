@@ -60,6 +60,8 @@ struct LayerProfile {
   std::vector<OutsideTime> outside_times;
   // What the per-layer times leave out, in words (for the report).
   std::string outside;
+  // What the table's ONNX nodes column says for a layer without ONNX nodes.
+  std::string without_onnx_nodes = "(none: the backend's own)";
   // Why there are no layers (the backend cannot report them); empty when it could.
   std::string unavailable;
 };

@@ -109,6 +109,11 @@ class TorchRunner : public Runner {
   ConcurrentInference infer_concurrently(const std::vector<NamedTensors>& feeds,
                                          const ConcurrencyRequest& request) override;
 
+  // Performance mode's per-layer time (torch_layer_profile.cpp): PyTorch's profiler in the worker, each
+  // module a layer (its calls less its submodules'), or the operators where no module hook runs
+  // (torch.compile, TorchScript); on a CUDA device the kernels' device time.
+  LayerProfile profile_layers(const NamedTensors& feed, int inferences) override;
+
   // Error attribution by module (compare/module_attribution.h); the runner must be active.
   // One forward pass on `feed` with forward pre-hooks and hooks on `modules` (qualified names): each
   // module called once with positional tensor arguments only, returning one tensor, is kept; the

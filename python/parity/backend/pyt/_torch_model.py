@@ -296,6 +296,8 @@ class TorchModel:
         self.messages = []
         self._pinned = {}
         self.capture_hook = None
+        # A torch.profiler range's name put around each call while a LayerProfiler profiles the model.
+        self.profile_range = None
 
         if options.dtype not in DTYPES:
             raise TorchModelError(f"dtype '{options.dtype}': choose one of {', '.join(DTYPES)}")
@@ -402,6 +404,12 @@ class TorchModel:
         """The module's raw result for forward()'s arguments (on the device, in the dtype: _arguments),
         under torch.inference_mode() (and autocast); ForwardError when it raises."""
         torch = _torch()
+        if self.profile_range is not None:
+            with torch.profiler.record_function(self.profile_range):
+                return self._call(torch, args, kwargs)
+        return self._call(torch, args, kwargs)
+
+    def _call(self, torch, args, kwargs):
         with _inference_mode(torch):
             try:
                 if self.compute_dtype is not None and self.options.dtype_mode == "autocast":
@@ -627,12 +635,17 @@ def serve_commands(command, Reply, CommandFailed):
     run_module {module, inputs: count, substitutes: [submodule names]} + the module's arguments
              (module_call_name(module, i)) and each substitute's value (its name) -> {output}: the
              module alone in the model's configuration (run_module_alone)
+    profile_layers_start {} -> None: a LayerProfiler (_torch_layer_profile.py) starts on the model; the
+             inferences until profile_layers_stop are profiled
+    profile_layers_stop {discard: bool} -> LayerProfiler.stop()'s table (None with discard: the profile
+             is thrown away)
     memory   {} -> {peak_rss_bytes: this process's peak resident set, gpu_peak_bytes:
              torch.cuda.max_memory_allocated() of the model's CUDA device or None, gpu_note: why None}
 
     The worker runs python/parity/backend/pyt/_module_capture.py's text before this file's: its
     PairedOutputsHook, ModuleCallCapture and named_module_list are this program's globals; and
-    _torch_requests.py's after it, whose infer_concurrently the infer_concurrently command calls.
+    _torch_requests.py's after it, whose infer_concurrently the infer_concurrently command calls, then
+    _torch_layer_profile.py's, whose LayerProfiler the profile_layers commands run.
     """
     state = {}
 
@@ -690,6 +703,25 @@ def serve_commands(command, Reply, CommandFailed):
         else:
             reply["gpu_note"] = "the model runs on the CPU (--torch-device cuda measures GPU memory)"
         return reply
+
+    @command("profile_layers_start")
+    def profile_layers_start(arguments, tensors):
+        if state.get("profiler") is not None:
+            state.pop("profiler").discard()
+        state["profiler"] = LayerProfiler(state["model"])  # noqa: F821 (_torch_layer_profile.py, after this file)
+
+    @command("profile_layers_stop")
+    def profile_layers_stop(arguments, tensors):
+        profiler = state.pop("profiler", None)
+        if profiler is None:
+            raise CommandFailed("no layer profile was started")
+        if arguments.get("discard"):
+            profiler.discard()
+            return None
+        try:
+            return profiler.stop()
+        except RuntimeError as error:
+            raise CommandFailed(str(error)) from None
 
     @command("infer_concurrently")
     def concurrently(arguments, tensors):

@@ -16,6 +16,7 @@
 #include "parity/runtime/python_worker.h"
 #include "module_capture_source.h"  // generated from python/parity/backend/pyt/_module_capture.py
 #include "torch_model_source.h"  // generated from python/parity/backend/pyt/_torch_model.py
+#include "torch_layer_profile_source.h"  // generated from python/parity/backend/pyt/_torch_layer_profile.py
 #include "torch_requests_source.h"  // generated from python/parity/backend/pyt/_torch_requests.py
 
 namespace parity::runtime {
@@ -89,7 +90,7 @@ void TorchRunner::activate_impl() {
   worker.name = worker_name();
   worker.interpreter = interpreter;
   worker.commands = std::string(kModuleCaptureSource) + "\n" + kTorchModelSource + "\n" + kTorchRequestsSource +
-                    "\nserve_commands(command, Reply, CommandFailed)\n";
+                    "\n" + kTorchLayerProfileSource + "\nserve_commands(command, Reply, CommandFailed)\n";
   try {
     worker_ = std::make_unique<PythonWorker>(worker);
   } catch (const ProcessStartError& error) {
