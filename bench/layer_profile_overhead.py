@@ -38,6 +38,7 @@ import onnx
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
 from exported_models import export  # noqa: E402  (tests/cli is on the path from here)
+from full_size_models import FULL_SIZE_KINDS  # noqa: E402
 from perf_accuracy import input_shapes, model_of  # noqa: E402  (bench/, this script's folder, is on the path)
 
 
@@ -56,15 +57,18 @@ def spread(values):
     return f"{statistics.median(values):.3f} ({min(values):.3f}..{max(values):.3f})"
 
 
-def parity_layers(parity, model, shapes, threads, iterations, layer_iterations):
+def parity_layers(parity, model, shapes, threads, iterations, layer_iterations, runners=None):
     """{runner kind: {figure: value}}: layers / profiled mean latency, layers / unprofiled mean, profiled /
-    unprofiled median, and each part outside the layers over the profiled mean latency; ONNX Runtime also its
-    profiler's own cost per node event (microseconds) and over the profiled median."""
+    unprofiled median, and each part outside the layers over the profiled mean latency; ONNX Runtime and PyTorch
+    also their profiler's own cost per event (microseconds) and over the profiled median. `runners`: the runner
+    flags (default: ONNX Runtime and OpenVINO f32 with `threads`); `model` None for a run without an ONNX model."""
+    if runners is None:
+        runners = ["--onnxrt", "--ort-intra-op-threads", str(threads), "--openvino", "--ov-threads", str(threads),
+                   "--ov-precision", "f32"]
     with tempfile.TemporaryDirectory() as folder:
         report = os.path.join(folder, "report.json")
         shape_args = [f"{name}:[{','.join(map(str, dims))}]" for name, dims in shapes.items()]
-        subprocess.run([parity, "run", model, "--onnxrt", "--ort-intra-op-threads", str(threads), "--openvino",
-                        "--ov-threads", str(threads), "--ov-precision", "f32", "--input-shapes",
+        subprocess.run([parity, "run", *([model] if model else []), *runners, "--input-shapes",
                         *shape_args, "--perf", "--iterations", str(iterations), "--perf-layers", "10",
                         "--perf-layer-iterations", str(layer_iterations), "--atol", "1e-3", "--rtol", "1e-3",
                         "--report", report], check=True, capture_output=True, text=True)
@@ -83,6 +87,25 @@ def parity_layers(parity, model, shapes, threads, iterations, layer_iterations):
             figures[kind]["profiler cost/profiled median"] = cost / layers["profiled_latency_seconds"]["median"]
             figures[kind]["profiler cost per event (us)"] = 1e6 * cost / layers["profiler_events_per_inference"]
     return figures
+
+
+def torch_script(kind, folder):
+    """(model script path, function) building the PyTorch module of `kind` (None when there is none): resnet50 from
+    bench/torch_runner_overhead.py's definition (the module full_size_models.py exports), the exported kinds from
+    tests/cli/exported_models.py's build() at the bench size; bert-base is an ONNX model only."""
+    path = os.path.join(folder, f"{kind}_torch.py")
+    if kind == "resnet50":
+        from torch_runner_overhead import MODELS_SCRIPT
+        with open(path, "w") as out:
+            out.write(MODELS_SCRIPT)
+        return path, "resnet50"
+    if kind in FULL_SIZE_KINDS:
+        return None
+    with open(path, "w") as out:
+        out.write(f"import sys\nsys.path.insert(0, {os.path.join(ROOT, 'tests', 'cli')!r})\n"
+                  "from exported_models import build\n\n\n"
+                  f"def model():\n    return build({kind!r}, 'bench')[0]\n")
+    return path, "model"
 
 
 def bare_onnxruntime(model, feed, threads, runs, folder):
@@ -175,6 +198,9 @@ def main():
     parser.add_argument("--iterations", type=int, default=200, help="Parity's timed inferences")
     parser.add_argument("--layer-iterations", type=int, default=50, help="Parity's profiled inferences")
     parser.add_argument("--runs", type=int, default=200, help="the bare backends' runs per session")
+    parser.add_argument("--torch", action="store_true",
+                        help="also `parity run --torch` on the kind's PyTorch module (its per-layer time from PyTorch's "
+                             "profiler); torch's intra-op threads are its own default")
     parser.add_argument("--kinds", default="resnet,bert",
                         help="tests/cli/exported_models.py's kinds at its 'bench' size (resnet, bert, gpt2, vit) and/or "
                              "bench/full_size_models.py's (resnet50, bert-base)")
@@ -185,11 +211,21 @@ def main():
             model, size = model_of(kind, folder)
             shapes = input_shapes(model)
             feed = feed_of(model, shapes)
-            print(f"{kind} ({size}), inputs {shapes}, {args.threads} thread(s)")
+            script = torch_script(kind, folder) if args.torch else None
+            print(f"{kind} ({size}), inputs {shapes}, {args.threads} thread(s)"
+                  + ("" if not args.torch else ", PyTorch: " + (f"{script[0]}:{script[1]}, torch's own threads"
+                                                                  if script else "no PyTorch module for this kind")))
             results = {}
             for repeat in range(args.repeats):
                 measured = {f"parity {k}": v for k, v in
                             parity_layers(parity, model, shapes, args.threads, args.iterations, args.layer_iterations).items()}
+                if args.torch and script is not None:
+                    runners = ["--torch", "--torch-model-script", f"{script[0]}:{script[1]}", "--torch-python",
+                               sys.executable]
+                    # With the ONNX model for the input names; its modules are paired with the export's tensors.
+                    measured.update({f"parity {k}": v for k, v in
+                                     parity_layers(parity, model, shapes, args.threads, args.iterations,
+                                                   args.layer_iterations, runners).items()})
                 measured["bare onnxruntime"] = bare_onnxruntime(model, feed, args.threads, args.runs, folder)
                 measured["bare openvino"] = bare_openvino(model, shapes, feed, args.threads, args.runs)
                 measured["bare openvino, dynamic"] = bare_openvino(model, shapes, feed, args.threads, args.runs,

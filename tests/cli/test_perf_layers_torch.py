@@ -40,7 +40,7 @@ def profile(run_parity, tmp_path, *flags, model=(), timeout=RUN_TIMEOUT):
     return entry, result
 
 
-def check_sums(entry):
+def check_sums(entry, cuda=False):
     layers = entry["layers"]
     assert layers["inferences"] == LAYER_INFERENCES
     assert len(layers["profiled_latencies"]) == LAYER_INFERENCES
@@ -50,8 +50,13 @@ def check_sums(entry):
     assert total == pytest.approx(layers["sum_seconds_per_inference"])
     outside = layers["outside_times"]
     assert total + sum(part["seconds_per_inference"] for part in outside) == pytest.approx(profiled)
-    # Each layer runs inside the inference's range, which runs inside Parity's call.
-    assert 0 < total <= layers["backend_run_seconds_per_inference"] <= profiled
+    if cuda:
+        # The kernels' device time: the call waits for the device, whose one stream runs one kernel at a time.
+        assert 0 < total <= profiled
+        assert [part["name"] for part in outside] == ["outside the kernels"]
+    else:
+        # Each layer runs inside the inference's range, which runs inside Parity's call.
+        assert 0 < total <= layers["backend_run_seconds_per_inference"] <= profiled
     assert layers["profiler_cost_seconds_per_inference"] == pytest.approx(
         statistics.median(layers["profiled_latencies"]) - statistics.median(layers["unprofiled_latencies"]))
     assert layers["profiler_events_per_inference"] >= len(layers["layers"])
@@ -121,3 +126,21 @@ def test_compiled_model_layers_are_the_operators_its_graph_calls(run_parity, tmp
     assert "TorchDynamo Cache Lookup" in kinds, kinds
     assert any(kind.startswith("aten::") for kind in kinds), kinds
     assert not any(kind.startswith("Torch-Compiled Region") for kind in kinds), kinds
+
+
+def test_cuda_layers_are_the_device_time_of_their_kernels(run_parity, tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip(f"no CUDA device: torch.cuda.is_available() is false in {sys.executable} (torch "
+                    f"{torch.__version__}); the CUDA per-layer profile is measured on a GPU machine")
+    script = write_block_script(tmp_path)
+    entry, result = profile(run_parity, tmp_path, "--torch-model-script", script, "--input-shapes", "x:[8,3,32,32]",
+                            "--torch-device", "cuda")
+    layers = check_sums(entry, cuda=True)
+    assert "device time of the CUDA kernels" in layers["source"]
+    by_name = {layer["name"]: layer for layer in layers["layers"]}
+    assert set(by_name) <= set(MODULES) and "conv" in by_name, sorted(by_name)
+    # The kernel column names CUDA kernels, not the operators that launched them.
+    kernels = [layer["kernel"] for layer in layers["layers"] if layer["kernel"]]
+    assert kernels and not any(kernel.startswith("aten::") for kernel in kernels), kernels
+    print(result.output[result.output.find("Per-layer time"):][:3000])
