@@ -120,7 +120,7 @@ class LayerProfiler:
         """Charges `event`'s own time to `layer`'s kernels (on CUDA, each kernel by its name)."""
         if self.cuda:
             for kernel in getattr(event, "kernels", []) or []:
-                layer.kernels[kernel.name] += kernel.duration * 1e-6
+                layer.kernels[_kernel_name(kernel.name)] += kernel.duration * 1e-6
         else:
             layer.kernels[event.name] += self._own(event)
 
@@ -218,6 +218,24 @@ class LayerProfiler:
         self._charge(layer, event)
         for child in event.cpu_children:
             self._charge_tree(layer, child)
+
+
+def _kernel_name(name):
+    """A CUDA kernel's name without its return type and parameter list: "void f<float>(int, float*)" ->
+    "f<float>" (a "(anonymous namespace)" inside the name stays)."""
+    if name.startswith("void "):
+        name = name[len("void "):]
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for index in range(len(name) - 1, 0, -1):
+        if name[index] == ")":
+            depth += 1
+        elif name[index] == "(":
+            depth -= 1
+            if depth == 0:
+                return name[:index]
+    return name
 
 
 def _descendants(event):
