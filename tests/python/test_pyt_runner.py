@@ -113,3 +113,22 @@ def test_errors(block, tmp_path):
             PytRunner(ModuleFromScript(block["script"]), onnx_model=block["dynamo"], device="cuda").activate()
     with pytest.raises(_parity.InvalidInputError, match="no input metadata"):
         PytRunner(ModuleFromTorchScript(block["pt"])).activate()
+
+
+def test_perf_layers_of_the_worker_runner_are_its_modules(block):
+    """Comparator.run(perf=...) on PytWorkerRunner: the per-layer profile from PyTorch's profiler, each layer a
+    module (qualified name and class) with the ONNX node of the export that its paired tensor comes from."""
+    from parity.comparator import PerfConfig, PerfResult
+
+    runner = PytWorkerRunner(ModuleFromScript(block["script"]), onnx_model=block["torchscript"])
+    results = Comparator.run([runner], perf=PerfConfig(iterations=3, layers=20, layer_iterations=2))
+    (perf,) = results.perf
+    assert isinstance(perf, PerfResult) and perf.layers, perf.layers_unavailable
+    by_name = {layer.name: layer for layer in perf.layers}
+    assert by_name["attn"].type == "MultiheadAttention" and by_name["norm"].type == "LayerNorm"
+    assert by_name["norm"].onnx_nodes == ["/norm/LayerNormalization"] and by_name["norm"].precision == "FP32"
+    info = perf.layers_info
+    assert info["inferences"] == 2 and "PyTorch's profiler" in info["source"]
+    assert [part["name"] for part in info["outside_times"]] == ["the worker's call", "in the inference, in no module"]
+    shares = [layer.share for layer in perf.layers] + [part["share"] for part in info["outside_times"]]
+    assert sum(shares) == pytest.approx(1.0)

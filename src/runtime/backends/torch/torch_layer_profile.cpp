@@ -63,6 +63,11 @@ LayerProfile TorchRunner::profile_layers(const NamedTensors& feed, int inference
     profile.layers.push_back(std::move(layer));
   }
   for (const auto& note : table.at("notes")) log::info("{:35} | {}", name(), note.get<std::string>());
+  if (profile.layers.empty()) {
+    LayerProfile none;
+    none.unavailable = "PyTorch's profiler recorded no module call and no operator in the profiled inferences";
+    return none;
+  }
   profile.source = table.at("source").get<std::string>();
   profile.without_onnx_nodes = !onnx_model_ ? "(no ONNX model)"
                                : table.at("in_no_module_seconds").is_null()
