@@ -12,12 +12,17 @@ the end-to-end figure of bench/torch_runner_overhead.py:
 
 The worker's program is read from src/runtime/python_worker.cpp and python/parity/backend/pyt (the text
 the parity binary carries). Needs python3 with torch and numpy:
-    python3 bench/torch_worker_floor.py [--models add_one,small_cnn] [--calls N]
+- with --pingpong, the floor of any runner whose model runs in another process: the bare loop body in a child
+  process, one 8-byte request and reply per inference (blocking pipes), against the same body in this process,
+  wall medians, in alternating blocks of 100.
+
+    python3 bench/torch_worker_floor.py [--models add_one,small_cnn] [--calls N] [--pingpong]
 """
 import argparse
 import importlib.util
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -71,7 +76,7 @@ def worker_globals(region_fd):
         os.close(stdout)
     namespace["_replies"].close()
     namespace["_replies"] = open(os.devnull, "wb")
-    for name in ("_module_capture.py", "_torch_model.py", "_torch_requests.py"):
+    for name in ("_module_capture.py", "_torch_model.py", "_torch_requests.py", "_torch_layer_profile.py"):
         exec((REPO / "python" / "parity" / "backend" / "pyt" / name).read_text(), namespace)
     namespace["serve_commands"](namespace["command"], namespace["Reply"], namespace["CommandFailed"])
     return namespace
@@ -115,12 +120,75 @@ def worker_and_bare(script, function, calls):
     return in_worker, bare
 
 
+def pingpong_child(script, function):
+    """The other end of pingpong(): the model's bare loop body once per 8-byte request, an 8-byte reply after it."""
+    import numpy as np
+    import torch
+
+    spec = importlib.util.spec_from_file_location("bench_models", script)
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    module = getattr(models, function)()
+    feed = np.random.default_rng(1).random(SHAPES[function], dtype=np.float32)
+    with torch.inference_mode():
+        for _ in range(50):
+            module(torch.from_numpy(feed)).cpu().numpy()
+        os.write(1, b"ready!!!")
+        while os.read(0, 8):
+            module(torch.from_numpy(feed)).cpu().numpy()
+            os.write(1, b"=" + bytes(7))
+
+
+def pingpong(script, function, calls):
+    """The floor of any runner whose model runs in another process, on this machine: wall seconds of each round trip
+    to a child process that runs the bare loop body per 8-byte request (pipes, both sides blocking), and of each bare
+    loop body in this process (wall), alternating blocks of 100."""
+    import numpy as np
+    import torch
+
+    child = subprocess.Popen([sys.executable, __file__, "--pingpong-child", str(script), function],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert child.stdout.read(8) == b"ready!!!"
+    spec = importlib.util.spec_from_file_location("bench_models", script)
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    module = getattr(models, function)()
+    feed = np.random.default_rng(1).random(SHAPES[function], dtype=np.float32)
+    trips, bare = [], []
+    clock = time.perf_counter
+    with torch.inference_mode():
+        for _ in range(50):
+            module(torch.from_numpy(feed)).cpu().numpy()
+        for block in range(calls // 100 + 2):
+            for _ in range(100):
+                start = clock()
+                child.stdin.write(b"!" + bytes(7))
+                child.stdout.read(8)
+                if block >= 2:
+                    trips.append(clock() - start)
+            for _ in range(100):
+                start = clock()
+                module(torch.from_numpy(feed)).cpu().numpy()
+                if block >= 2:
+                    bare.append(clock() - start)
+    child.stdin.close()
+    child.wait()
+    return trips, bare
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="add_one,small_cnn")
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--round-trips", type=int, default=20000)
+    parser.add_argument("--pingpong", action="store_true",
+                        help="also each model's bare loop body in another process, one round trip per inference, "
+                             "against the same body here: the floor of a separate worker process on this machine")
+    parser.add_argument("--pingpong-child", nargs=2, metavar=("SCRIPT", "FUNCTION"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pingpong_child:
+        pingpong_child(*args.pingpong_child)
+        return
     import torch
 
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; torch {torch.__version__}, "
@@ -136,6 +204,13 @@ def main():
             in_worker, bare = worker_and_bare(script, function, args.calls)
             w, b = statistics.median(in_worker) * 1e6, statistics.median(bare) * 1e6
             print(f"{function:10} {b:13.2f} {w:10.2f} {w / b:6.3f}x {w - b:16.2f}")
+        if args.pingpong:
+            print(f"{'model':10} {'bare us (wall)':>15} {'round trip us':>14} {'ratio':>7} {'extra us':>9}   "
+                  "(the bare body in another process, one 8-byte request and reply each, wall medians)")
+            for function in args.models.split(","):
+                trips, bare = pingpong(script, function, args.calls)
+                t, b = statistics.median(trips) * 1e6, statistics.median(bare) * 1e6
+                print(f"{function:10} {b:15.2f} {t:14.2f} {t / b:6.3f}x {t - b:9.2f}")
 
 
 if __name__ == "__main__":
