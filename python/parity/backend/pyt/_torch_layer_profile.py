@@ -14,9 +14,10 @@ backends' profiles leave out theirs.
 
 Where no module hook runs (a torch.compile'd model, whose submodules run inside compiled graphs, and
 TorchScript modules, which take no Python hooks) the layers are the operators the inference ran
-instead: the profiler's events below the inference's range, going down (the same way in every inference)
-into the event that holds more than half of its level's time over the profiled inferences (a compiled
-region, the call of its compiled graph) while its siblings stay layers.
+instead: the profiler's events below the inference's range, going down into the event that holds more
+than half of its level's time (a compiled region, the call of its compiled graph) while its siblings stay
+layers; each is named by its operator and its count among the inference's calls of that operator
+("aten::addmm #2"), so that the inferences' layers line up.
 
 Like _torch_model.py, pure Python over torch and the standard library. The `parity` binary's Python
 worker runs this file's text after _torch_model.py's (its profile_layers_start/stop commands use
@@ -166,7 +167,7 @@ class LayerProfiler:
 
         outside = _Layer("", "", -1)  # the inferences' time in no module
         hooked = any(e.name.startswith(_MODULE_RANGE) for e in events)
-        path = [] if hooked else self._operator_path(counted)
+
         events_seen = 0
         for inference in counted:
             events_seen += 1 + _descendants(inference)
@@ -174,11 +175,13 @@ class LayerProfiler:
                 outside.seconds += self._span(inference)
                 visit(inference, outside)
                 continue
-            # No module ranges: the operators below the inference, each call a layer, going down the same path
-            # in every inference into the event that holds most of its level's time (a compiled region, the
-            # call of its graph), whose siblings stay layers of their own.
-            for index, op in enumerate(self._operator_layers(inference, path)):
-                entry = layer(f"{op.name} #{index}", op.name)
+            # No module ranges: the operators below the inference, each call a layer named by the operator and
+            # its count among the inference's calls of it, so that the inferences' layers line up whatever
+            # wrapped them (a compiled region's name carries its compile's number).
+            calls = collections.Counter()
+            for op in self._operator_layers(inference):
+                entry = layer(f"{op.name} #{calls[op.name]}", op.name)
+                calls[op.name] += 1
                 entry.seconds += self._span(op)
                 self._charge_tree(entry, op)
         count = len(counted)
@@ -197,45 +200,23 @@ class LayerProfiler:
                           + (", device time of the CUDA kernels" if self.cuda else ", wall time"),
                 "notes": self.notes}
 
-    def _operator_path(self, inferences):
-        """The names of the events to go down through when no module range is there, the same for every inference:
-        at each level, the event name with the most time summed over the inferences, while it holds more than half
-        of its level's time, has events below it, and names exactly one event of the level in every inference (a
-        compiled region, the call of its compiled graph)."""
-        path = []
-        levels = list(inferences)
-        while True:
-            totals, nested = collections.Counter(), set()
-            for event in levels:
-                for kid in event.cpu_children:
-                    totals[kid.name] += self._span(kid)
-                    if kid.cpu_children:
-                        nested.add(kid.name)
-            if not totals:
-                return path
-            name, time = totals.most_common(1)[0]
-            if name not in nested or time <= 0.5 * sum(totals.values()):
-                return path
-            below = []
-            for event in levels:
-                matches = [kid for kid in event.cpu_children if kid.name == name]
-                if len(matches) != 1:
-                    return path
-                below.append(matches[0])
-            path.append(name)
-            levels = below
-
-    def _operator_layers(self, inference, path):
-        """The operator events that are the layers of `inference` when no module range is there: going down
-        through the events `path` names (_operator_path), each level's other events, then the events below the
-        last, in the order they started."""
+    def _operator_layers(self, inference):
+        """The operator events that are the layers of `inference` when no module range is there: the events below
+        it, going down into the event that holds more than half of its level's time and has events below it (a
+        compiled region, the call of its compiled graph), whose siblings stay layers; in the order they started."""
         layers = []
         level = inference
-        for name in path:
-            kids = level.cpu_children
-            layers.extend(kid for kid in kids if kid.name != name)
-            level = next(kid for kid in kids if kid.name == name)
-        layers.extend(level.cpu_children)
+        while True:
+            kids = list(level.cpu_children)
+            if not kids:
+                break
+            spans = [self._span(kid) for kid in kids]
+            biggest = max(range(len(kids)), key=lambda i: spans[i])
+            if not kids[biggest].cpu_children or spans[biggest] <= 0.5 * sum(spans):
+                layers.extend(kids)
+                break
+            layers.extend(kid for i, kid in enumerate(kids) if i != biggest)
+            level = kids[biggest]
         return sorted(layers, key=lambda e: e.time_range.start)
 
     def _charge_tree(self, layer, event):
